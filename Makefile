@@ -1,0 +1,40 @@
+# spookat: `make run` starts the product on embedded defaults, `make test` runs every test.
+SHELL := /bin/bash
+GO ?= go
+BIN := $(CURDIR)/bin
+DATA ?= $(CURDIR)/data
+MODULES := schema edge worker loadgen
+export CGO_ENABLED := 0
+
+.PHONY: build run test vet fmt nats bench clean
+
+build:
+	@mkdir -p $(BIN)
+	$(GO) build -trimpath -o $(BIN)/ ./edge/cmd/edge ./worker/cmd/worker ./loadgen/cmd/loadgen
+
+# One process: the edge with embedded NATS and the worker in-process. Creates data/, a demo
+# site and a demo operator on first run, prints the URLs.
+run: build
+	@mkdir -p $(DATA)
+	$(BIN)/edge demo -data $(DATA)
+	exec $(BIN)/edge -data $(DATA)
+
+# Tests use the binaries (crash tests run bin/edge as a subprocess), so build first.
+test: build
+	$(GO) vet $(addprefix ./,$(addsuffix /...,$(MODULES)))
+	SPOOKAT_BIN=$(BIN) $(GO) test -count=1 -timeout 15m $(addprefix ./,$(addsuffix /...,$(MODULES)))
+
+vet:
+	$(GO) vet $(addprefix ./,$(addsuffix /...,$(MODULES)))
+
+fmt:
+	gofmt -l -w $(MODULES)
+
+# The nats CLI, for `nats stream report` and friends (see ops/RUNBOOK.md).
+nats: $(BIN)/nats
+$(BIN)/nats:
+	@mkdir -p $(BIN)
+	GOBIN=$(BIN) $(GO) install github.com/nats-io/natscli/nats@v0.5.0
+
+clean:
+	rm -rf $(BIN)

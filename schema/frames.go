@@ -1,0 +1,91 @@
+// Package schema is the contract shared by the edge, the worker and loadgen: SQL migrations,
+// websocket frames, job and result payloads, stream and subject names. Nothing else defines
+// these twice. The frames are documented for users in PROTOCOL.md beside this file.
+package schema
+
+import "time"
+
+// Frame types on the widget websocket (JSON text frames, one object per frame).
+const (
+	FrameHello   = "hello"   // server → client, first frame after upgrade
+	FrameMessage = "message" // client → server (send), server → client (history and live)
+	FrameAck     = "ack"     // server → client, after the message's transaction has committed
+	FrameResume  = "resume"  // client → server: replay messages after an id, then live ones
+	FrameError   = "error"   // server → client
+)
+
+// Error codes carried by an error frame.
+const (
+	CodeInvalid     = "invalid"      // malformed frame or field out of range; fix the frame
+	CodeTooLarge    = "too_large"    // text longer than MaxTextRunes
+	CodeRateLimited = "rate_limited" // this connection or address sends too fast; retry after retry_after_ms
+	CodeBraked      = "braked"       // the site is under a flood brake; retry after retry_after_ms
+	CodeUnavailable = "unavailable"  // the server cannot take it now (shutting down, overloaded)
+)
+
+// Limits of the widget protocol.
+const (
+	MaxFrameBytes   = 16 << 10 // a larger frame closes the socket with 1009
+	MaxTextRunes    = 4000
+	MaxClientIDLen  = 64
+	VisitorTokenLen = 32 // characters of base64url: 192 random bits
+)
+
+// Message authors.
+const (
+	AuthorVisitor  = "visitor"
+	AuthorOperator = "operator"
+	AuthorSystem   = "system"
+)
+
+// ClientFrame is any frame a widget sends; Type selects which fields matter.
+type ClientFrame struct {
+	Type           string `json:"type"`
+	ClientID       string `json:"client_id,omitempty"`
+	Text           string `json:"text,omitempty"`
+	AfterMessageID int64  `json:"after_message_id,omitempty"`
+}
+
+// Hello is the first frame the server sends.
+type Hello struct {
+	Type           string `json:"type"`
+	Visitor        string `json:"visitor"`
+	ConversationID *int64 `json:"conversation_id"`
+	LastMessageID  int64  `json:"last_message_id"`
+}
+
+// Ack confirms that a message is durably stored.
+type Ack struct {
+	Type           string    `json:"type"`
+	ClientID       string    `json:"client_id"`
+	MessageID      int64     `json:"message_id"`
+	ConversationID int64     `json:"conversation_id"`
+	CreatedAt      time.Time `json:"created_at"`
+}
+
+// Message is one stored message as the server shows it (history, resume and live).
+type Message struct {
+	Type      string    `json:"type"`
+	MessageID int64     `json:"message_id"`
+	Author    string    `json:"author"`
+	Name      string    `json:"name"`
+	Text      string    `json:"text"`
+	CreatedAt time.Time `json:"created_at"`
+	ClientID  string    `json:"client_id,omitempty"`
+}
+
+// Error answers a frame the server did not accept. The connection stays open.
+type Error struct {
+	Type         string `json:"type"`
+	ClientID     string `json:"client_id,omitempty"`
+	Code         string `json:"code"`
+	Message      string `json:"message"`
+	RetryAfterMS int64  `json:"retry_after_ms,omitempty"`
+}
+
+// HTTPError is the JSON body of a refused HTTP request (e.g. a websocket upgrade refused with
+// 403 or 404).
+type HTTPError struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}

@@ -1,0 +1,114 @@
+package schema
+
+import (
+	"strconv"
+	"time"
+)
+
+// Lanes: each has its own in-flight limit in the worker, so a slow webhook receiver never
+// delays a chat post.
+const (
+	LaneChat    = "chat"
+	LaneWebhook = "webhook"
+	LaneEmail   = "email"
+)
+
+// Delivery targets.
+const (
+	TargetSlack   = "slack"
+	TargetDiscord = "discord"
+	TargetWebhook = "webhook"
+	TargetEmail   = "email"
+)
+
+// LaneOf returns the lane a target's jobs travel in.
+func LaneOf(target string) string {
+	switch target {
+	case TargetSlack, TargetDiscord:
+		return LaneChat
+	case TargetWebhook:
+		return LaneWebhook
+	default:
+		return LaneEmail
+	}
+}
+
+// Job is one delivery of one message to one target. It carries what the worker needs to do
+// the delivery except secrets: those stay in the SITES key-value bucket (see SiteDelivery), so
+// `nats stream view JOBS` shows no token.
+type Job struct {
+	ID             string    `json:"id"` // JobID(message, target); also the Nats-Msg-Id
+	Lane           string    `json:"lane"`
+	Target         string    `json:"target"`
+	SiteID         int64     `json:"site_id"`
+	ConversationID int64     `json:"conversation_id"`
+	MessageID      int64     `json:"message_id"`
+	Author         string    `json:"author"`
+	Name           string    `json:"name,omitempty"`
+	Text           string    `json:"text"`
+	CreatedAt      time.Time `json:"created_at"`
+	// First is true for the first message of a conversation: it opens the Slack thread and
+	// triggers the new-conversation email.
+	First bool `json:"first,omitempty"`
+	// InboxURL links the operator to the conversation in the web inbox.
+	InboxURL string `json:"inbox_url,omitempty"`
+}
+
+// JobID is deterministic, so a job published twice (after a crash) is one job to JetStream's
+// duplicate window and one row to the edge.
+func JobID(messageID int64, target string) string {
+	return "m" + strconv.FormatInt(messageID, 10) + "." + target
+}
+
+// Result statuses.
+const (
+	StatusDelivered = "delivered"
+	StatusRetrying  = "retrying"
+	StatusDead      = "dead"
+)
+
+// Result is what a worker learnt from one delivery attempt; the edge records it in SQLite.
+type Result struct {
+	JobID          string    `json:"job_id"`
+	Target         string    `json:"target"`
+	SiteID         int64     `json:"site_id"`
+	ConversationID int64     `json:"conversation_id"`
+	MessageID      int64     `json:"message_id"`
+	Status         string    `json:"status"`
+	Attempts       int       `json:"attempts"`
+	Error          string    `json:"error,omitempty"`
+	ExternalID     string    `json:"external_id,omitempty"` // Slack ts, Discord message id
+	ThreadID       string    `json:"thread_id,omitempty"`   // Slack thread ts / Discord thread id of the conversation
+	At             time.Time `json:"at"`
+}
+
+// SiteDelivery is a site's delivery settings as workers read them from the SITES bucket
+// (key SiteKey(id)). The edge keeps it current whenever a site changes.
+type SiteDelivery struct {
+	SiteID         int64  `json:"site_id"`
+	Name           string `json:"name"`
+	SlackToken     string `json:"slack_token,omitempty"`
+	SlackChannel   string `json:"slack_channel,omitempty"`
+	DiscordWebhook string `json:"discord_webhook,omitempty"`
+	WebhookURL     string `json:"webhook_url,omitempty"`
+	WebhookSecret  string `json:"webhook_secret,omitempty"`
+	NotifyEmail    string `json:"notify_email,omitempty"`
+}
+
+// Targets lists the delivery targets a message of this site has. A site with none gets no jobs.
+func (d *SiteDelivery) Targets(first bool) []string {
+	var t []string
+	if d.SlackToken != "" && d.SlackChannel != "" {
+		t = append(t, TargetSlack)
+	}
+	if d.DiscordWebhook != "" {
+		t = append(t, TargetDiscord)
+	}
+	if d.WebhookURL != "" {
+		t = append(t, TargetWebhook)
+	}
+	if first && d.NotifyEmail != "" {
+		t = append(t, TargetEmail)
+	}
+	return t
+}
