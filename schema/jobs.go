@@ -60,6 +60,13 @@ func JobID(messageID int64, target string) string {
 	return "m" + strconv.FormatInt(messageID, 10) + "." + target
 }
 
+// Headers a worker sets on a job it moves to DEAD, so `nats stream view DEAD` says why.
+const (
+	HeaderError    = "Spookat-Error"    // the last error, one line
+	HeaderAttempts = "Spookat-Attempts" // delivery attempts made
+	HeaderTarget   = "Spookat-Target"   // slack | discord | webhook | email
+)
+
 // Result statuses.
 const (
 	StatusDelivered = "delivered"
@@ -69,17 +76,20 @@ const (
 
 // Result is what a worker learnt from one delivery attempt; the edge records it in SQLite.
 type Result struct {
-	JobID          string    `json:"job_id"`
-	Target         string    `json:"target"`
-	SiteID         int64     `json:"site_id"`
-	ConversationID int64     `json:"conversation_id"`
-	MessageID      int64     `json:"message_id"`
-	Status         string    `json:"status"`
-	Attempts       int       `json:"attempts"`
-	Error          string    `json:"error,omitempty"`
-	ExternalID     string    `json:"external_id,omitempty"` // Slack ts, Discord message id
-	ThreadID       string    `json:"thread_id,omitempty"`   // Slack thread ts / Discord thread id of the conversation
-	At             time.Time `json:"at"`
+	JobID          string `json:"job_id"`
+	Target         string `json:"target"`
+	SiteID         int64  `json:"site_id"`
+	ConversationID int64  `json:"conversation_id"`
+	MessageID      int64  `json:"message_id"`
+	Status         string `json:"status"`
+	Attempts       int    `json:"attempts"`
+	Error          string `json:"error,omitempty"`
+	ExternalID     string `json:"external_id,omitempty"` // Slack ts, Discord message id
+	ThreadID       string `json:"thread_id,omitempty"`   // Slack thread ts / Discord thread id of the conversation
+	// Merged counts the messages that went out in the same post as this one (Slack merges a
+	// thread's queued posts when its channel is rate limited); 0 or 1 means a post of its own.
+	Merged int       `json:"merged,omitempty"`
+	At     time.Time `json:"at"`
 }
 
 // SiteDelivery is a site's delivery settings as workers read them from the SITES bucket

@@ -10,14 +10,57 @@ import (
 
 // Stream, bucket and subject names an SRE meets in `nats stream report`.
 const (
-	StreamJobs    = "JOBS"    // work queue: subjects jobs.<lane>.<site>.<conversation>
+	StreamJobs    = "JOBS"    // work queue: published on jobs.<lane>.<site>.<conversation>, stored as jobs.<lane>.<partition>.<site>.<conversation>
 	StreamResults = "RESULTS" // subjects results.<lane>.<site>.<conversation>, consumed by the edge
 	StreamDead    = "DEAD"    // jobs that used up their attempts: dead.<lane>.<site>.<conversation>
 
-	BucketSites = "SITES" // key site.<id> → SiteDelivery JSON (secrets live here, not in jobs)
+	BucketSites   = "SITES"   // key site.<id> → SiteDelivery JSON (secrets live here, not in jobs)
+	BucketThreads = "THREADS" // key <target>.<site>.<conversation> → thread id (Slack parent ts), shared by all workers
+	BucketWorkers = "WORKERS" // key w.<worker id> → heartbeat; a key expires when its worker dies
 
 	ConsumerEdgeResults = "edge-results" // the edge's durable consumer on RESULTS
 )
+
+// JobPartitions is the number of partitions of a lane. The JOBS stream stamps each job with
+// partition(JobPartitions, site, conversation) when it is stored, so every job of a conversation
+// lands in the same partition; each partition has one durable consumer that one worker at a time
+// owns (pinned client), which is how order per conversation holds over N workers. It is also the
+// most workers a lane can use. Changing it re-partitions only new jobs: drain JOBS first.
+const JobPartitions = 16
+
+// jobsTransform stamps the partition into the stored subject. Only 4-token subjects (what the
+// edge publishes) match the source, so a job replayed with its stored 5-token subject keeps it.
+var jobsTransform = &jetstream.SubjectTransformConfig{
+	Source:      "jobs.*.*.*",
+	Destination: "jobs.{{wildcard(1)}}.{{partition(" + strconv.Itoa(JobPartitions) + ",2,3)}}.{{wildcard(2)}}.{{wildcard(3)}}",
+}
+
+// JobShards is how many consumers a lane has. Chat and webhook lanes keep order per
+// conversation, so they have one consumer per partition; email sends one notification per new
+// conversation, order does not matter, so one consumer covers the lane.
+func JobShards(lane string) int {
+	if lane == LaneEmail {
+		return 1
+	}
+	return JobPartitions
+}
+
+// JobConsumer names the durable consumer of a lane's shard, e.g. "jobs-chat-07".
+func JobConsumer(lane string, shard int) string {
+	return "jobs-" + lane + "-" + strconv.Itoa(shard/10) + strconv.Itoa(shard%10)
+}
+
+// JobShardFilter is the filter subject of a lane's shard on the (partitioned) JOBS stream.
+func JobShardFilter(lane string, shard int) string {
+	if JobShards(lane) == 1 {
+		return "jobs." + lane + ".>"
+	}
+	return "jobs." + lane + "." + strconv.Itoa(shard) + ".>"
+}
+
+// JobPriorityGroup is the priority group of every job consumer: pull requests name it, and the
+// server delivers to one pinned client at a time.
+const JobPriorityGroup = "owner"
 
 // DuplicateWindow is how long JetStream remembers a Nats-Msg-Id. The edge re-publishes
 // unconfirmed jobs at start, so it must outlast a restart.
@@ -50,13 +93,14 @@ func SiteKey(siteID int64) string { return "site." + strconv.FormatInt(siteID, 1
 func StreamConfigs(replicas int) []jetstream.StreamConfig {
 	return []jetstream.StreamConfig{
 		{
-			Name:        StreamJobs,
-			Description: "delivery jobs, one per message and target",
-			Subjects:    []string{"jobs.>"},
-			Retention:   jetstream.WorkQueuePolicy,
-			Storage:     jetstream.FileStorage,
-			Duplicates:  DuplicateWindow,
-			Replicas:    replicas,
+			Name:             StreamJobs,
+			Description:      "delivery jobs, one per message and target",
+			Subjects:         []string{"jobs.>"},
+			SubjectTransform: jobsTransform,
+			Retention:        jetstream.WorkQueuePolicy,
+			Storage:          jetstream.FileStorage,
+			Duplicates:       DuplicateWindow,
+			Replicas:         replicas,
 		},
 		{
 			Name:        StreamResults,
@@ -87,12 +131,49 @@ func EnsureStreams(ctx context.Context, js jetstream.JetStream, replicas int) er
 			return err
 		}
 	}
-	_, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+	if _, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
 		Bucket:      BucketSites,
 		Description: "delivery settings per site, read by workers",
 		History:     1,
 		Storage:     jetstream.FileStorage,
 		Replicas:    replicas,
+	}); err != nil {
+		return err
+	}
+	return EnsureWorkerBuckets(ctx, js, replicas, DefaultWorkerTTL)
+}
+
+// DefaultWorkerTTL is how long a worker's heartbeat key lives in WORKERS without a refresh:
+// the time other workers take to notice a dead worker and take its partitions.
+const DefaultWorkerTTL = 10 * time.Second
+
+// EnsureWorkerBuckets creates or updates the buckets workers share: THREADS (thread ids of
+// conversations, kept a while after the last post) and WORKERS (membership; keys expire after
+// ttl and leave a marker, so watchers hear of a dead worker without polling).
+func EnsureWorkerBuckets(ctx context.Context, js jetstream.JetStream, replicas int, ttl time.Duration) error {
+	if _, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+		Bucket:      BucketThreads,
+		Description: "thread id per conversation and chat target, shared by workers",
+		History:     1,
+		TTL:         90 * 24 * time.Hour,
+		Storage:     jetstream.FileStorage,
+		Replicas:    replicas,
+	}); err != nil {
+		return err
+	}
+	_, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+		Bucket:         BucketWorkers,
+		Description:    "live workers (heartbeats); partitions are spread over these",
+		History:        1,
+		TTL:            ttl,
+		LimitMarkerTTL: max(ttl, time.Second),
+		Storage:        jetstream.MemoryStorage,
+		Replicas:       replicas,
 	})
 	return err
+}
+
+// ThreadKey is a conversation's key in the THREADS bucket.
+func ThreadKey(target string, siteID, conversationID int64) string {
+	return target + "." + conversationTokens(siteID, conversationID)
 }

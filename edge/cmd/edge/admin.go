@@ -1,0 +1,235 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"spookat/edge/internal/admin"
+	"spookat/edge/internal/store"
+)
+
+// multi is a repeatable string flag.
+type multi []string
+
+func (m *multi) String() string     { return strings.Join(*m, ",") }
+func (m *multi) Set(v string) error { *m = append(*m, v); return nil }
+
+// withAPI runs fn against the edge that holds dataDir, through its admin socket, or, when no
+// edge runs, on the file directly (holding the data directory's lock meanwhile, so an edge
+// starting now waits for us rather than sharing the writer role).
+func withAPI(dataDir string, fn func(ctx context.Context, api admin.API) error) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	lock, free, err := admin.Lock(dataDir)
+	if err != nil {
+		return err
+	}
+	if !free {
+		return fn(ctx, admin.NewClient(dataDir))
+	}
+	defer lock.Close()
+	st, err := store.Open(dataDir, store.Options{Readers: 1})
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	return fn(ctx, &admin.Ops{Store: st})
+}
+
+func printJSON(v any) error {
+	enc := json.NewEncoder(os.Stdout)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+func siteAdd(args []string) error {
+	fs := flag.NewFlagSet("edge site add", flag.ContinueOnError)
+	dataDir := fs.String("data", "data", "data directory")
+	s := &store.Site{}
+	var origins multi
+	fs.StringVar(&s.Name, "name", "", "site name (required)")
+	fs.Var(&origins, "origin", "allowed page origin, e.g. https://example.com (repeatable; * allows any: development only)")
+	fs.StringVar(&s.SlackToken, "slack-token", "", "Slack bot token (xoxb-…)")
+	fs.StringVar(&s.SlackChannel, "slack-channel", "", "Slack channel id for conversation threads")
+	fs.StringVar(&s.SlackSigningSecret, "slack-signing-secret", "", "Slack signing secret (replies from Slack)")
+	fs.StringVar(&s.DiscordWebhook, "discord-webhook", "", "Discord webhook URL")
+	fs.StringVar(&s.WebhookURL, "webhook-url", "", "URL that receives signed webhooks")
+	fs.StringVar(&s.WebhookSecret, "webhook-secret", "", "webhook signing secret (whsec_…)")
+	fs.StringVar(&s.NotifyEmail, "notify-email", "", "address told of each new conversation")
+	asJSON := fs.Bool("json", false, "print JSON")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	s.Origins = origins
+	if s.Name == "" {
+		return errors.New("-name is required")
+	}
+	if s.WebhookURL != "" && s.WebhookSecret == "" {
+		return errors.New("-webhook-url needs -webhook-secret")
+	}
+	return withAPI(*dataDir, func(ctx context.Context, api admin.API) error {
+		site, err := api.AddSite(ctx, s)
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			return printJSON(map[string]any{"id": site.ID, "key": site.Key, "name": site.Name, "origins": site.Origins})
+		}
+		fmt.Printf("site %d %q added; key %s\n", site.ID, site.Name, site.Key)
+		return nil
+	})
+}
+
+func siteList(args []string) error {
+	fs := flag.NewFlagSet("edge site list", flag.ContinueOnError)
+	dataDir := fs.String("data", "data", "data directory")
+	asJSON := fs.Bool("json", false, "print JSON")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	return withAPI(*dataDir, func(ctx context.Context, api admin.API) error {
+		list, err := api.ListSites(ctx)
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			return printJSON(list)
+		}
+		tw := tabwriter.NewWriter(os.Stdout, 2, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "ID\tKEY\tNAME\tORIGINS\tTARGETS")
+		for _, s := range list {
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\n", s.ID, s.Key, s.Name, strings.Join(s.Origins, " "), strings.Join(s.Targets, " "))
+		}
+		return tw.Flush()
+	})
+}
+
+func operatorAdd(args []string) error {
+	fs := flag.NewFlagSet("edge operator add", flag.ContinueOnError)
+	dataDir := fs.String("data", "data", "data directory")
+	req := admin.OperatorRequest{}
+	var keys multi
+	fs.StringVar(&req.Email, "email", "", "operator's email (login)")
+	fs.StringVar(&req.Name, "name", "", "name shown to visitors (default: the email's local part)")
+	fs.Var(&keys, "site", "key of a site the operator answers for (repeatable)")
+	fromStdin := fs.Bool("password-stdin", false, "read the password from standard input")
+	asJSON := fs.Bool("json", false, "print JSON")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if !*fromStdin {
+		return errors.New("give the password on standard input with -password-stdin (never on the command line)")
+	}
+	line, err := bufio.NewReader(os.Stdin).ReadString('\n')
+	if err != nil && line == "" {
+		return errors.New("no password on standard input")
+	}
+	req.Password = strings.TrimRight(line, "\r\n")
+	req.SiteKeys = keys
+	return withAPI(*dataDir, func(ctx context.Context, api admin.API) error {
+		op, err := api.AddOperator(ctx, req)
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			return printJSON(op)
+		}
+		fmt.Printf("operator %d %s added\n", op.ID, op.Email)
+		return nil
+	})
+}
+
+func seed(args []string) error {
+	fs := flag.NewFlagSet("edge seed", flag.ContinueOnError)
+	dataDir := fs.String("data", "data", "data directory")
+	req := admin.SeedRequest{}
+	fs.IntVar(&req.Sites, "sites", 1200, "number of sites to create")
+	fs.StringVar(&req.NamePrefix, "prefix", "load", "site name prefix")
+	fs.StringVar(&req.Origin, "origin", "*", "allowed origin of every seeded site")
+	fs.StringVar(&req.SlackToken, "slack-token", "", "give every seeded site Slack delivery, each its own channel")
+	fs.StringVar(&req.WebhookURL, "webhook-url", "", "give every seeded site this webhook")
+	fs.StringVar(&req.WebhookSecret, "webhook-secret", "", "secret of -webhook-url")
+	asJSON := fs.Bool("json", false, "print JSON")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	return withAPI(*dataDir, func(ctx context.Context, api admin.API) error {
+		start := time.Now()
+		res, err := api.Seed(ctx, req)
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			return json.NewEncoder(os.Stdout).Encode(res)
+		}
+		fmt.Printf("%d sites created in %s\n", len(res.Sites), time.Since(start).Round(time.Millisecond))
+		return nil
+	})
+}
+
+// demo creates the demo site and operator once (their credentials are kept in
+// data/demo.json) and prints how to try them.
+func demo(args []string) error {
+	fs := flag.NewFlagSet("edge demo", flag.ContinueOnError)
+	dataDir := fs.String("data", "data", "data directory")
+	public := fs.String("public-url", "http://localhost:8080", "URL of the edge")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	path := filepath.Join(*dataDir, "demo.json")
+	var d struct {
+		SiteKey  string `json:"site_key"`
+		Email    string `json:"email"`
+		Password string `json:"password"`
+	}
+	if b, err := os.ReadFile(path); err == nil {
+		if err := json.Unmarshal(b, &d); err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+	} else {
+		pw := make([]byte, 12)
+		rand.Read(pw)
+		d.Email, d.Password = "demo@spookat.test", base64.RawURLEncoding.EncodeToString(pw)
+		err := withAPI(*dataDir, func(ctx context.Context, api admin.API) error {
+			site, err := api.AddSite(ctx, &store.Site{Name: "Demo site", Origins: []string{"*"}})
+			if err != nil {
+				return err
+			}
+			d.SiteKey = site.Key
+			_, err = api.AddOperator(ctx, admin.OperatorRequest{Email: d.Email, Name: "Demo operator", Password: d.Password, SiteKeys: []string{site.Key}})
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		b, _ := json.MarshalIndent(d, "", "  ")
+		if err := os.WriteFile(path, b, 0o600); err != nil {
+			return err
+		}
+	}
+	u := strings.TrimRight(*public, "/")
+	fmt.Printf(`
+spookat demo
+  site key        %s
+  operator login  %s  password %s   (kept in %s)
+
+  widget demo     %s/demo?site=%s
+  operator inbox  %s/app
+  websocket       %s/v1/widget/ws?site=%s
+  health          %s/readyz   metrics %s/metrics
+  NATS            nats://127.0.0.1:4222   (make nats; bin/nats stream report)
+
+`, d.SiteKey, d.Email, d.Password, path, u, d.SiteKey, u, strings.Replace(u, "http", "ws", 1), d.SiteKey, u, u)
+	return nil
+}

@@ -1,0 +1,137 @@
+// Command edge is spookat's edge: websockets, the only SQLite writer, embedded NATS, and
+// (by default) the delivery worker in-process. The same binary holds the admin commands.
+//
+//	edge [flags]                      serve (see -help)
+//	edge site add -name N -origin O   add a site, print it
+//	edge site list                    list sites
+//	edge operator add -email E -password-stdin -site KEY
+//	edge seed -sites N                create N test sites (load tests)
+//	edge demo                         create the demo site and operator, print the URLs
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/nats-io/nats.go"
+
+	"spookat/edge/internal/server"
+	"spookat/worker"
+)
+
+func main() {
+	if err := run(os.Args[1:]); err != nil {
+		if !errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(os.Stderr, "edge:", err)
+		}
+		os.Exit(1)
+	}
+}
+
+func run(args []string) error {
+	if len(args) > 0 {
+		switch args[0] {
+		case "site":
+			if len(args) > 1 && args[1] == "add" {
+				return siteAdd(args[2:])
+			}
+			if len(args) > 1 && args[1] == "list" {
+				return siteList(args[2:])
+			}
+			return errors.New("usage: edge site add|list [flags]")
+		case "operator":
+			if len(args) > 1 && args[1] == "add" {
+				return operatorAdd(args[2:])
+			}
+			return errors.New("usage: edge operator add [flags]")
+		case "seed":
+			return seed(args[1:])
+		case "demo":
+			return demo(args[1:])
+		}
+	}
+	return serve(args)
+}
+
+func serve(args []string) error {
+	fs := flag.NewFlagSet("edge", flag.ContinueOnError)
+	cfg := server.Config{}
+	fs.StringVar(&cfg.Addr, "addr", ":8080", "HTTP and websocket listen address")
+	fs.StringVar(&cfg.DataDir, "data", "data", "data directory: SQLite file, JetStream store, admin socket")
+	fs.StringVar(&cfg.NATSListen, "nats-listen", "127.0.0.1:4222", "embedded NATS client address (workers and the nats CLI connect here)")
+	fs.StringVar(&cfg.NATSMonitor, "nats-monitor", "127.0.0.1:8222", "embedded NATS HTTP monitoring address (empty: off)")
+	fs.StringVar(&cfg.NATSURL, "nats-url", "", "use this external NATS instead of embedding one")
+	fs.StringVar(&cfg.PublicURL, "public-url", "", "URL browsers use to reach this edge (default http://localhost:<port>)")
+	syncMode := fs.String("sync", "normal", "SQLite durability: normal (a process crash loses nothing; a power cut may lose the last commits) or full (every commit survives a power cut)")
+	workerMode := fs.String("worker", "inproc", "inproc: run the delivery worker in this process; none: run bin/worker separately")
+	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	wcfg := worker.DefaultConfig()
+	wcfg.RegisterFlags(fs)
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	switch *syncMode {
+	case "normal":
+	case "full":
+		cfg.SyncFull = true
+	default:
+		return fmt.Errorf("-sync must be normal or full, not %q", *syncMode)
+	}
+	log := newLogger(*logLevel)
+	switch *workerMode {
+	case "inproc":
+		cfg.Worker = func(ctx context.Context, nc *nats.Conn) error { return worker.Run(ctx, nc, wcfg) }
+	case "none":
+	default:
+		return fmt.Errorf("-worker must be inproc or none, not %q", *workerMode)
+	}
+	if cfg.PublicURL == "" {
+		port := cfg.Addr[strings.LastIndex(cfg.Addr, ":")+1:]
+		cfg.PublicURL = "http://localhost:" + port
+	}
+	cfg.PublicURL = strings.TrimRight(cfg.PublicURL, "/")
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	return server.Run(ctx, cfg, log)
+}
+
+// parse reads flags, then fills each flag not given on the command line from the
+// environment: -nats-url from SPOOKAT_NATS_URL, and so on.
+func parse(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	var err error
+	fs.VisitAll(func(f *flag.Flag) {
+		if set[f.Name] {
+			return
+		}
+		env := "SPOOKAT_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
+		if v, ok := os.LookupEnv(env); ok {
+			if e := fs.Set(f.Name, v); e != nil && err == nil {
+				err = fmt.Errorf("%s: %w", env, e)
+			}
+		}
+	})
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments: %v", fs.Args())
+	}
+	return err
+}
+
+func newLogger(level string) *slog.Logger {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(level)); err != nil {
+		l = slog.LevelInfo
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: l}))
+}

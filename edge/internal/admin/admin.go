@@ -1,0 +1,193 @@
+// Package admin holds the scriptable admin operations (sites, operators, seeding) behind one
+// interface with two implementations: Ops runs them on a store (inside the running edge, or
+// on the file directly when no edge holds it), Client sends them to a running edge over the
+// unix socket admin.sock in its data directory. The edge stays the only writer while it runs.
+package admin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"syscall"
+
+	"spookat/edge/internal/sites"
+	"spookat/edge/internal/store"
+)
+
+// SocketName and LockName are files in the data directory.
+const (
+	SocketName = "admin.sock"
+	LockName   = "edge.lock"
+)
+
+// API is what the admin commands can do.
+type API interface {
+	AddSite(ctx context.Context, s *store.Site) (*store.Site, error)
+	ListSites(ctx context.Context) ([]SiteInfo, error)
+	AddOperator(ctx context.Context, req OperatorRequest) (*store.Operator, error)
+	Seed(ctx context.Context, req SeedRequest) (*SeedResult, error)
+}
+
+// SiteInfo is a site as `edge site list` shows it: secrets are reported as set or not.
+type SiteInfo struct {
+	ID        int64    `json:"id"`
+	Key       string   `json:"key"`
+	Name      string   `json:"name"`
+	Origins   []string `json:"origins"`
+	Targets   []string `json:"targets"`
+	CreatedAt int64    `json:"created_at"`
+}
+
+// OperatorRequest adds an operator.
+type OperatorRequest struct {
+	Email    string   `json:"email"`
+	Name     string   `json:"name,omitempty"`
+	Password string   `json:"password"`
+	SiteKeys []string `json:"site_keys"`
+}
+
+// SeedRequest creates N test sites for load tests.
+type SeedRequest struct {
+	Sites         int    `json:"sites"`
+	NamePrefix    string `json:"name_prefix,omitempty"`
+	Origin        string `json:"origin,omitempty"`
+	SlackToken    string `json:"slack_token,omitempty"` // each seeded site gets its own channel C<n>
+	WebhookURL    string `json:"webhook_url,omitempty"`
+	WebhookSecret string `json:"webhook_secret,omitempty"`
+}
+
+// SeedResult lists the seeded sites.
+type SeedResult struct {
+	Sites []SeedSite `json:"sites"`
+}
+
+// SeedSite is one seeded site.
+type SeedSite struct {
+	ID  int64  `json:"id"`
+	Key string `json:"key"`
+}
+
+// Ops runs admin operations on a store. Registry is the running edge's (nil when the file
+// is opened directly): sites added are put there so they serve at once.
+type Ops struct {
+	Store    *store.Store
+	Registry *sites.Registry
+}
+
+// AddSite stores a site.
+func (o *Ops) AddSite(ctx context.Context, s *store.Site) (*store.Site, error) {
+	if len(s.Origins) == 0 {
+		return nil, errors.New("a site needs at least one allowed origin (-origin https://example.com, or * for development)")
+	}
+	if err := o.Store.Write(ctx, func(tx *store.Tx) error { return tx.AddSite(s) }); err != nil {
+		return nil, err
+	}
+	return s, o.publish(ctx, s)
+}
+
+func (o *Ops) publish(ctx context.Context, list ...*store.Site) error {
+	if o.Registry == nil {
+		return nil
+	}
+	return o.Registry.Put(ctx, list...)
+}
+
+// ListSites lists every site.
+func (o *Ops) ListSites(ctx context.Context) ([]SiteInfo, error) {
+	list, err := o.Store.Sites(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]SiteInfo, 0, len(list))
+	for _, s := range list {
+		info := SiteInfo{ID: s.ID, Key: s.Key, Name: s.Name, Origins: s.Origins, CreatedAt: s.CreatedAt, Targets: []string{}}
+		if s.SlackToken != "" && s.SlackChannel != "" {
+			info.Targets = append(info.Targets, "slack:"+s.SlackChannel)
+		}
+		if s.DiscordWebhook != "" {
+			info.Targets = append(info.Targets, "discord")
+		}
+		if s.WebhookURL != "" {
+			info.Targets = append(info.Targets, "webhook:"+s.WebhookURL)
+		}
+		if s.NotifyEmail != "" {
+			info.Targets = append(info.Targets, "email:"+s.NotifyEmail)
+		}
+		out = append(out, info)
+	}
+	return out, nil
+}
+
+// AddOperator stores an operator (or resets their password) with site memberships.
+func (o *Ops) AddOperator(ctx context.Context, req OperatorRequest) (*store.Operator, error) {
+	var op *store.Operator
+	err := o.Store.Write(ctx, func(tx *store.Tx) error {
+		var err error
+		op, err = tx.AddOperator(req.Email, req.Name, req.Password, req.SiteKeys)
+		return err
+	})
+	return op, err
+}
+
+// Seed creates req.Sites sites in one transaction.
+func (o *Ops) Seed(ctx context.Context, req SeedRequest) (*SeedResult, error) {
+	if req.Sites < 1 || req.Sites > 100_000 {
+		return nil, errors.New("-sites must be between 1 and 100,000")
+	}
+	if req.NamePrefix == "" {
+		req.NamePrefix = "load"
+	}
+	if req.Origin == "" {
+		req.Origin = "*"
+	}
+	list := make([]*store.Site, req.Sites)
+	err := o.Store.Write(ctx, func(tx *store.Tx) error {
+		for i := range list {
+			s := &store.Site{
+				Name:          fmt.Sprintf("%s-%05d", req.NamePrefix, i+1),
+				Origins:       []string{req.Origin},
+				WebhookURL:    req.WebhookURL,
+				WebhookSecret: req.WebhookSecret,
+			}
+			if req.SlackToken != "" {
+				s.SlackToken = req.SlackToken
+				s.SlackChannel = fmt.Sprintf("C%s%05d", req.NamePrefix, i+1)
+			}
+			if err := tx.AddSite(s); err != nil {
+				return err
+			}
+			list[i] = s
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	res := &SeedResult{Sites: make([]SeedSite, len(list))}
+	for i, s := range list {
+		res.Sites[i] = SeedSite{ID: s.ID, Key: s.Key}
+	}
+	return res, o.publish(ctx, list...)
+}
+
+// Lock takes the data directory's lock file, held by a running edge for its whole life.
+// ok is false when another process holds it.
+func Lock(dataDir string) (f *os.File, ok bool, err error) {
+	if err := os.MkdirAll(dataDir, 0o750); err != nil {
+		return nil, false, err
+	}
+	f, err = os.OpenFile(filepath.Join(dataDir, LockName), os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, false, err
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, false, nil
+		}
+		return nil, false, err
+	}
+	return f, true, nil
+}

@@ -1,0 +1,224 @@
+// Package edgetest starts real edges (in-process or as the bin/edge subprocess) and speaks
+// the widget protocol to them with real websocket clients, for the edge's tests.
+package edgetest
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	fws "github.com/fasthttp/websocket"
+	"github.com/ncruces/go-sqlite3"
+
+	"spookat/edge/internal/admin"
+	"spookat/edge/internal/server"
+	"spookat/edge/internal/store"
+)
+
+// Edge is a running in-process edge.
+type Edge struct {
+	Addr    string // host:port of HTTP/websocket
+	DataDir string
+	stop    context.CancelFunc
+	done    chan error
+}
+
+// Start runs an edge in this process on free ports, without a worker, and stops it at the
+// end of the test.
+func Start(t testing.TB, dataDir string, cfg server.Config) *Edge {
+	t.Helper()
+	if dataDir == "" {
+		dataDir = t.TempDir()
+	}
+	cfg.DataDir = dataDir
+	if cfg.Addr == "" {
+		cfg.Addr = "127.0.0.1:0"
+	}
+	if cfg.NATSListen == "" {
+		cfg.NATSListen = "127.0.0.1:0"
+	}
+	ready := make(chan string, 1)
+	cfg.Ready = func(addr string) { ready <- addr }
+	if cfg.PublicURL == "" {
+		cfg.PublicURL = "http://edge.test"
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	e := &Edge{DataDir: dataDir, stop: cancel, done: make(chan error, 1)}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	if testing.Verbose() {
+		log = slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	}
+	go func() { e.done <- server.Run(ctx, cfg, log) }()
+	select {
+	case e.Addr = <-ready:
+	case err := <-e.done:
+		t.Fatalf("edge did not start: %v", err)
+	case <-time.After(20 * time.Second):
+		t.Fatal("edge did not start within 20s")
+	}
+	t.Cleanup(func() { e.Stop(t) })
+	return e
+}
+
+type testWriter struct{ t testing.TB }
+
+func (w testWriter) Write(p []byte) (int, error) { w.t.Log(strings.TrimSpace(string(p))); return len(p), nil }
+
+// Stop stops the edge gracefully (idempotent) and fails the test if that fails.
+func (e *Edge) Stop(t testing.TB) {
+	if e.stop == nil {
+		return
+	}
+	e.stop()
+	e.stop = nil
+	select {
+	case err := <-e.done:
+		if err != nil {
+			t.Errorf("edge stopped with: %v", err)
+		}
+	case <-time.After(server.ShutdownTimeout + 5*time.Second):
+		t.Error("edge did not stop in time")
+	}
+}
+
+// AddSite adds a site through the running edge's admin socket.
+func AddSite(t testing.TB, dataDir string, s *store.Site) *store.Site {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	site, err := admin.NewClient(dataDir).AddSite(ctx, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return site
+}
+
+// Frame is any server frame, decoded loosely.
+type Frame struct {
+	Type           string `json:"type"`
+	Visitor        string `json:"visitor"`
+	ConversationID *int64 `json:"conversation_id"`
+	LastMessageID  int64  `json:"last_message_id"`
+	ClientID       string `json:"client_id"`
+	MessageID      int64  `json:"message_id"`
+	CreatedAt      string `json:"created_at"`
+	Author         string `json:"author"`
+	Name           string `json:"name"`
+	Text           string `json:"text"`
+	Code           string `json:"code"`
+	Message        string `json:"message"`
+	RetryAfterMS   int64  `json:"retry_after_ms"`
+}
+
+// Client is a widget websocket client.
+type Client struct {
+	WS    *fws.Conn
+	Hello Frame
+}
+
+// Dial opens a widget socket and reads the hello.
+func Dial(t testing.TB, addr, siteKey, token string) *Client {
+	t.Helper()
+	c, resp, err := DialRaw(addr, siteKey, token, "http://site.test")
+	if err != nil {
+		body := ""
+		if resp != nil {
+			b, _ := io.ReadAll(resp.Body)
+			body = fmt.Sprintf(" (%d %s)", resp.StatusCode, b)
+		}
+		t.Fatalf("dial: %v%s", err, body)
+	}
+	cl := &Client{WS: c}
+	cl.Hello = cl.Read(t)
+	if cl.Hello.Type != "hello" {
+		t.Fatalf("first frame = %+v, want hello", cl.Hello)
+	}
+	t.Cleanup(func() { c.Close() })
+	return cl
+}
+
+// DialRaw opens a widget socket with a given Origin, without reading anything.
+func DialRaw(addr, siteKey, token, origin string) (*fws.Conn, *http.Response, error) {
+	u := "ws://" + addr + "/v1/widget/ws?site=" + siteKey
+	if token != "" {
+		u += "&visitor=" + token
+	}
+	h := http.Header{}
+	if origin != "" {
+		h.Set("Origin", origin)
+	}
+	d := fws.Dialer{HandshakeTimeout: 10 * time.Second}
+	return d.Dial(u, h)
+}
+
+// Send writes a frame (any JSON-encodable value).
+func (c *Client) Send(t testing.TB, v any) {
+	t.Helper()
+	if err := c.WS.WriteJSON(v); err != nil {
+		t.Fatalf("send: %v", err)
+	}
+}
+
+// Read reads one frame, failing the test after 10 s.
+func (c *Client) Read(t testing.TB) Frame {
+	t.Helper()
+	f, err := c.ReadErr(10 * time.Second)
+	if err != nil {
+		t.Fatalf("read: %v", err)
+	}
+	return f
+}
+
+// ReadErr reads one frame within timeout.
+func (c *Client) ReadErr(timeout time.Duration) (Frame, error) {
+	_ = c.WS.SetReadDeadline(time.Now().Add(timeout))
+	_, data, err := c.WS.ReadMessage()
+	if err != nil {
+		return Frame{}, err
+	}
+	var f Frame
+	if err := json.Unmarshal(data, &f); err != nil {
+		return Frame{}, fmt.Errorf("frame %q: %w", data, err)
+	}
+	return f, nil
+}
+
+// Message sends a message frame.
+func (c *Client) Message(t testing.TB, clientID, text string) {
+	t.Helper()
+	c.Send(t, map[string]string{"type": "message", "client_id": clientID, "text": text})
+}
+
+// OpenDB opens the edge's SQLite file read-only, as a second connection would.
+func OpenDB(t testing.TB, dataDir string) *sqlite3.Conn {
+	t.Helper()
+	db, err := sqlite3.OpenFlags(dataDir+"/"+store.FileName, sqlite3.OPEN_READONLY)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+// QueryInt runs a one-integer query.
+func QueryInt(t testing.TB, db *sqlite3.Conn, sql string, args ...int64) int64 {
+	t.Helper()
+	st, _, err := db.Prepare(sql)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	for i, a := range args {
+		st.BindInt64(i+1, a)
+	}
+	if !st.Step() {
+		t.Fatalf("%s: no row (%v)", sql, st.Err())
+	}
+	return st.ColumnInt64(0)
+}

@@ -1,0 +1,49 @@
+package frames
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+
+	"spookat/schema"
+)
+
+// Every encoder's output decodes with encoding/json into the schema types, whatever the text.
+func TestFramesDecode(t *testing.T) {
+	texts := []string{"hi", `<img src=x onerror=alert(1)>`, "quote \" back \\ slash", "tab\tnl\n\x01", "é ü 日本 🎉", "bad \xff utf8", "\u2028sep"}
+	for _, text := range texts {
+		var m schema.Message
+		if err := json.Unmarshal(Message(nil, 7, "visitor", "Ann", text, "c-1", 1700000000123), &m); err != nil {
+			t.Fatalf("%q: %v", text, err)
+		}
+		want := text
+		if text == "bad \xff utf8" {
+			want = "bad \ufffd utf8"
+		}
+		if m.Text != want || m.MessageID != 7 || m.ClientID != "c-1" || !m.CreatedAt.Equal(time.UnixMilli(1700000000123)) {
+			t.Fatalf("%q decoded as %+v", text, m)
+		}
+		var a schema.Ack
+		if err := json.Unmarshal(Ack(nil, text, 1, 2, 1700000000123), &a); err != nil || a.ClientID != want || a.ConversationID != 2 {
+			t.Fatalf("ack %q: %+v %v", text, a, err)
+		}
+		var e schema.Error
+		if err := json.Unmarshal(Error(nil, "c", "invalid", text, 1500), &e); err != nil || e.Message != want || e.RetryAfterMS != 1500 {
+			t.Fatalf("error %q: %+v %v", text, e, err)
+		}
+	}
+	var h schema.Hello
+	if err := json.Unmarshal(Hello(nil, "tok", 0, 0), &h); err != nil || h.ConversationID != nil || h.Visitor != "tok" {
+		t.Fatalf("hello: %+v %v", h, err)
+	}
+	if err := json.Unmarshal(Hello(nil, "tok", 5, 9), &h); err != nil || *h.ConversationID != 5 || h.LastMessageID != 9 {
+		t.Fatalf("hello: %+v %v", h, err)
+	}
+}
+
+func BenchmarkAck(b *testing.B) {
+	buf := make([]byte, 0, 256)
+	for b.Loop() {
+		buf = Ack(buf[:0], "0b6f0c1e-5d2a-4d43-9a55-2f1c7c4b9d10", 123456789, 98765, 1700000000123)
+	}
+}

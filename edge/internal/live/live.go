@@ -1,0 +1,92 @@
+// Package live fans committed messages out to the websockets that watch a conversation.
+// Subscriptions are sharded by conversation, so no lock is shared by every site.
+package live
+
+import (
+	"sync"
+
+	"spookat/edge/internal/frames"
+	"spookat/edge/internal/store"
+)
+
+// Subscriber receives message frames of the conversations it subscribed to. Deliver must not
+// block: it runs on the writer's goroutine.
+type Subscriber interface {
+	Deliver(messageID int64, frame []byte)
+}
+
+const shards = 64
+
+// Hub maps conversations to their subscribers.
+type Hub struct {
+	shards [shards]shard
+}
+
+type shard struct {
+	mu   sync.RWMutex
+	subs map[int64][]Subscriber
+}
+
+// NewHub returns an empty hub.
+func NewHub() *Hub {
+	h := &Hub{}
+	for i := range h.shards {
+		h.shards[i].subs = make(map[int64][]Subscriber)
+	}
+	return h
+}
+
+func (h *Hub) shard(conversationID int64) *shard { return &h.shards[uint64(conversationID)%shards] }
+
+// Subscribe adds s to a conversation's subscribers.
+func (h *Hub) Subscribe(conversationID int64, s Subscriber) {
+	sh := h.shard(conversationID)
+	sh.mu.Lock()
+	sh.subs[conversationID] = append(sh.subs[conversationID], s)
+	sh.mu.Unlock()
+}
+
+// Unsubscribe removes s from a conversation's subscribers.
+func (h *Hub) Unsubscribe(conversationID int64, s Subscriber) {
+	sh := h.shard(conversationID)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	list := sh.subs[conversationID]
+	for i, x := range list {
+		if x == s {
+			list[i] = list[len(list)-1]
+			list[len(list)-1] = nil
+			list = list[:len(list)-1]
+			break
+		}
+	}
+	if len(list) == 0 {
+		delete(sh.subs, conversationID)
+	} else {
+		sh.subs[conversationID] = list
+	}
+}
+
+// Publish sends each committed message, as a message frame, to the conversation's
+// subscribers other than its sender. Internal notes never reach visitors.
+func (h *Hub) Publish(msgs []store.Committed) {
+	for i := range msgs {
+		c := &msgs[i]
+		if c.Internal {
+			continue
+		}
+		sh := h.shard(c.ConversationID)
+		sh.mu.RLock()
+		var frame []byte
+		for _, s := range sh.subs[c.ConversationID] {
+			if s == c.Origin {
+				continue
+			}
+			if frame == nil { // encode once, only when someone else watches
+				frame = frames.Message(nil, c.MessageID, c.Author, c.Name, c.Text, c.ClientID, c.CreatedAt)
+			}
+			s.Deliver(c.MessageID, frame)
+		}
+		sh.mu.RUnlock()
+	}
+}

@@ -1,0 +1,61 @@
+// Package metrics defines the edge's Prometheus metrics, served on /metrics.
+package metrics
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+)
+
+// Edge holds the edge's metrics and their registry.
+type Edge struct {
+	Registry       *prometheus.Registry
+	MessagesSaved  prometheus.Counter
+	AckLatency     prometheus.Histogram
+	CommitBatch    prometheus.Histogram
+	CommitDuration prometheus.Histogram
+	OpenSockets    prometheus.Gauge
+	FrameErrors    *prometheus.CounterVec
+	ResultsRecords *prometheus.CounterVec
+}
+
+// New registers every metric, the Go runtime's (scheduler latency included: loadgen reads
+// go_sched_latencies_seconds as the edge's "event loop lag") and the process's.
+func New() *Edge {
+	reg := prometheus.NewRegistry()
+	m := &Edge{
+		Registry: reg,
+		MessagesSaved: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "spookat_messages_saved_total", Help: "Messages committed to SQLite.",
+		}),
+		AckLatency: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "spookat_ack_latency_seconds", Help: "From a message frame read to its ack queued, after commit.",
+			Buckets: []float64{.0001, .00025, .0005, .001, .002, .003, .005, .01, .025, .05, .1, .25, .5, 1},
+		}),
+		CommitBatch: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "spookat_commit_batch_size", Help: "Requests committed together by one transaction.",
+			Buckets: prometheus.ExponentialBuckets(1, 2, 12),
+		}),
+		CommitDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "spookat_commit_duration_seconds", Help: "Time of one group commit, statements and COMMIT.",
+			Buckets: []float64{.0001, .00025, .0005, .001, .002, .005, .01, .025, .05, .1},
+		}),
+		OpenSockets: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "spookat_open_sockets", Help: "Open widget websockets.",
+		}),
+		FrameErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "spookat_frame_errors_total", Help: "Error frames sent, by code.",
+		}, []string{"code"}),
+		ResultsRecords: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "spookat_delivery_results_total", Help: "Delivery results recorded from the RESULTS stream, by target and status.",
+		}, []string{"target", "status"}),
+	}
+	reg.MustRegister(m.MessagesSaved, m.AckLatency, m.CommitBatch, m.CommitDuration, m.OpenSockets, m.FrameErrors, m.ResultsRecords,
+		collectors.NewGoCollector(collectors.WithGoCollectorRuntimeMetrics(collectors.MetricsScheduler, collectors.MetricsGC)),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}
+
+// Gauge registers a gauge whose value is read at scrape time.
+func (m *Edge) Gauge(name, help string, fn func() float64) {
+	m.Registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, fn))
+}

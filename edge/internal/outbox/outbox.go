@@ -1,0 +1,262 @@
+// Package outbox turns committed messages into delivery jobs on the JOBS stream.
+//
+// The writer hands every commit's messages to the Publisher, which publishes asynchronously
+// (the visitor's ack never waits on NATS) with Nats-Msg-Id = the job id. The Publisher keeps a
+// watermark: the highest message id such that every job of every message up to it has been
+// stored by JetStream (its PubAck came back). The writer persists that watermark in the outbox
+// table with its commits. After a crash, the edge re-publishes the jobs of every message above
+// the persisted watermark; jobs that had made it are dropped by JetStream's duplicate window.
+// This costs no outbox row per message.
+package outbox
+
+import (
+	"encoding/json"
+	"log/slog"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"spookat/edge/internal/store"
+	"spookat/schema"
+)
+
+// Targets returns the delivery settings of a site, or nil for an unknown site.
+type Targets func(siteID int64) *schema.SiteDelivery
+
+// Publisher publishes jobs and tracks the watermark.
+type Publisher struct {
+	js       jetstream.JetStream
+	targets  Targets
+	inboxURL func(conversationID int64) string
+	log      *slog.Logger
+
+	mu        sync.Mutex
+	queue     []store.Committed // handed over by the writer, not yet published
+	retry     []*nats.Msg       // publishes that failed, to send again
+	pending   map[int64]int     // message id → jobs not yet acked by JetStream
+	order     []int64           // message ids with pending jobs, ascending
+	handled   int64             // highest message id taken from the queue
+	published int64             // jobs published, for metrics
+	wake      chan struct{}
+	stop      chan struct{}
+	done      chan struct{}
+}
+
+// New creates a publisher on its own JetStream context (its ack handlers are the publisher's).
+func New(nc *nats.Conn, targets Targets, inboxURL func(int64) string, publishedThrough int64, log *slog.Logger) (*Publisher, error) {
+	p := &Publisher{
+		targets:  targets,
+		inboxURL: inboxURL,
+		log:      log,
+		pending:  make(map[int64]int),
+		handled:  publishedThrough,
+		wake:     make(chan struct{}, 1),
+		stop:     make(chan struct{}),
+		done:     make(chan struct{}),
+	}
+	js, err := jetstream.New(nc,
+		jetstream.WithPublishAsyncAckHandler(p.onAck),
+		jetstream.WithPublishAsyncErrHandler(p.onErr),
+		jetstream.WithPublishAsyncMaxPending(16384),
+		jetstream.WithPublishAsyncTimeout(30*time.Second))
+	if err != nil {
+		return nil, err
+	}
+	p.js = js
+	go p.loop()
+	return p, nil
+}
+
+// Enqueue takes the messages of one commit, in id order. Called by the writer: never blocks.
+func (p *Publisher) Enqueue(msgs []store.Committed) {
+	p.mu.Lock()
+	p.queue = append(p.queue, msgs...)
+	p.mu.Unlock()
+	select {
+	case p.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Watermark is the highest message id whose jobs are all stored by JetStream.
+func (p *Publisher) Watermark() int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.order) > 0 {
+		return p.order[0] - 1
+	}
+	return p.handled
+}
+
+// Backlog is the number of jobs published and not yet acked, plus messages not yet handled.
+func (p *Publisher) Backlog() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := len(p.queue) + len(p.retry)
+	for _, c := range p.pending {
+		n += c
+	}
+	return n
+}
+
+// Published is the number of jobs published so far.
+func (p *Publisher) Published() int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.published
+}
+
+// Drain waits until every queued job is acked by JetStream, or the timeout.
+func (p *Publisher) Drain(timeout time.Duration) bool {
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		if p.Backlog() == 0 {
+			return true
+		}
+		select {
+		case <-p.js.PublishAsyncComplete():
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	return p.Backlog() == 0
+}
+
+// Close stops the publishing loop.
+func (p *Publisher) Close() {
+	close(p.stop)
+	<-p.done
+}
+
+func (p *Publisher) loop() {
+	defer close(p.done)
+	retryTick := time.NewTicker(250 * time.Millisecond)
+	defer retryTick.Stop()
+	var batch []store.Committed
+	for {
+		select {
+		case <-p.stop:
+			return
+		case <-p.wake:
+		case <-retryTick.C:
+		}
+		p.mu.Lock()
+		batch, p.queue = p.queue, batch[:0]
+		retry := p.retry
+		p.retry = nil
+		p.mu.Unlock()
+		for _, m := range retry {
+			p.send(m)
+		}
+		for i := range batch {
+			p.publish(&batch[i])
+		}
+		clear(batch)
+	}
+}
+
+// publish sends the jobs of one message. A message without targets only moves the watermark.
+func (p *Publisher) publish(c *store.Committed) {
+	var targets []string
+	if !c.Internal {
+		if d := p.targets(c.SiteID); d != nil {
+			targets = d.Targets(c.First && c.Author == schema.AuthorVisitor)
+		}
+	}
+	p.mu.Lock()
+	if len(targets) > 0 {
+		p.pending[c.MessageID] = len(targets)
+		p.order = append(p.order, c.MessageID)
+	}
+	p.handled = c.MessageID
+	p.mu.Unlock()
+	for _, target := range targets {
+		job := schema.Job{
+			ID:             schema.JobID(c.MessageID, target),
+			Lane:           schema.LaneOf(target),
+			Target:         target,
+			SiteID:         c.SiteID,
+			ConversationID: c.ConversationID,
+			MessageID:      c.MessageID,
+			Author:         c.Author,
+			Name:           c.Name,
+			Text:           c.Text,
+			CreatedAt:      time.UnixMilli(c.CreatedAt).UTC(),
+			First:          c.First,
+		}
+		if p.inboxURL != nil {
+			job.InboxURL = p.inboxURL(c.ConversationID)
+		}
+		body, err := json.Marshal(&job)
+		if err != nil { // cannot happen with these field types; never drop silently
+			p.log.Error("encode job", "job", job.ID, "err", err)
+			continue
+		}
+		m := &nats.Msg{
+			Subject: schema.JobSubject(job.Lane, c.SiteID, c.ConversationID),
+			Data:    body,
+			Header:  nats.Header{jetstream.MsgIDHeader: []string{job.ID}},
+		}
+		p.send(m)
+	}
+}
+
+func (p *Publisher) send(m *nats.Msg) {
+	if _, err := p.js.PublishMsgAsync(m); err != nil {
+		p.onErr(p.js, m, err)
+		return
+	}
+	p.mu.Lock()
+	p.published++
+	p.mu.Unlock()
+}
+
+func (p *Publisher) onAck(_ jetstream.JetStream, m *nats.Msg, _ *jetstream.PubAck) {
+	id, ok := messageID(m.Header.Get(jetstream.MsgIDHeader))
+	if !ok {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n, ok := p.pending[id]
+	if !ok {
+		return
+	}
+	if n > 1 {
+		p.pending[id] = n - 1
+		return
+	}
+	delete(p.pending, id)
+	// Pop every message at the head whose jobs are all stored.
+	i := 0
+	for i < len(p.order) {
+		if _, still := p.pending[p.order[i]]; still {
+			break
+		}
+		i++
+	}
+	p.order = p.order[i:]
+}
+
+// onErr re-queues a publish that failed (no stream yet, NATS restarting, ack timeout). The
+// watermark does not pass it, so it is published again after a crash too.
+func (p *Publisher) onErr(_ jetstream.JetStream, m *nats.Msg, err error) {
+	p.log.Warn("publish job failed; will retry", "job", m.Header.Get(jetstream.MsgIDHeader), "err", err)
+	p.mu.Lock()
+	p.retry = append(p.retry, &nats.Msg{Subject: m.Subject, Data: m.Data, Header: m.Header})
+	p.mu.Unlock()
+}
+
+// messageID parses the message id out of a job id "m<id>.<target>".
+func messageID(jobID string) (int64, bool) {
+	s, ok := strings.CutPrefix(jobID, "m")
+	if !ok {
+		return 0, false
+	}
+	s, _, _ = strings.Cut(s, ".")
+	id, err := strconv.ParseInt(s, 10, 64)
+	return id, err == nil
+}

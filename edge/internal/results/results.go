@@ -1,0 +1,103 @@
+// Package results records what workers report on the RESULTS stream: delivery state per
+// message and target, and the Slack thread of each conversation (to route replies from Slack).
+// The edge stays the only SQLite writer; workers never open the database.
+package results
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"spookat/edge/internal/metrics"
+	"spookat/edge/internal/store"
+	"spookat/schema"
+)
+
+const maxBatch = 512
+
+// Recorder consumes RESULTS with a durable consumer and writes results in batches.
+type Recorder struct {
+	Store   *store.Store
+	Metrics *metrics.Edge
+	Log     *slog.Logger
+	// OnRecorded, if set, is called after each batch is committed (live delivery states).
+	OnRecorded func([]schema.Result)
+}
+
+// Run consumes until ctx is done. Results are acked (AckAll: one ack per batch) only after
+// the batch is committed, so a crash re-delivers them; recording a result twice is harmless.
+func (r *Recorder) Run(ctx context.Context, js jetstream.JetStream) error {
+	cons, err := js.CreateOrUpdateConsumer(ctx, schema.StreamResults, jetstream.ConsumerConfig{
+		Durable:       schema.ConsumerEdgeResults,
+		Description:   "the edge records delivery results in SQLite",
+		AckPolicy:     jetstream.AckAllPolicy,
+		AckWait:       30 * time.Second,
+		MaxAckPending: 20000,
+		FilterSubject: "results.>",
+	})
+	if err != nil {
+		return err
+	}
+	in := make(chan jetstream.Msg, maxBatch*2)
+	cc, err := cons.Consume(func(m jetstream.Msg) { in <- m }, jetstream.PullMaxMessages(maxBatch))
+	if err != nil {
+		return err
+	}
+	defer cc.Drain()
+	batch := make([]jetstream.Msg, 0, maxBatch)
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case m := <-in:
+			batch = append(batch[:0], m)
+		}
+	drain:
+		for len(batch) < maxBatch {
+			select {
+			case m := <-in:
+				batch = append(batch, m)
+			default:
+				break drain
+			}
+		}
+		r.record(ctx, batch)
+	}
+}
+
+func (r *Recorder) record(ctx context.Context, batch []jetstream.Msg) {
+	results := make([]schema.Result, 0, len(batch))
+	for _, m := range batch {
+		var res schema.Result
+		if err := json.Unmarshal(m.Data(), &res); err != nil || res.MessageID == 0 || res.Target == "" {
+			r.Log.Error("unreadable result; dropped after logging", "subject", m.Subject(), "err", err, "body", string(m.Data()))
+			continue
+		}
+		results = append(results, res)
+	}
+	err := r.Store.Write(ctx, func(tx *store.Tx) error {
+		for i := range results {
+			if err := tx.RecordDelivery(&results[i]); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		// Not acked: JetStream redelivers the batch after AckWait.
+		r.Log.Error("record results; will be redelivered", "n", len(results), "err", err)
+		return
+	}
+	if err := batch[len(batch)-1].Ack(); err != nil {
+		r.Log.Warn("ack results", "err", err)
+	}
+	for i := range results {
+		r.Metrics.ResultsRecords.WithLabelValues(results[i].Target, results[i].Status).Inc()
+	}
+	if r.OnRecorded != nil {
+		r.OnRecorded(results)
+	}
+}

@@ -1,0 +1,260 @@
+// Package server wires the edge together: the store (only writer), embedded NATS, the job
+// publisher, the results recorder, the in-process worker, and the HTTP/websocket routes.
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/gofiber/fiber/v2/middleware/adaptor"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"spookat/edge/internal/admin"
+	"spookat/edge/internal/broker"
+	"spookat/edge/internal/live"
+	"spookat/edge/internal/metrics"
+	"spookat/edge/internal/outbox"
+	"spookat/edge/internal/results"
+	"spookat/edge/internal/sites"
+	"spookat/edge/internal/store"
+	"spookat/edge/internal/widget"
+	"spookat/schema"
+)
+
+// Config is the edge's configuration (flags and env vars, see cmd/edge).
+type Config struct {
+	Addr        string
+	DataDir     string
+	NATSListen  string
+	NATSMonitor string
+	NATSURL     string
+	SyncFull    bool
+	PublicURL   string // how browsers and operators reach this edge (links in Slack posts)
+	// Worker runs the delivery worker in-process on its own NATS connection (nil: none,
+	// workers run as separate processes).
+	Worker func(ctx context.Context, nc *nats.Conn) error
+	// Ready, if set, is called once the edge serves, with the address it listens on.
+	Ready func(addr string)
+}
+
+// ShutdownTimeout bounds a graceful stop.
+const ShutdownTimeout = 10 * time.Second
+
+// Run serves until ctx is done, then stops gracefully: stop accepting, commit what is
+// queued, publish what is pending, let the in-process worker finish, persist the watermark.
+func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
+	lock, ok, err := admin.Lock(cfg.DataDir)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return fmt.Errorf("another edge is running on %s (it holds %s)", cfg.DataDir, admin.LockName)
+	}
+	defer lock.Close()
+
+	m := metrics.New()
+	hub := live.NewHub()
+	var pub atomic.Pointer[outbox.Publisher]
+	st, err := store.Open(cfg.DataDir, store.Options{
+		SyncFull: cfg.SyncFull,
+		OnCommit: func(c []store.Committed) {
+			m.MessagesSaved.Add(float64(len(c)))
+			hub.Publish(c)
+			pub.Load().Enqueue(c)
+		},
+		Watermark: func() int64 {
+			if p := pub.Load(); p != nil {
+				return p.Watermark()
+			}
+			return -1 // not started: nothing to persist
+		},
+	})
+	if err != nil {
+		return err
+	}
+	st.SetObservers(func(n int) { m.CommitBatch.Observe(float64(n)) },
+		func(d time.Duration) { m.CommitDuration.Observe(d.Seconds()) })
+	storeClosed := false
+	defer func() {
+		if !storeClosed {
+			st.Close()
+		}
+	}()
+
+	br, err := broker.Start(ctx, broker.Options{
+		Listen: cfg.NATSListen, Monitor: cfg.NATSMonitor, URL: cfg.NATSURL, DataDir: cfg.DataDir,
+	})
+	if err != nil {
+		return err
+	}
+	defer br.Close()
+	js, err := jetstream.New(br.NC)
+	if err != nil {
+		return err
+	}
+
+	siteList, err := st.Sites(ctx)
+	if err != nil {
+		return err
+	}
+	reg := sites.New(siteList)
+	kv, err := js.KeyValue(ctx, schema.BucketSites)
+	if err != nil {
+		return err
+	}
+	if err := reg.Mirror(ctx, kv); err != nil {
+		return fmt.Errorf("mirror sites to %s: %w", schema.BucketSites, err)
+	}
+
+	p, err := outbox.New(br.NC, func(id int64) *schema.SiteDelivery {
+		if s := reg.ByID(id); s != nil {
+			return s.Delivery
+		}
+		return nil
+	}, func(conv int64) string { return cfg.PublicURL + "/app/#/conversations/" + strconv.FormatInt(conv, 10) },
+		st.PublishedThrough(), log)
+	if err != nil {
+		return err
+	}
+	// Jobs of messages committed but not confirmed by JetStream before the last stop.
+	replayed, err := st.Unpublished(ctx, st.PublishedThrough(), p.Enqueue)
+	if err != nil {
+		return fmt.Errorf("replay unpublished jobs: %w", err)
+	}
+	if replayed > 0 {
+		log.Info("re-publishing jobs of messages above the watermark", "messages", replayed, "watermark", st.PublishedThrough())
+	}
+	pub.Store(p)
+	m.Gauge("spookat_publish_backlog", "Jobs published and not yet stored by JetStream, plus messages not yet handled.",
+		func() float64 { return float64(p.Backlog()) })
+	m.Gauge("spookat_jobs_published", "Jobs published to JOBS since start.", func() float64 { return float64(p.Published()) })
+
+	bg, stopBG := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	rec := &results.Recorder{Store: st, Metrics: m, Log: log}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		if err := rec.Run(bg, js); err != nil {
+			log.Error("results recorder stopped", "err", err)
+		}
+	}()
+
+	workerCtx, stopWorker := context.WithCancel(context.Background())
+	workerDone := make(chan struct{})
+	if cfg.Worker != nil {
+		wnc, err := br.Connect("spookat-worker-inproc")
+		if err != nil {
+			stopWorker()
+			stopBG()
+			return err
+		}
+		go func() {
+			defer close(workerDone)
+			defer wnc.Close()
+			if err := cfg.Worker(workerCtx, wnc); err != nil {
+				log.Error("in-process worker stopped", "err", err)
+			}
+		}()
+	} else {
+		close(workerDone)
+	}
+
+	var draining atomic.Bool
+	app := fiber.New(fiber.Config{
+		DisableStartupMessage: true,
+		ReadTimeout:           30 * time.Second,
+		IdleTimeout:           120 * time.Second,
+		BodyLimit:             1 << 20,
+		ErrorHandler: func(c *fiber.Ctx, err error) error {
+			code := fiber.StatusInternalServerError
+			var fe *fiber.Error
+			if errors.As(err, &fe) {
+				code = fe.Code
+			}
+			return c.Status(code).JSON(schema.HTTPError{Code: "error", Message: err.Error()})
+		},
+	})
+	app.Get("/healthz", func(c *fiber.Ctx) error { return c.SendString("ok") })
+	app.Get("/readyz", func(c *fiber.Ctx) error {
+		switch {
+		case draining.Load():
+			return c.Status(fiber.StatusServiceUnavailable).SendString("stopping")
+		case !br.Ready():
+			return c.Status(fiber.StatusServiceUnavailable).SendString("NATS is not connected")
+		}
+		return c.SendString("ready")
+	})
+	app.Get("/metrics", adaptor.HTTPHandler(promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{})))
+	wh := &widget.Handler{Store: st, Sites: reg, Hub: hub, Metrics: m, Log: log}
+	wh.Register(app)
+
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		stopWorker()
+		stopBG()
+		return fmt.Errorf("listen %s: %w", cfg.Addr, err)
+	}
+	adminLn, err := admin.Listen(cfg.DataDir)
+	if err != nil {
+		ln.Close()
+		stopWorker()
+		stopBG()
+		return fmt.Errorf("admin socket: %w", err)
+	}
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- app.Listener(ln) }()
+	adminCtx, stopAdmin := context.WithCancel(context.Background())
+	go func() {
+		if err := admin.Serve(adminCtx, adminLn, &admin.Ops{Store: st, Registry: reg}); err != nil {
+			log.Error("admin socket", "err", err)
+		}
+	}()
+	log.Info("edge serving", "addr", ln.Addr().String(), "nats", br.ClientURL(), "embedded_nats", br.Embedded(),
+		"worker_inproc", cfg.Worker != nil, "data", cfg.DataDir)
+	if cfg.Ready != nil {
+		cfg.Ready(ln.Addr().String())
+	}
+
+	select {
+	case <-ctx.Done():
+	case err := <-serveErr:
+		log.Error("http server stopped", "err", err)
+	}
+
+	// Graceful stop, bounded by ShutdownTimeout.
+	start := time.Now()
+	draining.Store(true)
+	stopAdmin()
+	_ = app.ShutdownWithTimeout(2 * time.Second)
+	wh.CloseAll()
+	if err := st.Flush(ctx); err != nil && !errors.Is(err, context.Canceled) {
+		log.Warn("flush", "err", err)
+	}
+	if !p.Drain(3 * time.Second) {
+		log.Warn("jobs still unconfirmed at stop; they are re-published at the next start", "backlog", p.Backlog())
+	}
+	stopWorker()
+	select {
+	case <-workerDone:
+	case <-time.After(4 * time.Second):
+		log.Warn("in-process worker did not stop in time")
+	}
+	stopBG()
+	wg.Wait()
+	p.Close()
+	storeClosed = true
+	err = st.Close()
+	log.Info("edge stopped", "took", time.Since(start).Round(time.Millisecond))
+	return err
+}

@@ -1,0 +1,152 @@
+// Package sites keeps every site in memory for the hot path (site key and origin checks on
+// each websocket upgrade, delivery targets on each commit) and mirrors each site's delivery
+// settings into the SITES bucket, where workers read them.
+package sites
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"spookat/edge/internal/store"
+	"spookat/schema"
+)
+
+// Site is a site as the edge serves it.
+type Site struct {
+	*store.Site
+	Delivery  *schema.SiteDelivery
+	anyOrigin bool
+}
+
+// AllowsOrigin reports whether a browser page at origin may open the widget.
+func (s *Site) AllowsOrigin(origin string) bool {
+	if s.anyOrigin {
+		return true
+	}
+	for _, o := range s.Origins {
+		if strings.EqualFold(o, origin) {
+			return true
+		}
+	}
+	return false
+}
+
+type snapshot struct {
+	byKey map[string]*Site
+	byID  map[int64]*Site
+}
+
+// Registry is a copy-on-write map of sites: readers never lock. Sites change rarely; a change
+// copies the maps.
+type Registry struct {
+	snap atomic.Pointer[snapshot]
+	mu   sync.Mutex // serialises writers
+	kv   jetstream.KeyValue
+}
+
+// New returns a registry holding sites.
+func New(list []*store.Site) *Registry {
+	r := &Registry{}
+	snap := &snapshot{byKey: make(map[string]*Site, len(list)), byID: make(map[int64]*Site, len(list))}
+	for _, s := range list {
+		site := wrap(s)
+		snap.byKey[s.Key] = site
+		snap.byID[s.ID] = site
+	}
+	r.snap.Store(snap)
+	return r
+}
+
+func wrap(s *store.Site) *Site {
+	site := &Site{Site: s, Delivery: &schema.SiteDelivery{
+		SiteID:         s.ID,
+		Name:           s.Name,
+		SlackToken:     s.SlackToken,
+		SlackChannel:   s.SlackChannel,
+		DiscordWebhook: s.DiscordWebhook,
+		WebhookURL:     s.WebhookURL,
+		WebhookSecret:  s.WebhookSecret,
+		NotifyEmail:    s.NotifyEmail,
+	}}
+	for _, o := range s.Origins {
+		if o == "*" {
+			site.anyOrigin = true
+		}
+	}
+	return site
+}
+
+// ByKey finds a site by its public key.
+func (r *Registry) ByKey(key string) *Site { return r.snap.Load().byKey[key] }
+
+// ByID finds a site by id.
+func (r *Registry) ByID(id int64) *Site { return r.snap.Load().byID[id] }
+
+// All returns every site.
+func (r *Registry) All() []*Site {
+	snap := r.snap.Load()
+	out := make([]*Site, 0, len(snap.byID))
+	for _, s := range snap.byID {
+		out = append(out, s)
+	}
+	return out
+}
+
+// Put adds or replaces sites (after they were committed) and mirrors them to the bucket.
+func (r *Registry) Put(ctx context.Context, list ...*store.Site) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	old := r.snap.Load()
+	snap := &snapshot{byKey: make(map[string]*Site, len(old.byKey)+len(list)), byID: make(map[int64]*Site, len(old.byID)+len(list))}
+	for k, v := range old.byKey {
+		snap.byKey[k] = v
+	}
+	for k, v := range old.byID {
+		snap.byID[k] = v
+	}
+	for _, s := range list {
+		if prev := snap.byID[s.ID]; prev != nil {
+			delete(snap.byKey, prev.Key)
+		}
+		site := wrap(s)
+		snap.byKey[s.Key] = site
+		snap.byID[s.ID] = site
+	}
+	r.snap.Store(snap)
+	if r.kv == nil {
+		return nil
+	}
+	return r.mirror(ctx, list)
+}
+
+// Mirror attaches the SITES bucket and writes every site into it (at start, so that workers
+// see settings changed while the edge was down).
+func (r *Registry) Mirror(ctx context.Context, kv jetstream.KeyValue) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.kv = kv
+	var list []*store.Site
+	for _, s := range r.snap.Load().byID {
+		list = append(list, s.Site)
+	}
+	return r.mirror(ctx, list)
+}
+
+func (r *Registry) mirror(ctx context.Context, list []*store.Site) error {
+	snap := r.snap.Load()
+	for _, s := range list {
+		body, err := json.Marshal(snap.byID[s.ID].Delivery)
+		if err != nil {
+			return err
+		}
+		if _, err := r.kv.Put(ctx, schema.SiteKey(s.ID), body); err != nil {
+			return err
+		}
+	}
+	return nil
+}

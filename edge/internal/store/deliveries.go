@@ -1,0 +1,34 @@
+package store
+
+import "spookat/schema"
+
+// RecordDelivery stores a worker's result. A final state (delivered, dead) is never
+// overwritten by a late "retrying"; the first external id and thread id learnt are kept.
+func (tx *Tx) RecordDelivery(r *schema.Result) error {
+	if err := tx.exec(`INSERT INTO deliveries (message_id, target, status, attempts, last_error, external_id, updated_at)
+		VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+		ON CONFLICT (message_id, target) DO UPDATE SET
+			status = CASE WHEN excluded.status = 'retrying' AND deliveries.status IN ('delivered', 'dead')
+				THEN deliveries.status ELSE excluded.status END,
+			attempts = max(deliveries.attempts, excluded.attempts),
+			last_error = CASE WHEN excluded.last_error != '' THEN excluded.last_error ELSE deliveries.last_error END,
+			external_id = CASE WHEN deliveries.external_id = '' THEN excluded.external_id ELSE deliveries.external_id END,
+			updated_at = excluded.updated_at`,
+		r.MessageID, r.Target, r.Status, r.Attempts, r.Error, r.ExternalID, tx.now); err != nil {
+		return err
+	}
+	if r.Target == schema.TargetSlack && r.ThreadID != "" {
+		return tx.exec(`UPDATE conversations SET slack_thread = ? WHERE id = ? AND slack_thread = ''`, r.ThreadID, r.ConversationID)
+	}
+	return nil
+}
+
+// Delivery is one message's delivery state for one target.
+type Delivery struct {
+	MessageID  int64  `json:"message_id"`
+	Target     string `json:"target"`
+	Status     string `json:"status"`
+	Attempts   int    `json:"attempts"`
+	LastError  string `json:"last_error,omitempty"`
+	ExternalID string `json:"external_id,omitempty"`
+}

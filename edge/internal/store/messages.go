@@ -1,0 +1,87 @@
+package store
+
+import "errors"
+
+// ErrConversationNotFound is returned for a message to a conversation that does not exist.
+var ErrConversationNotFound = errors.New("conversation not found")
+
+// insertMessage stores one message inside the writer's transaction, creating the visitor and
+// the conversation on the visitor's first message. A client id seen before in the
+// conversation returns the stored message instead (idempotent resend).
+func (tx *Tx) insertMessage(m *MessageRequest, res *MessageResult) (Committed, error) {
+	*res = MessageResult{VisitorID: m.VisitorID, ConversationID: m.ConversationID}
+	if res.ConversationID == 0 {
+		if err := tx.visitorConversation(m, res); err != nil {
+			return Committed{}, err
+		}
+	} else if m.Author != "visitor" && res.VisitorID == 0 {
+		found, err := tx.QueryRow(`SELECT visitor_id FROM conversations WHERE id = ?`,
+			[]any{res.ConversationID}, &res.VisitorID)
+		if err != nil {
+			return Committed{}, err
+		}
+		if !found {
+			return Committed{}, ErrConversationNotFound
+		}
+	}
+	var clientID any
+	if m.ClientID != "" {
+		clientID = m.ClientID
+	}
+	found, err := tx.QueryRow(`INSERT INTO messages (conversation_id, author, name, text, client_id, internal, created_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (conversation_id, client_id) DO NOTHING RETURNING id`,
+		[]any{res.ConversationID, m.Author, m.Name, m.Text, clientID, m.Internal, tx.now}, &res.MessageID)
+	if err != nil {
+		return Committed{}, err
+	}
+	if !found {
+		res.Duplicate, res.First = true, false
+		_, err := tx.QueryRow(`SELECT id, created_at FROM messages WHERE conversation_id = ? AND client_id = ?`,
+			[]any{res.ConversationID, m.ClientID}, &res.MessageID, &res.CreatedAt)
+		return Committed{}, err
+	}
+	res.CreatedAt = tx.now
+	return Committed{
+		MessageID:      res.MessageID,
+		ConversationID: res.ConversationID,
+		SiteID:         m.SiteID,
+		VisitorID:      res.VisitorID,
+		Author:         m.Author,
+		Name:           m.Name,
+		Text:           m.Text,
+		ClientID:       m.ClientID,
+		Internal:       m.Internal,
+		CreatedAt:      tx.now,
+		First:          res.First,
+		Origin:         m.Origin,
+	}, nil
+}
+
+// visitorConversation finds or creates the visitor (by token hash) and its conversation.
+// One conversation per visitor: a closed one is reopened by the visitor's next message.
+func (tx *Tx) visitorConversation(m *MessageRequest, res *MessageResult) error {
+	if res.VisitorID == 0 {
+		found, err := tx.QueryRow(`INSERT INTO visitors (site_id, token_hash, created_at) VALUES (?, ?, ?)
+			ON CONFLICT (token_hash) DO NOTHING RETURNING id`,
+			[]any{m.SiteID, m.TokenHash, tx.now}, &res.VisitorID)
+		if err != nil {
+			return err
+		}
+		if !found {
+			if _, err := tx.QueryRow(`SELECT id FROM visitors WHERE token_hash = ?`,
+				[]any{m.TokenHash}, &res.VisitorID); err != nil {
+				return err
+			}
+		}
+	}
+	found, err := tx.QueryRow(`SELECT id FROM conversations WHERE visitor_id = ?`,
+		[]any{res.VisitorID}, &res.ConversationID)
+	if err != nil || found {
+		return err
+	}
+	_, err = tx.QueryRow(`INSERT INTO conversations (site_id, visitor_id, created_at, updated_at)
+		VALUES (?, ?, ?, ?) RETURNING id`,
+		[]any{m.SiteID, res.VisitorID, tx.now, tx.now}, &res.ConversationID)
+	res.First = true
+	return err
+}

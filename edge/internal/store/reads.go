@@ -1,0 +1,102 @@
+package store
+
+import "context"
+
+// VisitorState is what the widget's hello needs to know about a returning visitor.
+type VisitorState struct {
+	VisitorID      int64
+	ConversationID int64 // 0: no conversation yet
+	LastMessageID  int64
+}
+
+// VisitorByToken finds a site's visitor by token hash.
+func (s *Store) VisitorByToken(ctx context.Context, siteID int64, tokenHash []byte) (v VisitorState, found bool, err error) {
+	err = s.Read(ctx, func(q Querier) error {
+		st, err := q.Stmt(`SELECT v.id, coalesce(c.id, 0), coalesce(c.last_message_id, 0)
+			FROM visitors v LEFT JOIN conversations c ON c.visitor_id = v.id
+			WHERE v.token_hash = ? AND v.site_id = ?`)
+		if err != nil {
+			return err
+		}
+		found, err = queryRow(st, []any{tokenHash, siteID}, &v.VisitorID, &v.ConversationID, &v.LastMessageID)
+		return err
+	})
+	return v, found, err
+}
+
+// Message is a stored message as readers see it.
+type Message struct {
+	ID        int64
+	Author    string
+	Name      string
+	Text      string
+	ClientID  string
+	Internal  bool
+	CreatedAt int64 // Unix ms
+}
+
+// MessagesAfter calls fn for the messages of a conversation with id > after, in order, at
+// most limit of them. Internal notes are left out unless withInternal.
+func (s *Store) MessagesAfter(ctx context.Context, conversationID, after int64, limit int, withInternal bool, fn func(*Message) error) error {
+	return s.Read(ctx, func(q Querier) error {
+		st, err := q.Stmt(`SELECT id, author, name, text, coalesce(client_id, ''), internal, created_at
+			FROM messages WHERE conversation_id = ? AND id > ? AND (internal = 0 OR ?)
+			ORDER BY id LIMIT ?`)
+		if err != nil {
+			return err
+		}
+		if err := bind(st, []any{conversationID, after, withInternal, limit}); err != nil {
+			return err
+		}
+		var m Message
+		for st.Step() {
+			if err := scan(st, &m.ID, &m.Author, &m.Name, &m.Text, &m.ClientID, &m.Internal, &m.CreatedAt); err != nil {
+				return err
+			}
+			if err := fn(&m); err != nil {
+				return err
+			}
+		}
+		return st.Err()
+	})
+}
+
+// Unpublished hands fn, in pages and in id order, every message above the outbox watermark
+// `after`, as the writer had handed them over at commit. It returns how many there were.
+func (s *Store) Unpublished(ctx context.Context, after int64, fn func([]Committed)) (int, error) {
+	const page = 1000
+	total := 0
+	for {
+		var batch []Committed
+		err := s.Read(ctx, func(q Querier) error {
+			st, err := q.Stmt(`SELECT m.id, m.conversation_id, c.site_id, c.visitor_id, m.author, m.name, m.text,
+				coalesce(m.client_id, ''), m.internal, m.created_at, c.first_message_id = m.id
+				FROM messages m JOIN conversations c ON c.id = m.conversation_id
+				WHERE m.id > ? ORDER BY m.id LIMIT ?`)
+			if err != nil {
+				return err
+			}
+			if err := bind(st, []any{after, page}); err != nil {
+				return err
+			}
+			for st.Step() {
+				var c Committed
+				if err := scan(st, &c.MessageID, &c.ConversationID, &c.SiteID, &c.VisitorID, &c.Author, &c.Name,
+					&c.Text, &c.ClientID, &c.Internal, &c.CreatedAt, &c.First); err != nil {
+					return err
+				}
+				batch = append(batch, c)
+			}
+			return st.Err()
+		})
+		if err != nil {
+			return total, err
+		}
+		if len(batch) == 0 {
+			return total, nil
+		}
+		fn(batch)
+		total += len(batch)
+		after = batch[len(batch)-1].MessageID
+	}
+}

@@ -1,0 +1,137 @@
+package store
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"strings"
+
+	"golang.org/x/crypto/bcrypt"
+)
+
+// Site is a customer's site with its delivery settings.
+type Site struct {
+	ID                 int64    `json:"id"`
+	Key                string   `json:"key"`
+	Name               string   `json:"name"`
+	Origins            []string `json:"origins"`
+	SlackToken         string   `json:"slack_token,omitempty"`
+	SlackChannel       string   `json:"slack_channel,omitempty"`
+	SlackSigningSecret string   `json:"slack_signing_secret,omitempty"`
+	DiscordWebhook     string   `json:"discord_webhook,omitempty"`
+	WebhookURL         string   `json:"webhook_url,omitempty"`
+	WebhookSecret      string   `json:"webhook_secret,omitempty"`
+	NotifyEmail        string   `json:"notify_email,omitempty"`
+	CreatedAt          int64    `json:"created_at"`
+}
+
+// NewSiteKey returns a random public site key.
+func NewSiteKey() string {
+	b := make([]byte, 12)
+	rand.Read(b)
+	return "st_" + base64.RawURLEncoding.EncodeToString(b)
+}
+
+// AddSite stores a new site (ID and CreatedAt are set on it).
+func (tx *Tx) AddSite(site *Site) error {
+	if site.Name == "" {
+		return errors.New("a site needs a name")
+	}
+	if site.Key == "" {
+		site.Key = NewSiteKey()
+	}
+	site.CreatedAt = tx.now
+	if err := tx.exec(`INSERT INTO sites (key, name, origins, slack_token, slack_channel, slack_signing_secret,
+		discord_webhook, webhook_url, webhook_secret, notify_email, created_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		site.Key, site.Name, strings.Join(site.Origins, "\n"), site.SlackToken, site.SlackChannel,
+		site.SlackSigningSecret, site.DiscordWebhook, site.WebhookURL, site.WebhookSecret,
+		site.NotifyEmail, tx.now); err != nil {
+		return err
+	}
+	site.ID = tx.LastInsertRowID()
+	return nil
+}
+
+const siteColumns = `id, key, name, origins, slack_token, slack_channel, slack_signing_secret,
+	discord_webhook, webhook_url, webhook_secret, notify_email, created_at`
+
+// Sites returns every site, by id.
+func (s *Store) Sites(ctx context.Context) ([]*Site, error) {
+	var out []*Site
+	err := s.Read(ctx, func(q Querier) error {
+		st, err := q.Stmt(`SELECT ` + siteColumns + ` FROM sites ORDER BY id`)
+		if err != nil {
+			return err
+		}
+		for st.Step() {
+			var site Site
+			var origins string
+			if err := scan(st, &site.ID, &site.Key, &site.Name, &origins, &site.SlackToken,
+				&site.SlackChannel, &site.SlackSigningSecret, &site.DiscordWebhook, &site.WebhookURL,
+				&site.WebhookSecret, &site.NotifyEmail, &site.CreatedAt); err != nil {
+				return err
+			}
+			site.Origins = splitLines(origins)
+			out = append(out, &site)
+		}
+		return st.Err()
+	})
+	return out, err
+}
+
+func splitLines(s string) []string {
+	if s == "" {
+		return nil
+	}
+	return strings.Split(s, "\n")
+}
+
+// Operator is a person who answers chats in the inbox.
+type Operator struct {
+	ID    int64  `json:"id"`
+	Email string `json:"email"`
+	Name  string `json:"name"`
+}
+
+// AddOperator stores an operator with a bcrypt hash of the password and makes them a member
+// of the given sites (by key). An existing operator (same email) gets the password reset and
+// the memberships added.
+func (tx *Tx) AddOperator(email, name, password string, siteKeys []string) (*Operator, error) {
+	email = strings.TrimSpace(email)
+	if !strings.Contains(email, "@") {
+		return nil, fmt.Errorf("%q is not an email address", email)
+	}
+	if len(password) < 8 {
+		return nil, errors.New("the password must have at least 8 characters")
+	}
+	hash, err := bcrypt.GenerateFromPassword([]byte(password), bcrypt.DefaultCost)
+	if err != nil {
+		return nil, err
+	}
+	if name == "" {
+		name, _, _ = strings.Cut(email, "@")
+	}
+	op := &Operator{Email: email, Name: name}
+	if _, err := tx.QueryRow(`INSERT INTO operators (email, name, password_hash, created_at) VALUES (?, ?, ?, ?)
+		ON CONFLICT (email) DO UPDATE SET password_hash = excluded.password_hash RETURNING id`,
+		[]any{email, name, string(hash), tx.now}, &op.ID); err != nil {
+		return nil, err
+	}
+	for _, key := range siteKeys {
+		var siteID int64
+		found, err := tx.QueryRow(`SELECT id FROM sites WHERE key = ?`, []any{key}, &siteID)
+		if err != nil {
+			return nil, err
+		}
+		if !found {
+			return nil, fmt.Errorf("no site has the key %q", key)
+		}
+		if err := tx.exec(`INSERT OR IGNORE INTO site_members (site_id, operator_id) VALUES (?, ?)`, siteID, op.ID); err != nil {
+			return nil, err
+		}
+	}
+	return op, nil
+}

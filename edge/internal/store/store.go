@@ -1,0 +1,343 @@
+// Package store owns the SQLite file. One goroutine (the writer) owns the only write
+// connection and commits whatever is queued in one transaction (group commit); callers are
+// answered only after that commit. Reads use a small pool of read-only connections, and WAL
+// checkpoints run from their own connection on a timer so they never stall a commit.
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/ncruces/go-sqlite3"
+	_ "github.com/ncruces/go-sqlite3/driver" // links the SQLite build; no database/sql use
+
+	"spookat/schema"
+)
+
+// FileName is the database file inside the data directory.
+const FileName = "spookat.db"
+
+// ErrClosed is returned for requests made after Close.
+var ErrClosed = errors.New("store: closed")
+
+// ErrBusy is returned when the writer's queue is full: the caller answers "unavailable".
+var ErrBusy = errors.New("store: write queue full")
+
+// Options tune the store.
+type Options struct {
+	// SyncFull sets synchronous=FULL: every commit survives a power cut. The default,
+	// synchronous=NORMAL in WAL mode, survives a process crash (SIGKILL included) with nothing
+	// lost, but a power cut or kernel panic may lose the last commits. Group commit shares one
+	// fsync among every message in the batch, so FULL stays affordable.
+	SyncFull bool
+	// Readers is the number of read-only connections (default 4).
+	Readers int
+	// MaxQueue bounds the writer's queue; past it, writes fail fast with ErrBusy (default 50,000).
+	MaxQueue int
+	// CheckpointEvery is the interval of the passive WAL checkpoint (default 1 s).
+	CheckpointEvery time.Duration
+	// OnCommit, if set, is called by the writer after each commit with the messages that
+	// commit stored, in id order. It must not block: it feeds the job publisher and live fan-out.
+	OnCommit func([]Committed)
+	// Watermark, if set, is read before each commit; when it moved, the outbox watermark is
+	// persisted in that same commit (see outbox table).
+	Watermark func() int64
+}
+
+// Store is the SQLite file with its single writer.
+type Store struct {
+	path string
+	opts Options
+
+	w      *sqlite3.Conn // the write connection; used only by the writer goroutine
+	wstmts stmtCache
+
+	readers chan *reader
+	ckpt    *sqlite3.Conn
+
+	mu       sync.Mutex
+	queue    []request
+	spare    []request
+	closed   bool
+	wake     chan struct{}
+	stop     chan struct{}
+	done     chan struct{}
+	ckptDone chan struct{}
+
+	persistedWatermark int64
+	stats              Stats
+}
+
+// Stats are counters the writer keeps for /metrics.
+type Stats struct {
+	mu              sync.Mutex
+	Commits         int64
+	MessagesSaved   int64
+	BatchSizeSum    int64
+	OnBatch         func(size int) // observer for the batch size histogram
+	OnCommitLatency func(d time.Duration)
+}
+
+// Open opens (creating if needed) the database in dir, applies migrations and starts the writer.
+func Open(dir string, opts Options) (*Store, error) {
+	if opts.Readers <= 0 {
+		opts.Readers = 4
+	}
+	if opts.MaxQueue <= 0 {
+		opts.MaxQueue = 50_000
+	}
+	if opts.CheckpointEvery <= 0 {
+		opts.CheckpointEvery = time.Second
+	}
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return nil, err
+	}
+	s := &Store{
+		path:     filepath.Join(dir, FileName),
+		opts:     opts,
+		wake:     make(chan struct{}, 1),
+		stop:     make(chan struct{}),
+		done:     make(chan struct{}),
+		ckptDone: make(chan struct{}),
+	}
+	w, err := sqlite3.Open(s.path)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", s.path, err)
+	}
+	s.w = w
+	s.wstmts = stmtCache{conn: w}
+	sync := "NORMAL"
+	if opts.SyncFull {
+		sync = "FULL"
+	}
+	// wal_autocheckpoint=0: a checkpoint inside a commit stalled it 15-25 ms in the
+	// prototype; the checkpointer connection does it on a timer instead.
+	if err := w.Exec(`PRAGMA journal_mode=WAL; PRAGMA synchronous=` + sync + `;
+		PRAGMA wal_autocheckpoint=0; PRAGMA journal_size_limit=67108864;
+		PRAGMA busy_timeout=5000; PRAGMA cache_size=-32000; PRAGMA temp_store=MEMORY`); err != nil {
+		w.Close()
+		return nil, fmt.Errorf("configure %s: %w", s.path, err)
+	}
+	if err := migrate(w); err != nil {
+		w.Close()
+		return nil, err
+	}
+	if err := s.loadWatermark(); err != nil {
+		w.Close()
+		return nil, err
+	}
+	s.readers = make(chan *reader, opts.Readers)
+	for range opts.Readers {
+		r, err := openReader(s.path)
+		if err != nil {
+			s.closeConns()
+			return nil, err
+		}
+		s.readers <- r
+	}
+	if s.ckpt, err = sqlite3.Open(s.path); err != nil {
+		s.closeConns()
+		return nil, err
+	}
+	if err := s.ckpt.BusyTimeout(time.Second); err != nil {
+		s.closeConns()
+		return nil, err
+	}
+	go s.writeLoop()
+	go s.checkpointLoop()
+	return s, nil
+}
+
+// Path is the database file's path.
+func (s *Store) Path() string { return s.path }
+
+// migrate applies the migrations above PRAGMA user_version, each in its own transaction.
+func migrate(c *sqlite3.Conn) error {
+	migrations, err := schema.Migrations()
+	if err != nil {
+		return err
+	}
+	for _, m := range migrations {
+		stmt, _, err := c.Prepare(`PRAGMA user_version`)
+		if err != nil {
+			return err
+		}
+		stmt.Step()
+		have := stmt.ColumnInt(0)
+		stmt.Close()
+		if m.Version <= have {
+			continue
+		}
+		tx, err := c.BeginImmediate()
+		if err != nil {
+			return err
+		}
+		err = c.Exec(m.SQL)
+		if err == nil {
+			err = c.Exec(fmt.Sprintf(`PRAGMA user_version=%d`, m.Version))
+		}
+		if err != nil {
+			tx.Rollback()
+			return fmt.Errorf("migration %s: %w", m.Name, err)
+		}
+		if err := tx.Commit(); err != nil {
+			return fmt.Errorf("migration %s: %w", m.Name, err)
+		}
+	}
+	return nil
+}
+
+func (s *Store) loadWatermark() error {
+	stmt, _, err := s.w.Prepare(`SELECT published_through FROM outbox WHERE id = 1`)
+	if err != nil {
+		return err
+	}
+	defer stmt.Close()
+	if stmt.Step() {
+		s.persistedWatermark = stmt.ColumnInt64(0)
+	}
+	return stmt.Err()
+}
+
+// PublishedThrough is the outbox watermark read at open: every job of the messages up to this
+// id had been stored by JetStream.
+func (s *Store) PublishedThrough() int64 { return s.persistedWatermark }
+
+// Close stops accepting writes, commits what is queued, persists the watermark and closes.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		<-s.done
+		return nil
+	}
+	s.closed = true
+	s.mu.Unlock()
+	close(s.stop)
+	<-s.done
+	<-s.ckptDone
+	return s.closeConns()
+}
+
+func (s *Store) closeConns() error {
+	var errs []error
+	if s.readers != nil {
+		close(s.readers)
+		for r := range s.readers {
+			errs = append(errs, r.close())
+		}
+	}
+	if s.ckpt != nil {
+		errs = append(errs, s.ckpt.Close())
+	}
+	s.wstmts.close()
+	errs = append(errs, s.w.Close())
+	return errors.Join(errs...)
+}
+
+// checkpointLoop copies the WAL back into the database from its own connection. PASSIVE never
+// waits for the writer or readers, so a commit is never stalled by it.
+func (s *Store) checkpointLoop() {
+	defer close(s.ckptDone)
+	t := time.NewTicker(s.opts.CheckpointEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stop:
+			<-s.done // the writer has committed its last batch
+			_ = s.ckpt.Exec(`PRAGMA wal_checkpoint(TRUNCATE)`)
+			return
+		case <-t.C:
+			_ = s.ckpt.Exec(`PRAGMA wal_checkpoint(PASSIVE)`)
+		}
+	}
+}
+
+// stmtCache prepares each statement once per connection.
+type stmtCache struct {
+	conn  *sqlite3.Conn
+	stmts map[string]*sqlite3.Stmt
+}
+
+func (c *stmtCache) get(sql string) (*sqlite3.Stmt, error) {
+	if st, ok := c.stmts[sql]; ok {
+		return st, nil
+	}
+	st, _, err := c.conn.Prepare(sql)
+	if err != nil {
+		return nil, fmt.Errorf("prepare %q: %w", sql, err)
+	}
+	if c.stmts == nil {
+		c.stmts = make(map[string]*sqlite3.Stmt)
+	}
+	c.stmts[sql] = st
+	return st, nil
+}
+
+func (c *stmtCache) close() {
+	for _, st := range c.stmts {
+		st.Close()
+	}
+	c.stmts = nil
+}
+
+// reader is one read-only connection with its prepared statements.
+type reader struct {
+	conn  *sqlite3.Conn
+	stmts stmtCache
+}
+
+func openReader(path string) (*reader, error) {
+	c, err := sqlite3.OpenFlags(path, sqlite3.OPEN_READONLY)
+	if err != nil {
+		return nil, fmt.Errorf("open reader: %w", err)
+	}
+	if err := c.BusyTimeout(5 * time.Second); err != nil {
+		c.Close()
+		return nil, err
+	}
+	return &reader{conn: c, stmts: stmtCache{conn: c}}, nil
+}
+
+func (r *reader) close() error {
+	r.stmts.close()
+	return r.conn.Close()
+}
+
+// Read runs fn on a read-only connection from the pool. The statement it gets from q is
+// prepared once per connection and reset after fn returns.
+func (s *Store) Read(ctx context.Context, fn func(q Querier) error) error {
+	var r *reader
+	select {
+	case r = <-s.readers:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	if r == nil {
+		return ErrClosed
+	}
+	defer func() { s.readers <- r }()
+	q := Querier{cache: &r.stmts}
+	defer q.resetAll()
+	return fn(q)
+}
+
+// Querier hands out cached prepared statements on one connection.
+type Querier struct {
+	cache *stmtCache
+}
+
+// Stmt returns the prepared statement for sql; it is reset when the caller is done.
+func (q Querier) Stmt(sql string) (*sqlite3.Stmt, error) { return q.cache.get(sql) }
+
+func (q Querier) resetAll() {
+	for _, st := range q.cache.stmts {
+		st.Reset()
+		st.ClearBindings()
+	}
+}

@@ -1,0 +1,151 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+)
+
+func openTest(t *testing.T, dir string, opts Options) *Store {
+	t.Helper()
+	s, err := Open(dir, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func addSite(t *testing.T, s *Store) *Site {
+	t.Helper()
+	site := &Site{Name: "test", Origins: []string{"*"}}
+	if err := s.Write(context.Background(), func(tx *Tx) error { return tx.AddSite(site) }); err != nil {
+		t.Fatal(err)
+	}
+	return site
+}
+
+// submit stores a message and waits for its result.
+func submit(t *testing.T, s *Store, req MessageRequest) MessageResult {
+	t.Helper()
+	ch := make(chan MessageResult, 1)
+	req.Done = func(r MessageResult) { ch <- r }
+	if err := s.SubmitMessage(&req); err != nil {
+		t.Fatal(err)
+	}
+	r := <-ch
+	if r.Err != nil {
+		t.Fatal(r.Err)
+	}
+	return r
+}
+
+func TestMigrationsFreshAndRerun(t *testing.T) {
+	dir := t.TempDir()
+	s := openTest(t, dir, Options{})
+	site := addSite(t, s)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// Re-opening applies nothing twice and keeps the data.
+	s = openTest(t, dir, Options{})
+	defer s.Close()
+	sites, err := s.Sites(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sites) != 1 || sites[0].Key != site.Key || sites[0].Origins[0] != "*" {
+		t.Fatalf("sites after re-open = %+v", sites)
+	}
+}
+
+func TestMessageIdempotentAndReadable(t *testing.T) {
+	s := openTest(t, t.TempDir(), Options{})
+	defer s.Close()
+	site := addSite(t, s)
+	token := []byte("0123456789abcdef0123456789abcdef")
+	first := submit(t, s, MessageRequest{SiteID: site.ID, TokenHash: token, Author: "visitor", Text: "hi", ClientID: "c1"})
+	if !first.First || first.Duplicate || first.MessageID == 0 || first.ConversationID == 0 {
+		t.Fatalf("first = %+v", first)
+	}
+	again := submit(t, s, MessageRequest{SiteID: site.ID, TokenHash: token, Author: "visitor", Text: "hi", ClientID: "c1"})
+	if !again.Duplicate || again.MessageID != first.MessageID || again.CreatedAt != first.CreatedAt {
+		t.Fatalf("resend = %+v, first = %+v", again, first)
+	}
+	second := submit(t, s, MessageRequest{SiteID: site.ID, VisitorID: first.VisitorID, ConversationID: first.ConversationID,
+		Author: "visitor", Text: "there", ClientID: "c2"})
+	if second.First || second.MessageID <= first.MessageID {
+		t.Fatalf("second = %+v", second)
+	}
+	// A reader sees both, in order, once the results are out.
+	var texts []string
+	err := s.MessagesAfter(context.Background(), first.ConversationID, 0, 100, false, func(m *Message) error {
+		texts = append(texts, m.Text)
+		return nil
+	})
+	if err != nil || fmt.Sprint(texts) != "[hi there]" {
+		t.Fatalf("messages = %v, %v", texts, err)
+	}
+	v, found, err := s.VisitorByToken(context.Background(), site.ID, token)
+	if err != nil || !found || v.ConversationID != first.ConversationID || v.LastMessageID != second.MessageID {
+		t.Fatalf("visitor = %+v %v %v", v, found, err)
+	}
+}
+
+// Concurrent submitters share commits: far fewer commits than messages.
+func TestGroupCommit(t *testing.T) {
+	s := openTest(t, t.TempDir(), Options{})
+	defer s.Close()
+	site := addSite(t, s)
+	const visitors, each = 50, 20
+	var wg sync.WaitGroup
+	for v := range visitors {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			token := fmt.Appendf(nil, "visitor-%02d-........................", v)
+			var vid, cid int64
+			for i := range each {
+				r := submit(t, s, MessageRequest{SiteID: site.ID, VisitorID: vid, TokenHash: token, ConversationID: cid,
+					Author: "visitor", Text: "x", ClientID: fmt.Sprint(i)})
+				vid, cid = r.VisitorID, r.ConversationID
+			}
+		}()
+	}
+	wg.Wait()
+	s.stats.mu.Lock()
+	commits, saved := s.stats.Commits, s.stats.MessagesSaved
+	s.stats.mu.Unlock()
+	if saved != visitors*each {
+		t.Fatalf("saved %d messages, want %d", saved, visitors*each)
+	}
+	if commits >= saved/2 {
+		t.Fatalf("%d commits for %d messages: no group commit", commits, saved)
+	}
+	t.Logf("%d messages in %d commits", saved, commits)
+}
+
+// The watermark is persisted by the writer and read back at open.
+func TestWatermarkPersisted(t *testing.T) {
+	dir := t.TempDir()
+	var mu sync.Mutex
+	wm := int64(0)
+	get := func() int64 { mu.Lock(); defer mu.Unlock(); return wm }
+	s := openTest(t, dir, Options{Watermark: get})
+	mu.Lock()
+	wm = 42
+	mu.Unlock()
+	// Any commit carries the moved watermark with it.
+	if err := s.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	wm = 43 // and the last one is persisted by Close
+	mu.Unlock()
+	s.Close()
+	s = openTest(t, dir, Options{})
+	defer s.Close()
+	if got := s.PublishedThrough(); got != 43 {
+		t.Fatalf("published_through = %d, want 43", got)
+	}
+}

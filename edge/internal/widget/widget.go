@@ -1,0 +1,354 @@
+// Package widget serves the visitor's websocket: GET /v1/widget/ws?site=<key>[&visitor=<token>].
+// The protocol is documented in schema/PROTOCOL.md.
+package widget
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unicode/utf8"
+
+	fws "github.com/fasthttp/websocket"
+	"github.com/gofiber/contrib/websocket"
+	"github.com/gofiber/fiber/v2"
+
+	"spookat/edge/internal/frames"
+	"spookat/edge/internal/live"
+	"spookat/edge/internal/metrics"
+	"spookat/edge/internal/sites"
+	"spookat/edge/internal/store"
+	"spookat/schema"
+)
+
+// resumePage is how many messages one resume query reads at a time.
+const resumePage = 200
+
+// Handler serves widget websockets.
+type Handler struct {
+	Store   *store.Store
+	Sites   *sites.Registry
+	Hub     *live.Hub
+	Metrics *metrics.Edge
+	Log     *slog.Logger
+
+	mu    sync.Mutex
+	conns map[*conn]struct{}
+}
+
+// CloseAll closes every socket with 1001 (going away), for a graceful stop. Clients
+// reconnect and resume.
+func (h *Handler) CloseAll() {
+	h.mu.Lock()
+	list := make([]*conn, 0, len(h.conns))
+	for c := range h.conns {
+		list = append(list, c)
+	}
+	h.mu.Unlock()
+	for _, c := range list {
+		c.closeWith(fws.CloseGoingAway, "server restarting")
+	}
+}
+
+func (h *Handler) track(c *conn, add bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if !add {
+		delete(h.conns, c)
+		return
+	}
+	if h.conns == nil {
+		h.conns = make(map[*conn]struct{})
+	}
+	h.conns[c] = struct{}{}
+}
+
+// Register mounts the websocket route on app.
+func (h *Handler) Register(app *fiber.App) {
+	app.Get("/v1/widget/ws", h.check, websocket.New(h.serve, websocket.Config{
+		HandshakeTimeout: 10 * time.Second,
+		ReadBufferSize:   4096,
+		WriteBufferSize:  4096,
+	}))
+}
+
+// check refuses, before the upgrade, what must never become a socket: a missing or unknown
+// site key (404), an Origin the site does not allow (403), a plain HTTP request (426).
+func (h *Handler) check(c *fiber.Ctx) error {
+	site := h.Sites.ByKey(c.Query("site"))
+	if site == nil {
+		return refuse(c, fiber.StatusNotFound, "unknown_site", "No site has this key: check data-site in the embed snippet.")
+	}
+	if !site.AllowsOrigin(c.Get(fiber.HeaderOrigin)) {
+		return refuse(c, fiber.StatusForbidden, "origin_not_allowed",
+			"This page's origin is not in the site's allowed origins: add it in the site's settings.")
+	}
+	if !websocket.IsWebSocketUpgrade(c) {
+		return refuse(c, fiber.StatusUpgradeRequired, "upgrade_required", "This endpoint speaks websocket only.")
+	}
+	c.Locals("site", site)
+	return c.Next()
+}
+
+func refuse(c *fiber.Ctx, status int, code, msg string) error {
+	return c.Status(status).JSON(schema.HTTPError{Code: code, Message: msg})
+}
+
+// session is one visitor's socket.
+type session struct {
+	h         *Handler
+	c         *conn
+	site      *sites.Site
+	tokenHash []byte
+	// Known once the first message is stored; written by the writer's goroutine (acked),
+	// read by the socket's reader goroutine.
+	visitorID atomic.Int64
+	convID    atomic.Int64
+	buf       []byte
+	frame     schema.ClientFrame
+}
+
+func (h *Handler) serve(wc *websocket.Conn) {
+	site := wc.Locals("site").(*sites.Site)
+	wc.SetReadLimit(schema.MaxFrameBytes)
+	s := &session{h: h, c: newConn(wc.Conn), site: site, buf: make([]byte, 0, 512)}
+	h.Metrics.OpenSockets.Inc()
+	defer h.Metrics.OpenSockets.Dec()
+	h.track(s.c, true)
+	defer h.track(s.c, false)
+	defer s.c.finish()
+	if !s.hello(wc.Query("visitor")) {
+		return
+	}
+	defer func() {
+		if id := s.convID.Load(); id != 0 {
+			h.Hub.Unsubscribe(id, s.c)
+		}
+	}()
+	for {
+		typ, r, err := wc.NextReader()
+		if err != nil {
+			if errors.Is(err, fws.ErrReadLimit) {
+				s.c.close() // the library has sent close 1009
+			}
+			return
+		}
+		if typ != fws.TextMessage {
+			s.fail("", schema.CodeInvalid, "Frames must be JSON text frames.", 0)
+			if _, err := io.Copy(io.Discard, r); err != nil {
+				return
+			}
+			continue
+		}
+		if s.buf, err = readAll(r, s.buf[:0]); err != nil {
+			return
+		}
+		s.handle(s.buf)
+	}
+}
+
+func readAll(r io.Reader, b []byte) ([]byte, error) {
+	for {
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)]
+		}
+		n, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err == io.EOF {
+			return b, nil
+		}
+		if err != nil {
+			return b, err
+		}
+	}
+}
+
+// hello identifies the visitor by token (a new one when missing or unknown) and sends the
+// hello frame.
+func (s *session) hello(token string) bool {
+	var state store.VisitorState
+	found := false
+	if validToken(token) {
+		sum := sha256.Sum256([]byte(token))
+		s.tokenHash = sum[:]
+		var err error
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		state, found, err = s.h.Store.VisitorByToken(ctx, s.site.ID, s.tokenHash)
+		cancel()
+		if err != nil {
+			s.h.Log.Error("visitor lookup", "err", err)
+			s.c.send(frames.Error(nil, "", schema.CodeUnavailable, "The chat is unavailable right now; try again shortly.", 2000))
+			s.c.closeWith(fws.CloseTryAgainLater, "unavailable")
+			return false
+		}
+	}
+	if !found {
+		token = newToken()
+		sum := sha256.Sum256([]byte(token))
+		s.tokenHash = sum[:]
+	}
+	s.visitorID.Store(state.VisitorID)
+	s.convID.Store(state.ConversationID)
+	if state.ConversationID != 0 {
+		s.h.Hub.Subscribe(state.ConversationID, s.c)
+	}
+	return s.c.send(frames.Hello(nil, token, state.ConversationID, state.LastMessageID))
+}
+
+func newToken() string {
+	b := make([]byte, schema.VisitorTokenLen*3/4)
+	rand.Read(b)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+func validToken(t string) bool {
+	if len(t) != schema.VisitorTokenLen {
+		return false
+	}
+	for i := 0; i < len(t); i++ {
+		c := t[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+			return false
+		}
+	}
+	return true
+}
+
+func (s *session) fail(clientID, code, msg string, retryAfterMS int64) {
+	s.h.Metrics.FrameErrors.WithLabelValues(code).Inc()
+	s.c.send(frames.Error(nil, clientID, code, msg, retryAfterMS))
+}
+
+func (s *session) handle(data []byte) {
+	received := time.Now()
+	f := &s.frame
+	*f = schema.ClientFrame{}
+	if err := json.Unmarshal(data, f); err != nil {
+		s.fail("", schema.CodeInvalid, "The frame is not valid JSON: "+err.Error()+".", 0)
+		return
+	}
+	switch f.Type {
+	case schema.FrameMessage:
+		s.message(f, received)
+	case schema.FrameResume:
+		s.resume(f.AfterMessageID)
+	default:
+		s.fail(f.ClientID, schema.CodeInvalid, `Unknown frame type; use "message" or "resume".`, 0)
+	}
+}
+
+func (s *session) message(f *schema.ClientFrame, received time.Time) {
+	n := utf8.RuneCountInString(f.ClientID)
+	if n == 0 || n > schema.MaxClientIDLen || !utf8.ValidString(f.ClientID) {
+		s.fail("", schema.CodeInvalid, "client_id must be 1 to 64 characters.", 0)
+		return
+	}
+	if strings.TrimSpace(f.Text) == "" {
+		s.fail(f.ClientID, schema.CodeInvalid, "The message is empty.", 0)
+		return
+	}
+	if utf8.RuneCountInString(f.Text) > schema.MaxTextRunes {
+		s.fail(f.ClientID, schema.CodeTooLarge, "The message is longer than 4,000 characters.", 0)
+		return
+	}
+	clientID := f.ClientID
+	req := &store.MessageRequest{
+		SiteID:         s.site.ID,
+		VisitorID:      s.visitorID.Load(),
+		TokenHash:      s.tokenHash,
+		ConversationID: s.convID.Load(),
+		Author:         schema.AuthorVisitor,
+		Text:           f.Text,
+		ClientID:       clientID,
+		Origin:         s.c,
+	}
+	req.Done = func(r store.MessageResult) { s.acked(clientID, received, r) }
+	if err := s.h.Store.SubmitMessage(req); err != nil {
+		s.fail(clientID, schema.CodeUnavailable, "The server is too busy to take the message now; send it again.", 1000)
+	}
+}
+
+// acked runs on the writer's goroutine after the commit: queue the ack, never wait.
+func (s *session) acked(clientID string, received time.Time, r store.MessageResult) {
+	if r.Err != nil {
+		s.h.Log.Error("store message", "site", s.site.ID, "err", r.Err)
+		s.h.Metrics.FrameErrors.WithLabelValues(schema.CodeUnavailable).Inc()
+		s.c.trySend(frames.Error(nil, clientID, schema.CodeUnavailable, "The message could not be saved; send it again.", 1000))
+		return
+	}
+	if s.convID.Load() == 0 {
+		// Messages queued before this ack carry conversation 0; the writer resolves them to
+		// this same conversation.
+		s.visitorID.Store(r.VisitorID)
+		s.convID.Store(r.ConversationID)
+		s.h.Hub.Subscribe(r.ConversationID, s.c)
+	}
+	s.c.trySend(frames.Ack(make([]byte, 0, 160), clientID, r.MessageID, r.ConversationID, r.CreatedAt))
+	s.h.Metrics.AckLatency.Observe(time.Since(received).Seconds())
+}
+
+// resume sends every message after `after`, in order, holding live frames back meanwhile
+// and sending those the resume did not cover afterwards.
+func (s *session) resume(after int64) {
+	if after < 0 {
+		s.fail("", schema.CodeInvalid, "after_message_id must be 0 or more.", 0)
+		return
+	}
+	convID := s.convID.Load()
+	if convID == 0 {
+		return // nothing stored yet: nothing to replay
+	}
+	c := s.c
+	c.mu.Lock()
+	c.resuming = true
+	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		for _, hf := range c.held {
+			if hf.id > c.lastSent {
+				c.lastSent = hf.id
+				c.trySend(hf.frame)
+			}
+		}
+		c.held = nil
+		c.resuming = false
+		c.mu.Unlock()
+	}()
+	for {
+		n := 0
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		err := s.h.Store.MessagesAfter(ctx, convID, after, resumePage, false, func(m *store.Message) error {
+			n++
+			after = m.ID
+			if !c.send(frames.Message(nil, m.ID, m.Author, m.Name, m.Text, m.ClientID, m.CreatedAt)) {
+				return errGone
+			}
+			c.mu.Lock()
+			c.lastSent = max(c.lastSent, m.ID)
+			c.mu.Unlock()
+			return nil
+		})
+		cancel()
+		if errors.Is(err, errGone) {
+			return
+		}
+		if err != nil {
+			s.h.Log.Error("resume", "err", err)
+			s.fail("", schema.CodeUnavailable, "History could not be read; send resume again.", 1000)
+			return
+		}
+		if n < resumePage {
+			return
+		}
+	}
+}
+
+var errGone = errors.New("socket gone")
