@@ -106,10 +106,13 @@ func StreamConfigs(replicas int) []jetstream.StreamConfig {
 			Name:        StreamResults,
 			Description: "outcome of every delivery attempt, recorded by the edge",
 			Subjects:    []string{"results.>"},
-			Retention:   jetstream.WorkQueuePolicy,
-			Storage:     jetstream.FileStorage,
-			Duplicates:  2 * time.Minute,
-			Replicas:    replicas,
+			// Limits, not work queue: the edge acks a whole batch at once (AckAll, which a
+			// work queue refuses), and an SRE can read three days of outcomes back.
+			Retention:  jetstream.LimitsPolicy,
+			MaxAge:     72 * time.Hour,
+			Storage:    jetstream.FileStorage,
+			Duplicates: 2 * time.Minute,
+			Replicas:   replicas,
 		},
 		{
 			Name:        StreamDead,

@@ -87,6 +87,7 @@ func serve(args []string) error {
 	log := newLogger(*logLevel)
 	switch *workerMode {
 	case "inproc":
+		wcfg.Logger = log.With("part", "worker")
 		cfg.Worker = func(ctx context.Context, nc *nats.Conn) error { return worker.Run(ctx, nc, wcfg) }
 	case "none":
 	default:

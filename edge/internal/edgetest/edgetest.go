@@ -68,7 +68,10 @@ func Start(t testing.TB, dataDir string, cfg server.Config) *Edge {
 
 type testWriter struct{ t testing.TB }
 
-func (w testWriter) Write(p []byte) (int, error) { w.t.Log(strings.TrimSpace(string(p))); return len(p), nil }
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimSpace(string(p)))
+	return len(p), nil
+}
 
 // Stop stops the edge gracefully (idempotent) and fails the test if that fails.
 func (e *Edge) Stop(t testing.TB) {

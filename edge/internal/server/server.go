@@ -145,7 +145,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		if err := rec.Run(bg, js); err != nil {
+		if err := rec.Run(bg, js); err != nil && !errors.Is(err, context.Canceled) {
 			log.Error("results recorder stopped", "err", err)
 		}
 	}()

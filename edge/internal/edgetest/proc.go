@@ -1,0 +1,127 @@
+package edgetest
+
+import (
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Bin returns the path of a built binary from $SPOOKAT_BIN (set by `make test`). Without it
+// the test is skipped, loudly: these tests need the real binaries.
+func Bin(t testing.TB, name string) string {
+	t.Helper()
+	dir := os.Getenv("SPOOKAT_BIN")
+	if dir == "" {
+		t.Skipf("SKIPPED: SPOOKAT_BIN is not set; run `make test`, which builds bin/%s first", name)
+	}
+	path := filepath.Join(dir, name)
+	if _, err := os.Stat(path); err != nil {
+		t.Fatalf("SPOOKAT_BIN is set but %s is missing: %v", path, err)
+	}
+	return path
+}
+
+// FreePort returns a loopback address with a port free right now.
+func FreePort(t testing.TB) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// Proc is bin/edge running as a subprocess.
+type Proc struct {
+	Cmd      *exec.Cmd
+	Addr     string
+	NATSAddr string
+	DataDir  string
+	exited   chan struct{} // closed when the process is gone
+	exitErr  error
+}
+
+// StartProc starts bin/edge on dataDir with fresh ports plus extra flags, and waits for
+// /readyz. Its stderr goes to dataDir/edge-<n>.log.
+func StartProc(t testing.TB, bin, dataDir string, extra ...string) *Proc {
+	t.Helper()
+	p := &Proc{Addr: FreePort(t), NATSAddr: FreePort(t), DataDir: dataDir, exited: make(chan struct{})}
+	args := append([]string{"-data", dataDir, "-addr", p.Addr, "-nats-listen", p.NATSAddr, "-nats-monitor", ""}, extra...)
+	p.Cmd = exec.Command(bin, args...)
+	logs, _ := filepath.Glob(filepath.Join(dataDir, "edge-*.log"))
+	logf, err := os.Create(filepath.Join(dataDir, fmt.Sprintf("edge-%d.log", len(logs))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Cmd.Stderr, p.Cmd.Stdout = logf, logf
+	if err := p.Cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		p.exitErr = p.Cmd.Wait()
+		logf.Close()
+		close(p.exited)
+	}()
+	t.Cleanup(func() { p.Kill() })
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		resp, err := http.Get("http://" + p.Addr + "/readyz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return p
+			}
+		}
+		select {
+		case <-p.exited:
+			b, _ := os.ReadFile(logf.Name())
+			t.Fatalf("edge exited before ready: %v\n%s", p.exitErr, b)
+		case <-time.After(20 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("edge not ready within 30s")
+		}
+	}
+}
+
+// Kill sends SIGKILL and waits for the process to be gone.
+func (p *Proc) Kill() {
+	_ = p.Cmd.Process.Signal(syscall.SIGKILL)
+	<-p.exited
+}
+
+// Stop sends SIGTERM and returns the exit error and how long the stop took.
+func (p *Proc) Stop(timeout time.Duration) (time.Duration, error) {
+	start := time.Now()
+	_ = p.Cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.exited:
+		return time.Since(start), p.exitErr
+	case <-time.After(timeout):
+		p.Kill()
+		return time.Since(start), fmt.Errorf("edge did not exit within %s after SIGTERM", timeout)
+	}
+}
+
+// Admin runs an admin subcommand of bin/edge on the data directory and returns its stdout.
+func Admin(t testing.TB, bin, dataDir string, args ...string) string {
+	t.Helper()
+	full := append(append([]string{}, args...), "-data", dataDir)
+	out, err := exec.Command(bin, full...).Output()
+	if err != nil {
+		stderr := ""
+		if ee, ok := err.(*exec.ExitError); ok {
+			stderr = string(ee.Stderr)
+		}
+		t.Fatalf("edge %s: %v %s", strings.Join(args, " "), err, stderr)
+	}
+	return string(out)
+}
