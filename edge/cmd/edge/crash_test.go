@@ -173,7 +173,10 @@ func TestCrashLosesNothing(t *testing.T) {
 	bin := edgetest.Bin(t, "edge")
 	dir := t.TempDir()
 	p := edgetest.StartProc(t, bin, dir, "-worker", "none")
-	var withTarget, plain struct{ ID int64; Key string }
+	var withTarget, plain struct {
+		ID  int64
+		Key string
+	}
 	json.Unmarshal([]byte(edgetest.Admin(t, bin, dir, "site", "add", "-name", "hooked", "-origin", "*",
 		"-webhook-url", "http://127.0.0.1:9/never-called", "-webhook-secret", "whsec_c2VjcmV0", "-json")), &withTarget)
 	json.Unmarshal([]byte(edgetest.Admin(t, bin, dir, "site", "add", "-name", "plain", "-origin", "*", "-json")), &plain)
