@@ -15,6 +15,8 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"net/http"
+	_ "net/http/pprof" // only served with -pprof
 	"os"
 	"os/signal"
 	"strings"
@@ -72,6 +74,7 @@ func serve(args []string) error {
 	syncMode := fs.String("sync", "normal", "SQLite durability: normal (a process crash loses nothing; a power cut may lose the last commits) or full (every commit survives a power cut)")
 	workerMode := fs.String("worker", "inproc", "inproc: run the delivery worker in this process; none: run bin/worker separately")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	pprofAddr := fs.String("pprof", "", "serve Go's /debug/pprof on this address (e.g. 127.0.0.1:6060; off when empty)")
 	wcfg := worker.DefaultConfig()
 	wcfg.RegisterFlags(fs)
 	if err := parse(fs, args); err != nil {
@@ -85,6 +88,9 @@ func serve(args []string) error {
 		return fmt.Errorf("-sync must be normal or full, not %q", *syncMode)
 	}
 	log := newLogger(*logLevel)
+	if *pprofAddr != "" {
+		go func() { log.Error("pprof", "err", http.ListenAndServe(*pprofAddr, nil)) }()
+	}
 	switch *workerMode {
 	case "inproc":
 		wcfg.Logger = log.With("part", "worker")

@@ -44,9 +44,14 @@ type Options struct {
 	// OnCommit, if set, is called by the writer after each commit with the messages that
 	// commit stored, in id order. It must not block: it feeds the job publisher and live fan-out.
 	OnCommit func([]Committed)
-	// Watermark, if set, is read before each commit; when it moved, the outbox watermark is
-	// persisted in that same commit (see outbox table).
+	// Watermark, if set, is read every 500 ms and at close; when it moved, it is persisted in
+	// the outbox table. It is a lower bound, so persisting it late only means re-publishing a
+	// little more after a crash (JetStream's duplicate window drops those repeats).
 	Watermark func() int64
+	// CommitWindow is the longest the writer waits for more messages to join a batch when
+	// the previous batch had more than one (under load); at low rates it commits at once.
+	// Default 500 µs; negative: never wait.
+	CommitWindow time.Duration
 }
 
 // Store is the SQLite file with its single writer.
@@ -90,6 +95,9 @@ func Open(dir string, opts Options) (*Store, error) {
 	}
 	if opts.MaxQueue <= 0 {
 		opts.MaxQueue = 50_000
+	}
+	if opts.CommitWindow == 0 {
+		opts.CommitWindow = 500 * time.Microsecond
 	}
 	if opts.CheckpointEvery <= 0 {
 		opts.CheckpointEvery = time.Second

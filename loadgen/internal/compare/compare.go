@@ -1,0 +1,283 @@
+// Package compare is `loadgen compare`: it starts and stops the processes itself and runs the
+// same stairs in four setups (one- and two-process, each without and with the Slack mock),
+// the edge pinned to one CPU and worker, mock and generator to the other, then writes a
+// report table, JSON and an SVG chart of p99 against rate.
+package compare
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"spookat/loadgen/internal/proc"
+	"spookat/loadgen/internal/stairs"
+)
+
+// Config is one compare.
+type Config struct {
+	EdgeBin, WorkerBin string
+	// MockCmd starts the Slack mock: argv with {addr} and {latency} replaced. Empty: no setups
+	// with Slack.
+	MockCmd      []string
+	MockLatency  time.Duration
+	SlackAPIFlag string   // flag of edge and worker that sets the Slack API base URL (e.g. slack-api)
+	SlackAPIPath string   // appended to the mock's base URL for that flag (e.g. /api/)
+	WorkerArgs   []string // argv after the binary, {nats} replaced by the NATS URL
+	EdgeArgs     []string // extra args for the edge
+	Setups       []string // names to run, in order (default: all four)
+	Dir          string   // work directory: data dirs and logs per setup
+	EdgeCPUs     string   // taskset CPU list for the edge (default "0")
+	OtherCPUs    string   // for worker and mock (default "1")
+	Sites        int
+	Run          stairs.Config // Sockets, Stairs, Step, Warmup, Drain, Tick, Senders, TextBytes
+	Log          io.Writer
+}
+
+// Setup is one of the four shapes.
+type Setup struct {
+	Name       string `json:"name"`
+	TwoProcess bool   `json:"two_process"`
+	Slack      bool   `json:"slack_mock"`
+}
+
+// AllSetups are the four setups of issue 4.
+var AllSetups = []Setup{
+	{Name: "one-process", TwoProcess: false, Slack: false},
+	{Name: "two-process", TwoProcess: true, Slack: false},
+	{Name: "one-process+slack", TwoProcess: false, Slack: true},
+	{Name: "two-process+slack", TwoProcess: true, Slack: true},
+}
+
+// Result is one setup's run.
+type Result struct {
+	Setup  Setup          `json:"setup"`
+	Pinned string         `json:"pinning"`
+	Report *stairs.Report `json:"report,omitempty"`
+	Error  string         `json:"error,omitempty"`
+	Logs   string         `json:"logs_dir"`
+}
+
+// Report is the whole comparison.
+type Report struct {
+	StartedAt time.Time `json:"started_at"`
+	Machine   string    `json:"machine"`
+	Stairs    []float64 `json:"stairs"`
+	Step      string    `json:"step"`
+	Sockets   int       `json:"sockets"`
+	Sites     int       `json:"sites"`
+	Generator string    `json:"generator_pinning"`
+	Results   []Result  `json:"results"`
+	Summary   []string  `json:"summary"`
+}
+
+func expand(argv []string, vars map[string]string) []string {
+	out := make([]string, len(argv))
+	for i, a := range argv {
+		for k, v := range vars {
+			a = strings.ReplaceAll(a, "{"+k+"}", v)
+		}
+		out[i] = a
+	}
+	return out
+}
+
+// Compare runs the setups one after the other.
+func Compare(ctx context.Context, cfg Config) (*Report, error) {
+	if cfg.Log == nil {
+		cfg.Log = io.Discard
+	}
+	if cfg.EdgeCPUs == "" {
+		cfg.EdgeCPUs = "0"
+	}
+	if cfg.OtherCPUs == "" {
+		cfg.OtherCPUs = "1"
+	}
+	if cfg.MockLatency <= 0 {
+		cfg.MockLatency = 50 * time.Millisecond
+	}
+	setups := AllSetups
+	if len(cfg.Setups) > 0 {
+		setups = nil
+		for _, name := range cfg.Setups {
+			found := false
+			for _, s := range AllSetups {
+				if s.Name == name {
+					setups = append(setups, s)
+					found = true
+				}
+			}
+			if !found {
+				return nil, fmt.Errorf("compare: unknown setup %q", name)
+			}
+		}
+	}
+	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
+		return nil, err
+	}
+	rep := &Report{
+		StartedAt: time.Now().UTC(),
+		Stairs:    cfg.Run.Stairs,
+		Step:      cfg.Run.Step.String(),
+		Sockets:   cfg.Run.Sockets,
+		Sites:     cfg.Sites,
+		Generator: SelfPinning(),
+	}
+	for _, s := range setups {
+		if ctx.Err() != nil {
+			break
+		}
+		fmt.Fprintf(cfg.Log, "loadgen: compare: setup %s\n", s.Name)
+		res := runSetup(ctx, cfg, s)
+		if res.Error != "" {
+			fmt.Fprintf(cfg.Log, "loadgen: compare: %s: %s\n", s.Name, res.Error)
+		}
+		rep.Results = append(rep.Results, res)
+		if res.Report != nil && rep.Machine == "" {
+			m := res.Report.Machine
+			rep.Machine = fmt.Sprintf("%d CPUs, %s, kernel %s", m.NumCPU, m.CPUModel, m.Kernel)
+		}
+	}
+	rep.Summary = summarize(rep)
+	return rep, ctx.Err()
+}
+
+func runSetup(ctx context.Context, cfg Config, s Setup) (res Result) {
+	res.Setup = s
+	dir := filepath.Join(cfg.Dir, s.Name)
+	os.RemoveAll(dir)
+	data := filepath.Join(dir, "data")
+	if err := os.MkdirAll(data, 0o755); err != nil {
+		res.Error = err.Error()
+		return
+	}
+	res.Logs = dir
+	var procs []*proc.Proc
+	defer func() {
+		for i := len(procs) - 1; i >= 0; i-- {
+			if err := procs[i].Stop(15 * time.Second); err != nil && res.Error == "" {
+				var ee interface{ ExitCode() int }
+				if !errors.As(err, &ee) || ee.ExitCode() != -1 {
+					res.Error = fmt.Sprintf("%s on stop: %v", procs[i].Name, err)
+				}
+			}
+		}
+	}()
+	var pins []string
+	start := func(name, cpus string, argv ...string) (*proc.Proc, error) {
+		lf, err := proc.LogFile(filepath.Join(dir, name+".log"))
+		if err != nil {
+			return nil, err
+		}
+		p, pinned, err := proc.Start(name, lf, cpus, argv[0], argv[1:]...)
+		if err != nil {
+			lf.Close()
+			return nil, err
+		}
+		procs = append(procs, p)
+		if pinned {
+			pins = append(pins, fmt.Sprintf("%s on CPU %s", name, cpus))
+		} else {
+			pins = append(pins, name+" unpinned")
+		}
+		return p, nil
+	}
+	fail := func(err error) Result {
+		res.Error = err.Error()
+		res.Pinned = strings.Join(pins, ", ")
+		return res
+	}
+
+	addrs := make([]string, 4)
+	for i := range addrs {
+		a, err := proc.FreeAddr()
+		if err != nil {
+			return fail(err)
+		}
+		addrs[i] = a
+	}
+	edgeAddr, natsAddr, monAddr, mockAddr := addrs[0], addrs[1], addrs[2], addrs[3]
+	var slackArgs []string
+	mockURL := ""
+	if s.Slack {
+		if len(cfg.MockCmd) == 0 {
+			return fail(errors.New("no Slack mock command"))
+		}
+		mockURL = "http://" + mockAddr
+		argv := expand(cfg.MockCmd, map[string]string{"addr": mockAddr, "latency": cfg.MockLatency.String()})
+		m, err := start("slack-mock", cfg.OtherCPUs, argv...)
+		if err != nil {
+			return fail(err)
+		}
+		if err := waitTCP(ctx, m, mockAddr); err != nil {
+			return fail(err)
+		}
+		if cfg.SlackAPIFlag != "" {
+			slackArgs = []string{"-" + cfg.SlackAPIFlag, mockURL + cfg.SlackAPIPath}
+		}
+	}
+	edgeArgv := []string{cfg.EdgeBin, "-addr", edgeAddr, "-nats-listen", natsAddr, "-nats-monitor", monAddr, "-data", data}
+	if s.TwoProcess {
+		edgeArgv = append(edgeArgv, "-worker", "none")
+	} else {
+		edgeArgv = append(edgeArgv, "-worker", "inproc")
+		edgeArgv = append(edgeArgv, slackArgs...)
+	}
+	edgeArgv = append(edgeArgv, cfg.EdgeArgs...)
+	edge, err := start("edge", cfg.EdgeCPUs, edgeArgv...)
+	if err != nil {
+		return fail(err)
+	}
+	base := "http://" + edgeAddr
+	if err := edge.WaitHTTP(ctx, base+"/readyz", 60*time.Second); err != nil {
+		return fail(err)
+	}
+	var workerPIDs []int
+	if s.TwoProcess {
+		argv := append([]string{cfg.WorkerBin}, expand(cfg.WorkerArgs, map[string]string{"nats": "nats://" + natsAddr})...)
+		if s.Slack {
+			argv = append(argv, slackArgs...)
+		}
+		w, err := start("worker", cfg.OtherCPUs, argv...)
+		if err != nil {
+			return fail(err)
+		}
+		workerPIDs = append(workerPIDs, w.PID())
+		select { // a worker that cannot connect exits at once
+		case <-w.Exited():
+			return fail(fmt.Errorf("worker exited at start: %v (see %s)", w.Err(), filepath.Join(dir, "worker.log")))
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+	token := ""
+	if s.Slack {
+		token = "xoxb-loadgen"
+	}
+	sites, err := stairs.Seed(ctx, cfg.EdgeBin, data, cfg.Sites, token)
+	if err != nil {
+		return fail(err)
+	}
+	rc := cfg.Run
+	rc.EdgeURL = base
+	rc.Keys = stairs.Keys(sites)
+	rc.EdgePID = edge.PID()
+	rc.WorkerPIDs = workerPIDs
+	rc.SlackMock = mockURL
+	rc.Setup = s.Name
+	rc.Log = cfg.Log
+	r, err := stairs.Run(ctx, rc)
+	res.Report = r
+	res.Pinned = strings.Join(pins, ", ")
+	if err != nil {
+		res.Error = err.Error()
+	}
+	if r != nil {
+		r.WriteJSON(filepath.Join(dir, "report.json"))
+		os.WriteFile(filepath.Join(dir, "report.md"), []byte(r.Markdown()), 0o644)
+	}
+	return res
+}

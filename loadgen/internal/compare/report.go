@@ -1,0 +1,300 @@
+package compare
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"net"
+	"os"
+	"sort"
+	"strings"
+	"time"
+
+	"spookat/loadgen/internal/proc"
+	"spookat/loadgen/internal/stairs"
+)
+
+// P99Limit is the latency bar of issue 4's targets.
+const P99Limit = 50.0 // ms
+
+func waitTCP(ctx context.Context, p *proc.Proc, addr string) error {
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		select {
+		case <-p.Exited():
+			return fmt.Errorf("%s exited at start: %v", p.Name, p.Err())
+		case <-ctx.Done():
+			return ctx.Err()
+		default:
+		}
+		if c, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
+			c.Close()
+			return nil
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return fmt.Errorf("%s: nothing listens on %s after 20s", p.Name, addr)
+}
+
+// SelfPinning says which CPUs this process may run on.
+func SelfPinning() string {
+	data, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return "unknown"
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(line, "Cpus_allowed_list:"); ok {
+			return "CPUs " + strings.TrimSpace(v)
+		}
+	}
+	return "unknown"
+}
+
+func proc0(s stairs.StairReport, name string) *stairs.ProcReport {
+	for i := range s.Procs {
+		if s.Procs[i].Name == name || (name == "worker" && strings.HasPrefix(s.Procs[i].Name, "worker")) {
+			return &s.Procs[i]
+		}
+	}
+	return nil
+}
+
+func f(p *float64, format string) string {
+	if p == nil {
+		return "–"
+	}
+	return fmt.Sprintf(format, *p)
+}
+
+func errs(m map[string]int64) string {
+	if len(m) == 0 {
+		return "0"
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var parts []string
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("%s %d", k, m[k]))
+	}
+	return strings.Join(parts, ", ")
+}
+
+func sched(s stairs.StairReport) string {
+	v := f(s.SchedP99MS, "%.3f")
+	if s.SchedP99AtLeast {
+		v = "≥" + v
+	}
+	return v
+}
+
+// good reports whether a stair met the bar: p99 within the limit, acked ≥ 95 % of the target,
+// no errors, and with Slack every acked message delivered.
+func good(s stairs.StairReport, slack bool) bool {
+	ok := s.Latency.P99 <= P99Limit && s.AckedRate >= 0.95*s.TargetRate && len(s.Errors) == 0
+	if slack {
+		ok = ok && s.Slack != nil && s.Slack.AllDelivered
+	}
+	return ok
+}
+
+func summarize(r *Report) []string {
+	var out []string
+	byName := map[string]*Result{}
+	for i := range r.Results {
+		res := &r.Results[i]
+		byName[res.Setup.Name] = res
+		if res.Report == nil {
+			out = append(out, fmt.Sprintf("%s: no result (%s)", res.Setup.Name, res.Error))
+			continue
+		}
+		best := 0.0
+		for _, s := range res.Report.Stairs {
+			if good(s, res.Setup.Slack) {
+				best = math.Max(best, s.TargetRate)
+			}
+		}
+		what := "p99 ≤ 50 ms, no errors"
+		if res.Setup.Slack {
+			what = "every message delivered, p99 ≤ 50 ms, no errors"
+		}
+		if best > 0 {
+			out = append(out, fmt.Sprintf("%s: highest stair with %s: %.0f/s", res.Setup.Name, what, best))
+		} else {
+			out = append(out, fmt.Sprintf("%s: no stair with %s", res.Setup.Name, what))
+		}
+	}
+	for _, pair := range [][2]string{{"one-process", "two-process"}, {"one-process+slack", "two-process+slack"}} {
+		one, two := byName[pair[0]], byName[pair[1]]
+		if one == nil || two == nil || one.Report == nil || two.Report == nil {
+			continue
+		}
+		var better, worse, same []string
+		for _, s2 := range two.Report.Stairs {
+			for _, s1 := range one.Report.Stairs {
+				if s1.TargetRate != s2.TargetRate {
+					continue
+				}
+				e1, e2 := proc0(s1, "edge"), proc0(s2, "edge")
+				line := fmt.Sprintf("%.0f/s (p99 %.2f vs %.2f ms", s1.TargetRate, s1.Latency.P99, s2.Latency.P99)
+				if e1 != nil && e2 != nil && e1.CPUMicrosPerMsg != nil && e2.CPUMicrosPerMsg != nil {
+					line += fmt.Sprintf(", edge %.1f vs %.1f µs/msg", *e1.CPUMicrosPerMsg, *e2.CPUMicrosPerMsg)
+				}
+				line += ")"
+				g1, g2 := good(s1, one.Setup.Slack), good(s2, two.Setup.Slack)
+				switch {
+				case g2 && !g1 || g1 == g2 && s2.Latency.P99 < 0.9*s1.Latency.P99:
+					better = append(better, line)
+				case g1 && !g2 || g1 == g2 && s2.Latency.P99 > 1.1*s1.Latency.P99:
+					worse = append(worse, line)
+				default:
+					same = append(same, line)
+				}
+			}
+		}
+		if len(better) > 0 {
+			out = append(out, fmt.Sprintf("%s is better than %s at %s", pair[1], pair[0], strings.Join(better, "; ")))
+		}
+		if len(same) > 0 {
+			out = append(out, fmt.Sprintf("%s and %s are within 10 %% at %s", pair[1], pair[0], strings.Join(same, "; ")))
+		}
+		if len(worse) > 0 {
+			out = append(out, fmt.Sprintf("%s is worse than %s at %s", pair[1], pair[0], strings.Join(worse, "; ")))
+		}
+	}
+	return out
+}
+
+// WriteJSON writes the report.
+func (r *Report) WriteJSON(path string) error {
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
+}
+
+// Markdown is the comparison as the seed's round three laid it out: setup × rate.
+func (r *Report) Markdown(chart string) string {
+	var b strings.Builder
+	b.WriteString("# loadgen compare: one process vs two, without and with the Slack mock\n\n")
+	fmt.Fprintf(&b, "- %s; started %s\n", r.Machine, r.StartedAt.Format(time.RFC3339))
+	fmt.Fprintf(&b, "- %d sockets over %d sites, stairs %v msg/s of %s each; generator pinned to %s\n", r.Sockets, r.Sites, r.Stairs, r.Step, r.Generator)
+	for _, res := range r.Results {
+		fmt.Fprintf(&b, "- %s: %s", res.Setup.Name, res.Pinned)
+		if res.Error != "" {
+			fmt.Fprintf(&b, " — error: %s", res.Error)
+		}
+		b.WriteString("\n")
+	}
+	b.WriteString("\n| setup | target/s | acked/s | p50 ms | p99 ms | max ms | edge CPU % | edge µs/msg | worker CPU % | worker µs/msg | edge RSS MB | edge sched p99 ms | delivered/s | drain s | all delivered | errors | loadgen CPU % |\n")
+	b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	for _, res := range r.Results {
+		if res.Report == nil {
+			continue
+		}
+		for _, s := range res.Report.Stairs {
+			e, w := proc0(s, "edge"), proc0(s, "worker")
+			var ecpu, eus, wcpu, wus *float64
+			rss := "–"
+			if e != nil {
+				ecpu, eus = e.CPUPercent, e.CPUMicrosPerMsg
+				rss = fmt.Sprintf("%.0f", e.RSSPeakMB)
+			}
+			if w != nil {
+				wcpu, wus = w.CPUPercent, w.CPUMicrosPerMsg
+			}
+			del, drain, all := "–", "–", "–"
+			if s.Slack != nil {
+				del = fmt.Sprintf("%.0f", s.Slack.DeliveredRate)
+				drain = fmt.Sprintf("%.1f", s.Slack.DrainSeconds)
+				all = fmt.Sprint(s.Slack.AllDelivered)
+			}
+			note := ""
+			if s.GeneratorBottleneck {
+				note = " (generator-bound)"
+			}
+			fmt.Fprintf(&b, "| %s | %.0f | %.0f | %.2f | %.2f | %.1f | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s%s |\n",
+				res.Setup.Name, s.TargetRate, s.AckedRate, s.Latency.P50, s.Latency.P99, s.Latency.Max,
+				f(ecpu, "%.0f"), f(eus, "%.1f"), f(wcpu, "%.0f"), f(wus, "%.1f"), rss, sched(s),
+				del, drain, all, errs(s.Errors), f(s.Loadgen.CPUPercent, "%.0f"), note)
+		}
+	}
+	b.WriteString("\nCPU % is of one core; µs/msg is CPU time over the measured window ÷ messages acked in it. In the one-process setups the edge's figure includes the in-process worker and the embedded NATS server.\n")
+	if chart != "" {
+		fmt.Fprintf(&b, "\n![p99 against rate](%s)\n", chart)
+	}
+	b.WriteString("\n## Summary\n\n")
+	for _, s := range r.Summary {
+		fmt.Fprintf(&b, "- %s\n", s)
+	}
+	return b.String()
+}
+
+// SVG draws p99 against rate, one line per setup, log-scaled p99 with the 50 ms bar.
+func (r *Report) SVG() string {
+	const W, H, L, R, T, B = 720, 420, 70, 190, 30, 50
+	pw, ph := float64(W-L-R), float64(H-T-B)
+	maxRate := 0.0
+	minP, maxP := math.Inf(1), 0.0
+	for _, res := range r.Results {
+		if res.Report == nil {
+			continue
+		}
+		for _, s := range res.Report.Stairs {
+			maxRate = math.Max(maxRate, s.TargetRate)
+			if s.Latency.P99 > 0 {
+				minP = math.Min(minP, s.Latency.P99)
+				maxP = math.Max(maxP, s.Latency.P99)
+			}
+		}
+	}
+	if maxRate == 0 || maxP == 0 {
+		return ""
+	}
+	maxP = math.Max(maxP, P99Limit*2)
+	lo := math.Pow(10, math.Floor(math.Log10(math.Max(minP, 0.01))))
+	hi := math.Pow(10, math.Ceil(math.Log10(maxP)))
+	x := func(rate float64) float64 { return float64(L) + pw*rate/maxRate }
+	y := func(p float64) float64 {
+		p = math.Max(p, lo)
+		return float64(T) + ph*(1-(math.Log10(p)-math.Log10(lo))/(math.Log10(hi)-math.Log10(lo)))
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" font-family="sans-serif" font-size="12">`+"\n", W, H)
+	fmt.Fprintf(&b, `<rect width="%d" height="%d" fill="white"/>`+"\n", W, H)
+	fmt.Fprintf(&b, `<text x="%d" y="18" font-size="14">ack latency p99 against rate</text>`+"\n", L)
+	for d := lo; d <= hi*1.0001; d *= 10 {
+		fmt.Fprintf(&b, `<line x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="#ddd"/><text x="%d" y="%.1f" text-anchor="end">%g ms</text>`+"\n", L, y(d), W-R, y(d), L-6, y(d)+4, d)
+	}
+	fmt.Fprintf(&b, `<line x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="#c00" stroke-dasharray="4 3"/><text x="%d" y="%.1f" fill="#c00">50 ms</text>`+"\n", L, y(P99Limit), W-R, y(P99Limit), W-R+4, y(P99Limit)+4)
+	for _, rate := range r.Stairs {
+		fmt.Fprintf(&b, `<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="#eee"/><text x="%.1f" y="%d" text-anchor="middle">%g</text>`+"\n", x(rate), T, x(rate), H-B, x(rate), H-B+16, rate)
+	}
+	fmt.Fprintf(&b, `<text x="%.1f" y="%d" text-anchor="middle">messages / s</text>`+"\n", float64(L)+pw/2, H-12)
+	fmt.Fprintf(&b, `<rect x="%d" y="%d" width="%.0f" height="%.0f" fill="none" stroke="#333"/>`+"\n", L, T, pw, ph)
+	colors := []string{"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd"}
+	i := 0
+	for _, res := range r.Results {
+		if res.Report == nil || len(res.Report.Stairs) == 0 {
+			continue
+		}
+		c := colors[i%len(colors)]
+		var pts []string
+		for _, s := range res.Report.Stairs {
+			pts = append(pts, fmt.Sprintf("%.1f,%.1f", x(s.TargetRate), y(s.Latency.P99)))
+		}
+		fmt.Fprintf(&b, `<polyline points="%s" fill="none" stroke="%s" stroke-width="2"/>`+"\n", strings.Join(pts, " "), c)
+		for _, p := range pts {
+			xy := strings.Split(p, ",")
+			fmt.Fprintf(&b, `<circle cx="%s" cy="%s" r="3" fill="%s"/>`+"\n", xy[0], xy[1], c)
+		}
+		fmt.Fprintf(&b, `<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="%s" stroke-width="2"/><text x="%d" y="%d">%s</text>`+"\n", W-R+10, T+20+18*i, W-R+30, T+20+18*i, c, W-R+34, T+24+18*i, res.Setup.Name)
+		i++
+	}
+	b.WriteString("</svg>\n")
+	return b.String()
+}
