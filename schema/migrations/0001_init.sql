@@ -49,7 +49,9 @@ CREATE TABLE conversations (
     created_at       INTEGER NOT NULL,
     updated_at       INTEGER NOT NULL
 );
-CREATE INDEX conversations_site ON conversations(site_id, updated_at);
+-- Only site_id: updated_at changes with every message, and keeping it in the index cost the
+-- writer 5-10 us per message; the inbox sorts one site's conversations when it reads them.
+CREATE INDEX conversations_site ON conversations(site_id);
 CREATE UNIQUE INDEX conversations_visitor ON conversations(visitor_id);
 
 CREATE TABLE messages (
