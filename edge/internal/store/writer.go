@@ -249,7 +249,7 @@ type convUpdate struct {
 func (s *Store) runTx(batch []request, start time.Time, persistWatermark bool) (committed []Committed, err error) {
 	now := start.UnixMilli()
 	tx := &Tx{c: s.w, stmts: &s.wstmts, now: now}
-	if err := s.w.Exec(`BEGIN IMMEDIATE`); err != nil {
+	if err := tx.exec(`BEGIN IMMEDIATE`); err != nil {
 		return nil, err
 	}
 	defer func() {
@@ -300,7 +300,7 @@ func (s *Store) runTx(batch []request, start time.Time, persistWatermark bool) (
 			return nil, err
 		}
 	}
-	if err := s.w.Exec(`COMMIT`); err != nil {
+	if err := tx.exec(`COMMIT`); err != nil {
 		return nil, err
 	}
 	if moved {

@@ -1,0 +1,107 @@
+// Package email sends the new-conversation notification to a site's address over SMTP with
+// go-mail. Volume is one mail per new conversation, so each send dials its own connection.
+package email
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	mail "github.com/wneessen/go-mail"
+
+	"spookat/schema"
+	"spookat/worker/internal/deliver"
+)
+
+// Config of the SMTP relay.
+type Config struct {
+	Host     string
+	Port     int
+	User     string
+	Password string
+	TLS      string // none | starttls (opportunistic) | mandatory (STARTTLS required) | tls (implicit, port 465)
+	From     string
+}
+
+// Sender sends notifications.
+type Sender struct{ cfg Config }
+
+// New validates the TLS policy.
+func New(cfg Config) (*Sender, error) {
+	switch cfg.TLS {
+	case "", "none", "starttls", "mandatory", "tls":
+	default:
+		return nil, fmt.Errorf("smtp tls %q: want none, starttls, mandatory or tls", cfg.TLS)
+	}
+	return &Sender{cfg: cfg}, nil
+}
+
+func (s *Sender) client() (*mail.Client, error) {
+	opts := []mail.Option{mail.WithPort(s.cfg.Port)}
+	switch s.cfg.TLS {
+	case "", "none":
+		opts = append(opts, mail.WithTLSPolicy(mail.NoTLS))
+	case "starttls":
+		opts = append(opts, mail.WithTLSPolicy(mail.TLSOpportunistic))
+	case "mandatory":
+		opts = append(opts, mail.WithTLSPolicy(mail.TLSMandatory))
+	case "tls":
+		opts = append(opts, mail.WithSSL())
+	}
+	if s.cfg.User != "" {
+		opts = append(opts, mail.WithSMTPAuth(mail.SMTPAuthAutoDiscover),
+			mail.WithUsername(s.cfg.User), mail.WithPassword(s.cfg.Password))
+	}
+	return mail.NewClient(s.cfg.Host, opts...)
+}
+
+// Send mails the first message of a conversation to the site's notify address.
+func (s *Sender) Send(ctx context.Context, site *schema.SiteDelivery, jobs []*schema.Job) deliver.Outcome {
+	if site.NotifyEmail == "" {
+		return deliver.Permanent(deliver.ErrNotConfigured)
+	}
+	if s.cfg.Host == "" {
+		return deliver.Fail(errors.New("no SMTP host configured (-smtp-host)"))
+	}
+	j := jobs[0]
+	m := mail.NewMsg()
+	if err := m.From(s.cfg.From); err != nil {
+		return deliver.Permanent(fmt.Errorf("smtp from: %w", err))
+	}
+	if err := m.To(site.NotifyEmail); err != nil {
+		return deliver.Permanent(fmt.Errorf("notify address: %w", err))
+	}
+	name := site.Name
+	if name == "" {
+		name = "your site"
+	}
+	m.Subject("New conversation on " + name)
+	m.SetMessageIDWithValue(j.ID + "@spookat")
+	m.SetDate()
+	var b strings.Builder
+	who := j.Name
+	if who == "" {
+		who = "A visitor"
+	}
+	b.WriteString(who + " started conversation #" + strconv.FormatInt(j.ConversationID, 10) + " on " + name + ":\n\n")
+	b.WriteString(j.Text)
+	b.WriteString("\n")
+	if j.InboxURL != "" {
+		b.WriteString("\nAnswer in the inbox: " + j.InboxURL + "\n")
+	}
+	m.SetBodyString(mail.TypeTextPlain, b.String())
+	c, err := s.client()
+	if err != nil {
+		return deliver.Permanent(err)
+	}
+	if err := c.DialAndSendWithContext(ctx, m); err != nil {
+		var se *mail.SendError
+		if errors.As(err, &se) && !se.IsTemp() && se.ErrorCode() >= 500 {
+			return deliver.Permanent(err)
+		}
+		return deliver.Fail(err)
+	}
+	return deliver.Outcome{ExternalID: j.ID + "@spookat"}
+}

@@ -1,0 +1,134 @@
+// Package members keeps the set of live workers in the WORKERS bucket and spreads partitions
+// over them by rendezvous hashing: each worker computes the same owner for every partition
+// from the same member list, and a change moves only the partitions of the worker that came
+// or went. Heartbeats are key puts; a dead worker's key expires and leaves a marker that every
+// watcher receives, so no one polls.
+package members
+
+import (
+	"context"
+	"encoding/json"
+	"hash/fnv"
+	"log/slog"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Group is this worker's membership.
+type Group struct {
+	ID  string
+	kv  jetstream.KeyValue
+	ttl time.Duration
+	log *slog.Logger
+}
+
+// New joins nobody yet; Run does.
+func New(kv jetstream.KeyValue, id string, ttl time.Duration, log *slog.Logger) *Group {
+	return &Group{ID: id, kv: kv, ttl: ttl, log: log}
+}
+
+func key(id string) string { return "w." + id }
+
+type beat struct {
+	Host    string    `json:"host"`
+	PID     int       `json:"pid"`
+	Started time.Time `json:"started"`
+}
+
+// Run heartbeats and calls onChange with the sorted live member ids whenever they change
+// (first call once the current members are known). It returns when ctx ends, after deleting
+// its key so the others take its partitions at once.
+func (g *Group) Run(ctx context.Context, onChange func(live []string)) error {
+	host, _ := os.Hostname()
+	val, _ := json.Marshal(beat{Host: host, PID: os.Getpid(), Started: time.Now().UTC()})
+	if _, err := g.kv.Put(ctx, key(g.ID), val); err != nil {
+		return err
+	}
+	w, err := g.kv.Watch(ctx, "w.*")
+	if err != nil {
+		return err
+	}
+	defer w.Stop()
+	t := time.NewTicker(g.ttl / 3)
+	defer t.Stop()
+	live := map[string]bool{}
+	initial := true
+	var last []string
+	emit := func() {
+		ids := make([]string, 0, len(live))
+		for id := range live {
+			ids = append(ids, id)
+		}
+		slices.Sort(ids)
+		if !slices.Equal(ids, last) {
+			last = ids
+			onChange(ids)
+		}
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			dctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			_ = g.kv.Delete(dctx, key(g.ID))
+			cancel()
+			return nil
+		case <-t.C:
+			if _, err := g.kv.Put(ctx, key(g.ID), val); err != nil && ctx.Err() == nil {
+				g.log.Warn("heartbeat", "err", err)
+			}
+		case e, ok := <-w.Updates():
+			if !ok {
+				return ctx.Err()
+			}
+			if e == nil {
+				initial = false
+				live[g.ID] = true // our own put may not have been seen if it raced the watch
+				emit()
+				continue
+			}
+			id := strings.TrimPrefix(e.Key(), "w.")
+			if e.Operation() == jetstream.KeyValuePut {
+				live[id] = true
+			} else {
+				delete(live, id)
+				if id == g.ID {
+					// Our key expired (we were stalled): put it back; until then we own nothing.
+					_, _ = g.kv.Put(ctx, key(g.ID), val)
+				}
+			}
+			if !initial {
+				emit()
+			}
+		}
+	}
+}
+
+// Owner returns the member that owns a partition: the highest hash of (member, partition).
+func Owner(live []string, partition string) string {
+	var best string
+	var bestScore uint64
+	for _, id := range live {
+		h := fnv.New64a()
+		h.Write([]byte(id))
+		h.Write([]byte{0})
+		h.Write([]byte(partition))
+		if s := mix(h.Sum64()); best == "" || s > bestScore {
+			best, bestScore = id, s
+		}
+	}
+	return best
+}
+
+// mix spreads FNV's output (its high bits vary little for similar keys).
+func mix(x uint64) uint64 {
+	x ^= x >> 33
+	x *= 0xff51afd7ed558ccd
+	x ^= x >> 33
+	x *= 0xc4ceb9a3ae8f3e1f
+	x ^= x >> 33
+	return x
+}

@@ -1,0 +1,125 @@
+// Package sites keeps every site's delivery settings in memory, fed by a watch on the SITES
+// bucket the edge keeps current. Jobs carry no secrets; a lookup here costs a map read, and a
+// change made in the edge reaches every worker as a pushed update, with no polling.
+package sites
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"spookat/schema"
+)
+
+// Cache is a live copy of the SITES bucket.
+type Cache struct {
+	kv jetstream.KeyValue
+	mu sync.RWMutex
+	m  map[int64]*schema.SiteDelivery
+}
+
+// Open starts watching the bucket and returns once the current values are loaded. The watch
+// stops with ctx.
+func Open(ctx context.Context, js jetstream.JetStream, log *slog.Logger) (*Cache, error) {
+	kv, err := js.KeyValue(ctx, schema.BucketSites)
+	if err != nil {
+		return nil, err
+	}
+	c := &Cache{kv: kv, m: make(map[int64]*schema.SiteDelivery)}
+	w, err := kv.WatchAll(ctx)
+	if err != nil {
+		return nil, err
+	}
+	loaded := make(chan struct{})
+	go func() {
+		defer w.Stop()
+		initial := true
+		for e := range w.Updates() {
+			if e == nil { // end of the initial values
+				if initial {
+					initial = false
+					close(loaded)
+				}
+				continue
+			}
+			c.apply(e, log)
+		}
+		if initial {
+			close(loaded)
+		}
+	}()
+	select {
+	case <-loaded:
+		return c, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+func siteIDOf(key string) (int64, bool) {
+	id, err := strconv.ParseInt(strings.TrimPrefix(key, "site."), 10, 64)
+	return id, err == nil
+}
+
+func (c *Cache) apply(e jetstream.KeyValueEntry, log *slog.Logger) {
+	id, ok := siteIDOf(e.Key())
+	if !ok {
+		return
+	}
+	if e.Operation() != jetstream.KeyValuePut {
+		c.mu.Lock()
+		delete(c.m, id)
+		c.mu.Unlock()
+		return
+	}
+	var d schema.SiteDelivery
+	if err := json.Unmarshal(e.Value(), &d); err != nil {
+		log.Warn("bad SITES entry", "key", e.Key(), "err", err)
+		return
+	}
+	c.mu.Lock()
+	c.m[id] = &d
+	c.mu.Unlock()
+}
+
+// Get returns a site's settings. A miss (the watch lagging behind a brand-new site) falls back
+// to a direct read of the bucket.
+func (c *Cache) Get(ctx context.Context, id int64) (*schema.SiteDelivery, error) {
+	c.mu.RLock()
+	d := c.m[id]
+	c.mu.RUnlock()
+	if d != nil {
+		return d, nil
+	}
+	e, err := c.kv.Get(ctx, schema.SiteKey(id))
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var nd schema.SiteDelivery
+	if err := json.Unmarshal(e.Value(), &nd); err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	if c.m[id] == nil {
+		c.m[id] = &nd
+	}
+	d = c.m[id]
+	c.mu.Unlock()
+	return d, nil
+}
+
+// Peek returns the cached settings without a bucket read (nil on a miss).
+func (c *Cache) Peek(id int64) *schema.SiteDelivery {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.m[id]
+}

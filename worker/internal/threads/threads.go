@@ -1,0 +1,69 @@
+// Package threads remembers the thread of each conversation at a chat target (the Slack parent
+// post's ts) in the THREADS bucket, so whichever worker owns the conversation's partition next
+// replies in the same thread. A memory cache in front makes the common case a map read.
+package threads
+
+import (
+	"context"
+	"errors"
+	"sync"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Store is a cached view of the THREADS bucket.
+type Store struct {
+	kv jetstream.KeyValue
+	mu sync.Mutex
+	m  map[string]string
+}
+
+// maxCached bounds the memory cache; past it the cache is dropped and refilled from the bucket.
+const maxCached = 200_000
+
+// New wraps the bucket.
+func New(kv jetstream.KeyValue) *Store { return &Store{kv: kv, m: make(map[string]string)} }
+
+// Get returns the thread id for key, "" when the conversation has no thread yet.
+func (s *Store) Get(ctx context.Context, key string) (string, error) {
+	s.mu.Lock()
+	v, ok := s.m[key]
+	s.mu.Unlock()
+	if ok {
+		return v, nil
+	}
+	e, err := s.kv.Get(ctx, key)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	v = string(e.Value())
+	s.remember(key, v)
+	return v, nil
+}
+
+// Put records a new thread. It is written to the bucket before the job that opened it is
+// acknowledged, so a crash cannot lose it.
+func (s *Store) Put(ctx context.Context, key, thread string) error {
+	s.remember(key, thread)
+	_, err := s.kv.Put(ctx, key, []byte(thread))
+	return err
+}
+
+// Forget drops a cached entry (the thread was deleted at the target).
+func (s *Store) Forget(key string) {
+	s.mu.Lock()
+	delete(s.m, key)
+	s.mu.Unlock()
+}
+
+func (s *Store) remember(key, v string) {
+	s.mu.Lock()
+	if len(s.m) >= maxCached {
+		s.m = make(map[string]string)
+	}
+	s.m[key] = v
+	s.mu.Unlock()
+}

@@ -1,0 +1,113 @@
+// Package webhook delivers events to a site's endpoint, signed per the Standard Webhooks spec
+// (https://www.standardwebhooks.com): headers webhook-id (stable per event, so the receiver
+// can drop repeats), webhook-timestamp and webhook-signature "v1,<base64 HMAC-SHA256 of
+// id.timestamp.body>".
+package webhook
+
+import (
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"spookat/schema"
+	"spookat/worker/internal/deliver"
+)
+
+// Event is the body posted for each message.
+type Event struct {
+	Type      string    `json:"type"` // message.created
+	Timestamp time.Time `json:"timestamp"`
+	Data      EventData `json:"data"`
+}
+
+// EventData is the message.
+type EventData struct {
+	SiteID         int64     `json:"site_id"`
+	ConversationID int64     `json:"conversation_id"`
+	MessageID      int64     `json:"message_id"`
+	Author         string    `json:"author"`
+	Name           string    `json:"name,omitempty"`
+	Text           string    `json:"text"`
+	CreatedAt      time.Time `json:"created_at"`
+	First          bool      `json:"first,omitempty"`
+	InboxURL       string    `json:"inbox_url,omitempty"`
+}
+
+// Sender posts events. Its HTTP client carries the 10 s timeout.
+type Sender struct {
+	http *http.Client
+	now  func() time.Time
+}
+
+// New builds a sender.
+func New(c *http.Client) *Sender { return &Sender{http: c, now: time.Now} }
+
+// SecretKey decodes a signing secret: "whsec_<base64>" as the spec writes them, else the raw bytes.
+func SecretKey(secret string) []byte {
+	if rest, ok := strings.CutPrefix(secret, "whsec_"); ok {
+		if k, err := base64.StdEncoding.DecodeString(rest); err == nil {
+			return k
+		}
+	}
+	return []byte(secret)
+}
+
+// Sign returns the webhook-signature header value.
+func Sign(key []byte, id string, ts int64, body []byte) string {
+	mac := hmac.New(sha256.New, key)
+	mac.Write([]byte(id))
+	mac.Write([]byte{'.'})
+	mac.Write([]byte(strconv.FormatInt(ts, 10)))
+	mac.Write([]byte{'.'})
+	mac.Write(body)
+	return "v1," + base64.StdEncoding.EncodeToString(mac.Sum(nil))
+}
+
+// Send posts one event.
+func (s *Sender) Send(ctx context.Context, site *schema.SiteDelivery, jobs []*schema.Job) deliver.Outcome {
+	if site.WebhookURL == "" {
+		return deliver.Permanent(deliver.ErrNotConfigured)
+	}
+	j := jobs[0]
+	body, err := json.Marshal(Event{Type: "message.created", Timestamp: j.CreatedAt, Data: EventData{
+		SiteID: j.SiteID, ConversationID: j.ConversationID, MessageID: j.MessageID, Author: j.Author,
+		Name: j.Name, Text: j.Text, CreatedAt: j.CreatedAt, First: j.First, InboxURL: j.InboxURL}})
+	if err != nil {
+		return deliver.Permanent(err)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, site.WebhookURL, bytes.NewReader(body))
+	if err != nil {
+		return deliver.Permanent(fmt.Errorf("webhook url: %w", err))
+	}
+	ts := s.now().Unix()
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("User-Agent", "spookat-webhooks/1")
+	req.Header.Set("webhook-id", j.ID)
+	req.Header.Set("webhook-timestamp", strconv.FormatInt(ts, 10))
+	if site.WebhookSecret != "" {
+		req.Header.Set("webhook-signature", Sign(SecretKey(site.WebhookSecret), j.ID, ts, body))
+	}
+	resp, err := s.http.Do(req)
+	if err != nil {
+		return deliver.Fail(err) // network error or the 10 s timeout
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	resp.Body.Close()
+	switch c := resp.StatusCode; {
+	case c >= 200 && c < 300:
+		return deliver.Outcome{ExternalID: j.ID}
+	case c == http.StatusTooManyRequests || c == http.StatusRequestTimeout || c >= 500:
+		return deliver.Fail(fmt.Errorf("webhook: http %d", c))
+	default:
+		return deliver.Permanent(fmt.Errorf("webhook: http %d", c))
+	}
+}

@@ -1,0 +1,106 @@
+package worker_test
+
+import (
+	"strconv"
+	"testing"
+	"time"
+
+	"spookat/loadgen/mock"
+	"spookat/schema"
+)
+
+// Two workers share the partitions; one is cut off mid-run (no hand-over, its acks lost), a
+// third joins later. Every message arrives, each conversation in order, nothing is dead.
+func TestOrderAcrossWorkersCrashAndJoin(t *testing.T) {
+	const convs, perConv, sitesN = 60, 20, 6
+	e := newEnv(t, mock.SlackOptions{Latency: 3 * time.Millisecond})
+	for s := int64(1); s <= sitesN; s++ {
+		e.putSite(schema.SiteDelivery{SiteID: s, SlackToken: "xoxb-" + strconv.FormatInt(s, 10), SlackChannel: "C" + strconv.FormatInt(s, 10)})
+	}
+	a := e.start(e.config())
+	b := e.start(e.config())
+
+	msgID := int64(0)
+	round := func(k int) {
+		var jobs []schema.Job
+		for c := int64(1); c <= convs; c++ {
+			msgID++
+			jobs = append(jobs, job(schema.TargetSlack, c%sitesN+1, c, msgID, k == 0, marker(c, k)))
+		}
+		e.publish(jobs...)
+	}
+	for k := 0; k < 8; k++ {
+		round(k)
+	}
+	waitFor(t, 20*time.Second, "both workers delivering", func() bool {
+		return a.counter("spookat_worker_jobs_total") > 0 && b.counter("spookat_worker_jobs_total") > 0 && e.slack.Count() >= convs*4
+	})
+	heldByB := b.counter("spookat_worker_queued")
+	b.crash()
+	t.Logf("crashed b after %d posts; b had delivered %v and held %v jobs", e.slack.Count(),
+		b.counter("spookat_worker_jobs_total"), heldByB)
+	for k := 8; k < 14; k++ {
+		round(k)
+	}
+	waitFor(t, 30*time.Second, "round 13 under way", func() bool { return countMarkers(e.slack.Posts()) >= convs*11 })
+	c := e.start(e.config())
+	waitFor(t, 20*time.Second, "the new worker to own partitions", func() bool {
+		return c.counter("spookat_worker_partitions_owned", "lane", "chat") > 0
+	})
+	for k := 14; k < perConv; k++ {
+		round(k)
+	}
+	waitFor(t, 60*time.Second, "every message at the mock", func() bool { return countMarkers(e.slack.Posts()) == convs*perConv })
+	waitFor(t, 20*time.Second, "every job recorded delivered", func() bool {
+		return len(e.results.final(schema.StatusDelivered)) == convs*perConv
+	})
+	if c.counter("spookat_worker_jobs_total") == 0 {
+		t.Errorf("the worker that joined delivered nothing")
+	}
+	dups := 0
+	posts := e.slack.Posts()
+	for conv, seq := range sequences(posts) {
+		dups += checkOrder(t, conv, seq, perConv)
+	}
+	// Repeats come only from what b had taken and not acked when it was cut off.
+	if bound := int(heldByB) + e.config().ChatInFlight; dups > bound {
+		t.Errorf("%d repeated messages, more than b could have had in hand (%d)", dups, bound)
+	}
+	if n := len(e.deadJobs()); n != 0 {
+		t.Errorf("%d jobs in DEAD", n)
+	}
+	t.Logf("%d posts, %d repeats after the crash", len(posts), dups)
+	a.stop(t)
+	c.stop(t)
+}
+
+// A worker that stops gracefully hands its partitions over: nothing repeated, nothing lost.
+func TestGracefulHandOver(t *testing.T) {
+	const convs, perConv = 40, 10
+	e := newEnv(t, mock.SlackOptions{Latency: 5 * time.Millisecond})
+	e.putSite(schema.SiteDelivery{SiteID: 1, SlackToken: "xoxb-1", SlackChannel: "C1"})
+	a := e.start(e.config())
+	b := e.start(e.config())
+	msgID := int64(0)
+	for k := 0; k < perConv; k++ {
+		var jobs []schema.Job
+		for c := int64(1); c <= convs; c++ {
+			msgID++
+			jobs = append(jobs, job(schema.TargetSlack, 1, c, msgID, k == 0, marker(c, k)))
+		}
+		e.publish(jobs...)
+		if k == 3 {
+			waitFor(t, 20*time.Second, "b delivering", func() bool { return b.counter("spookat_worker_jobs_total") > 0 })
+			b.stop(t) // SIGTERM while jobs are queued
+		}
+	}
+	waitFor(t, 30*time.Second, "every message", func() bool { return countMarkers(e.slack.Posts()) == convs*perConv })
+	dups := 0
+	for conv, seq := range sequences(e.slack.Posts()) {
+		dups += checkOrder(t, conv, seq, perConv)
+	}
+	if dups != 0 {
+		t.Errorf("%d repeats after a graceful stop", dups)
+	}
+	a.stop(t)
+}

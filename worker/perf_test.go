@@ -1,0 +1,104 @@
+package worker_test
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"spookat/loadgen/mock"
+	"spookat/schema"
+)
+
+// TestPerfSlack measures a real bin/worker process against the 50 ms Slack mock: deliveries/s
+// and the worker's CPU per delivery from /proc (the mock and NATS live in this test process, so
+// they are not counted). Run with SPOOKAT_PERF=1 (N=jobs, WORKERS=processes).
+func TestPerfSlack(t *testing.T) {
+	if os.Getenv("SPOOKAT_PERF") == "" {
+		t.Skip("set SPOOKAT_PERF=1 to measure")
+	}
+	n := envInt("N", 30000)
+	workers := envInt("WORKERS", 1)
+	convs := envInt("CONVS", 1500)
+	bin := filepath.Join(t.TempDir(), "worker")
+	if out, err := exec.Command("go", "build", "-o", bin, "./cmd/worker").CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	e := newEnv(t, mock.SlackOptions{Latency: 50 * time.Millisecond})
+	for s := int64(1); s <= 100; s++ {
+		e.putSite(schema.SiteDelivery{SiteID: s, SlackToken: "xoxb-" + strconv.FormatInt(s, 10), SlackChannel: "C" + strconv.FormatInt(s, 10)})
+	}
+	var jobs []schema.Job
+	for i := 0; i < n; i++ {
+		c := int64(i%convs + 1)
+		jobs = append(jobs, job(schema.TargetSlack, c%100+1, c, int64(i+1), i < convs, marker(c, i/convs)))
+	}
+	for i := 0; i < len(jobs); i += 5000 {
+		e.publish(jobs[i:min(i+5000, len(jobs))]...)
+	}
+	var procs []*exec.Cmd
+	for i := range workers {
+		args := []string{"-nats-url", e.url, "-metrics-addr", "", "-slack-api", e.slackTS.URL + "/api/"}
+		if p := os.Getenv("CPUPROFILE"); p != "" && i == 0 {
+			args = append(args, "-cpuprofile", p)
+		}
+		cmd := exec.Command(bin, args...)
+		cmd.Stderr = os.Stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		procs = append(procs, cmd)
+		_ = i
+	}
+	defer func() {
+		for _, p := range procs {
+			_ = p.Process.Signal(os.Interrupt)
+			_ = p.Wait()
+		}
+	}()
+	// Measure from the first post to the last: start-up (connect, consumers) is not delivery.
+	waitFor(t, 30*time.Second, "first post", func() bool { return e.slack.Count() > 0 })
+	start, c0, s0 := time.Now(), cpu(t, procs), selfCPU(t)
+	n0 := e.slack.Count()
+	waitFor(t, 300*time.Second, "every post", func() bool { return e.slack.Count() >= n })
+	el, c1, s1 := time.Since(start), cpu(t, procs), selfCPU(t)
+	done := n - n0
+	t.Logf("%d workers: %d deliveries in %s = %.0f/s; worker CPU %.1f µs per delivery (%.2f cores)",
+		workers, done, el.Round(time.Millisecond), float64(done)/el.Seconds(),
+		float64((c1-c0).Microseconds())/float64(done), (c1-c0).Seconds()/el.Seconds())
+	t.Logf("this process (NATS server, Slack mock, results reader): %.2f cores", (s1-s0).Seconds()/el.Seconds())
+}
+
+func envInt(name string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(name)); err == nil {
+		return v
+	}
+	return def
+}
+
+func selfCPU(t *testing.T) time.Duration {
+	return cpuOf(t, os.Getpid())
+}
+
+func cpuOf(t *testing.T, pid int) time.Duration {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+2:]))
+	u, _ := strconv.ParseInt(f[11], 10, 64)
+	s, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(u+s) * 10 * time.Millisecond
+}
+
+// cpu sums user+system time of the processes from /proc/<pid>/stat (clock ticks of 10 ms).
+func cpu(t *testing.T, procs []*exec.Cmd) time.Duration {
+	var d time.Duration
+	for _, p := range procs {
+		d += cpuOf(t, p.Process.Pid)
+	}
+	return d
+}

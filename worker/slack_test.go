@@ -1,0 +1,141 @@
+package worker_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"spookat/loadgen/mock"
+	"spookat/schema"
+)
+
+func TestSlackParentThenRepliesInThread(t *testing.T) {
+	e := newEnv(t, mock.SlackOptions{Latency: 2 * time.Millisecond})
+	e.putSite(schema.SiteDelivery{SiteID: 1, Name: "Acme", SlackToken: "xoxb-1", SlackChannel: "C1"})
+	w := e.start(e.config())
+
+	first := job(schema.TargetSlack, 1, 7, 100, true, marker(7, 0))
+	second := job(schema.TargetSlack, 1, 7, 101, false, marker(7, 1))
+	reply := job(schema.TargetSlack, 1, 7, 102, false, marker(7, 2))
+	reply.Author, reply.Name = "operator", "Ann"
+	e.publish(first, second, reply)
+
+	waitFor(t, 10*time.Second, "3 posts", func() bool { return e.slack.Count() == 3 })
+	posts := e.slack.Posts()
+	parent := posts[0]
+	if parent.ThreadTS != "" || parent.Channel != "C1" || parent.Token != "xoxb-1" {
+		t.Fatalf("parent post: %+v", parent)
+	}
+	if !strings.Contains(parent.Text, "New conversation #7 on Acme") || !strings.Contains(parent.Text, "/inbox/c/7|open in inbox>") {
+		t.Errorf("parent text: %q", parent.Text)
+	}
+	for i, p := range posts[1:] {
+		if p.ThreadTS != parent.TS {
+			t.Errorf("reply %d not in the thread: %+v", i, p)
+		}
+	}
+	if !strings.Contains(posts[2].Text, "Ann (operator)") {
+		t.Errorf("operator reply: %q", posts[2].Text)
+	}
+	checkOrder(t, 7, sequences(posts)[7], 3)
+
+	waitFor(t, 5*time.Second, "3 delivered results", func() bool { return len(e.results.final(schema.StatusDelivered)) == 3 })
+	for i, j := range []schema.Job{first, second, reply} {
+		rs := e.results.of(j.ID)
+		r := rs[len(rs)-1]
+		if r.Status != schema.StatusDelivered || r.ThreadID != parent.TS || r.ExternalID != posts[i].TS || r.Attempts != 1 {
+			t.Errorf("result of %s: %+v", j.ID, r)
+		}
+	}
+	// The thread is where every worker finds it.
+	kv, _ := e.js.KeyValue(context.Background(), schema.BucketThreads)
+	ent, err := kv.Get(context.Background(), schema.ThreadKey(schema.TargetSlack, 1, 7))
+	if err != nil || string(ent.Value()) != parent.TS {
+		t.Fatalf("THREADS entry: %v %v", ent, err)
+	}
+	// Jobs are acked: JOBS is empty (work queue).
+	waitFor(t, 5*time.Second, "JOBS drained", func() bool { return streamMsgs(t, e, schema.StreamJobs) == 0 })
+	if w.counter("spookat_worker_jobs_total", "target", "slack", "status", "delivered") != 3 {
+		t.Errorf("metrics: delivered = %v", w.counter("spookat_worker_jobs_total", "target", "slack", "status", "delivered"))
+	}
+	w.stop(t)
+}
+
+func streamMsgs(t *testing.T, e *env, name string) uint64 {
+	s, err := e.js.Stream(context.Background(), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := s.Info(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return info.State.Msgs
+}
+
+func TestSlackChannelNotFoundIsDeadAtOnce(t *testing.T) {
+	e := newEnv(t, mock.SlackOptions{})
+	e.putSite(schema.SiteDelivery{SiteID: 2, SlackToken: "xoxb-2", SlackChannel: "CNOTFOUND1"})
+	e.putSite(schema.SiteDelivery{SiteID: 3, SlackToken: "xoxb-revoked-3", SlackChannel: "C3"})
+	cfg := e.config()
+	cfg.MaxAttempts = 10
+	cfg.RetryBase = time.Minute // a retry would blow the deadline below
+	e.start(cfg)
+	a := job(schema.TargetSlack, 2, 1, 1, true, "hello")
+	b := job(schema.TargetSlack, 3, 2, 2, true, "hello")
+	start := time.Now()
+	e.publish(a, b)
+	waitFor(t, 5*time.Second, "2 dead results", func() bool { return len(e.results.final(schema.StatusDead)) == 2 })
+	if d := time.Since(start); d > 3*time.Second {
+		t.Errorf("dead after %s, want at once", d)
+	}
+	dead := e.deadJobs()
+	if len(dead) != 2 {
+		t.Fatalf("DEAD has %d jobs, want 2", len(dead))
+	}
+	errs := map[string]bool{}
+	for _, m := range dead {
+		errs[m.Header.Get(schema.HeaderError)] = true
+		if m.Header.Get(schema.HeaderAttempts) != "1" || m.Header.Get(schema.HeaderTarget) != "slack" {
+			t.Errorf("dead headers: %v", m.Header)
+		}
+		if !strings.HasPrefix(m.Subject, "dead.chat.") {
+			t.Errorf("dead subject %q", m.Subject)
+		}
+	}
+	if !errs["slack: channel_not_found"] || !errs["slack: invalid_auth"] {
+		t.Errorf("dead errors: %v", errs)
+	}
+	if r := e.results.of(a.ID); r[len(r)-1].Error != "slack: channel_not_found" {
+		t.Errorf("dead result: %+v", r)
+	}
+}
+
+func TestSlackRetriesThenDead(t *testing.T) {
+	e := newEnv(t, mock.SlackOptions{})
+	e.putSite(schema.SiteDelivery{SiteID: 1, SlackToken: "xoxb-1", SlackChannel: "C1"})
+	e.putSite(schema.SiteDelivery{SiteID: 2, SlackToken: "xoxb-2", SlackChannel: "C2"})
+	e.slack.FailNext("C1", 2)   // two 500s, then fine
+	e.slack.FailNext("C2", 100) // never fine
+	w := e.start(e.config())    // 4 attempts
+	ok := job(schema.TargetSlack, 1, 1, 1, true, marker(1, 0))
+	next := job(schema.TargetSlack, 1, 1, 2, false, marker(1, 1))
+	bad := job(schema.TargetSlack, 2, 2, 3, true, "x")
+	e.publish(ok, next, bad)
+	waitFor(t, 10*time.Second, "results", func() bool {
+		return len(e.results.final(schema.StatusDelivered)) == 2 && len(e.results.final(schema.StatusDead)) == 1
+	})
+	// The failing head held its conversation back: order kept through retries.
+	checkOrder(t, 1, sequences(e.slack.Posts())[1], 2)
+	if rs := e.results.of(ok.ID); rs[len(rs)-1].Attempts != 3 || len(rs) != 3 {
+		t.Errorf("results of the retried job: %+v", rs)
+	}
+	dead := e.deadJobs()
+	if len(dead) != 1 || dead[0].Header.Get(schema.HeaderAttempts) != "4" || dead[0].Header.Get(schema.HeaderError) != "slack: http 500" {
+		t.Fatalf("DEAD: %d %v", len(dead), dead)
+	}
+	if got := w.counter("spookat_worker_retries_total", "target", "slack"); got != 2+3 {
+		t.Errorf("retries metric %v, want 5", got)
+	}
+}

@@ -1,0 +1,239 @@
+package worker_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"net"
+	"net/http/httptest"
+	"os/exec"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/emersion/go-smtp"
+
+	"spookat/loadgen/mock"
+	"spookat/schema"
+)
+
+const whsec = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+
+func TestWebhooksSignedRetriedAndDead(t *testing.T) {
+	e := newEnv(t, mock.SlackOptions{})
+	rc := mock.NewReceiver(mock.ReceiverOptions{Secret: whsec})
+	hooks := httptest.NewServer(rc)
+	defer hooks.Close()
+	e.putSite(schema.SiteDelivery{SiteID: 1, WebhookURL: hooks.URL + "/ok", WebhookSecret: whsec})
+	e.putSite(schema.SiteDelivery{SiteID: 2, WebhookURL: hooks.URL + "/flaky/1", WebhookSecret: whsec})
+	e.putSite(schema.SiteDelivery{SiteID: 3, WebhookURL: hooks.URL + "/status/404", WebhookSecret: whsec})
+	e.putSite(schema.SiteDelivery{SiteID: 4, WebhookURL: hooks.URL + "/ok", WebhookSecret: "whsec_d3Jvbmc="}) // not the receiver's
+	cfg := e.config()
+	cfg.MaxAttempts = 3
+	e.start(cfg)
+
+	ok1 := job(schema.TargetWebhook, 1, 1, 1, true, marker(1, 0))
+	ok2 := job(schema.TargetWebhook, 1, 1, 2, false, marker(1, 1))
+	flaky := job(schema.TargetWebhook, 2, 2, 3, true, "flaky")
+	gone := job(schema.TargetWebhook, 3, 3, 4, true, "gone")
+	wrong := job(schema.TargetWebhook, 4, 4, 5, true, "wrong secret")
+	e.publish(ok1, ok2, flaky, gone, wrong)
+
+	waitFor(t, 10*time.Second, "webhook outcomes", func() bool {
+		return len(e.results.final(schema.StatusDelivered)) == 3 && len(e.results.final(schema.StatusDead)) == 2
+	})
+	evs := rc.Events()
+	var okIDs []string
+	for _, ev := range evs {
+		if ev.Path == "/ok" && ev.Valid {
+			okIDs = append(okIDs, ev.ID)
+			var body struct {
+				Type string `json:"type"`
+				Data struct {
+					MessageID int64  `json:"message_id"`
+					Text      string `json:"text"`
+				} `json:"data"`
+			}
+			if err := json.Unmarshal(ev.Body, &body); err != nil || body.Type != "message.created" {
+				t.Errorf("event body %s: %v", ev.Body, err)
+			}
+		}
+	}
+	if strings.Join(okIDs, ",") != ok1.ID+","+ok2.ID {
+		t.Errorf("valid /ok events %v, want the two jobs in order", okIDs)
+	}
+	// 500 then 200: two attempts, one success recorded.
+	var flakyStatus []int
+	for _, ev := range evs {
+		if ev.ID == flaky.ID {
+			flakyStatus = append(flakyStatus, ev.Status)
+		}
+	}
+	if len(flakyStatus) != 2 || flakyStatus[0] != 500 || flakyStatus[1] != 200 {
+		t.Errorf("flaky receiver saw %v", flakyStatus)
+	}
+	if n := e.results.final(schema.StatusDelivered)[flaky.ID]; n != 1 {
+		t.Errorf("flaky job: %d delivered results", n)
+	}
+	// 404 is permanent: one attempt, then DEAD. A bad signature (401) too.
+	dead := e.deadJobs()
+	got := map[string]string{}
+	for _, m := range dead {
+		var j schema.Job
+		_ = json.Unmarshal(m.Data, &j)
+		got[j.ID] = m.Header.Get(schema.HeaderError)
+	}
+	if got[gone.ID] != "webhook: http 404" || got[wrong.ID] != "webhook: http 401" || len(got) != 2 {
+		t.Errorf("DEAD: %v", got)
+	}
+	n404 := 0
+	for _, ev := range evs {
+		if ev.ID == gone.ID {
+			n404++
+		}
+	}
+	if n404 != 1 {
+		t.Errorf("404 receiver got %d attempts, want 1", n404)
+	}
+}
+
+func TestDiscordWebhookRateLimits(t *testing.T) {
+	e := newEnv(t, mock.SlackOptions{})
+	d := mock.NewDiscord(mock.DiscordOptions{Limit: 2, Window: 300 * time.Millisecond})
+	ds := httptest.NewServer(d)
+	defer ds.Close()
+	e.putSite(schema.SiteDelivery{SiteID: 1, Name: "Acme", DiscordWebhook: "https://discord.com/api/webhooks/11/tok"})
+	e.putSite(schema.SiteDelivery{SiteID: 2, DiscordWebhook: "https://discord.com/api/webhooks/404/tok"})
+	cfg := e.config()
+	cfg.DiscordAPI = ds.URL + "/api"
+	e.start(cfg)
+	var jobs []schema.Job
+	for k := range 7 {
+		jobs = append(jobs, job(schema.TargetDiscord, 1, 5, int64(k+1), k == 0, marker(5, k)))
+	}
+	jobs = append(jobs, job(schema.TargetDiscord, 2, 6, 100, true, "x"))
+	e.publish(jobs...)
+	waitFor(t, 15*time.Second, "discord results", func() bool {
+		return len(e.results.final(schema.StatusDelivered)) == 7 && len(e.results.final(schema.StatusDead)) == 1
+	})
+	posts := d.Posts()
+	var seq []int
+	for _, p := range posts {
+		if !strings.HasPrefix(p.Content, "**#5") {
+			t.Errorf("post without the conversation header: %q", p.Content)
+		}
+		for _, m := range markerRE.FindAllStringSubmatch(p.Content, -1) {
+			seq = append(seq, int(m[2][0]-'0'))
+		}
+	}
+	checkOrder(t, 5, seq, 7)
+	if !strings.Contains(posts[0].Content, "new conversation on Acme") {
+		t.Errorf("first post %q", posts[0].Content)
+	}
+	if rs := e.results.of(jobs[0].ID); rs[len(rs)-1].ExternalID != posts[0].ID {
+		t.Errorf("result external id %+v, post id %s", rs, posts[0].ID)
+	}
+	// The limit (2 per 300 ms) was announced in the headers and honoured: no 429 needed.
+	if d.RateLimited() != 0 {
+		t.Errorf("%d 429s: the worker ignored X-RateLimit-Remaining", d.RateLimited())
+	}
+}
+
+// smtpBackend is a real SMTP server (go-smtp) that keeps what it receives.
+type smtpBackend struct {
+	mu   sync.Mutex
+	mail []smtpMail
+}
+
+type smtpMail struct {
+	from string
+	to   []string
+	data []byte
+}
+
+type smtpSession struct {
+	b *smtpBackend
+	m smtpMail
+}
+
+func (b *smtpBackend) NewSession(*smtp.Conn) (smtp.Session, error) { return &smtpSession{b: b}, nil }
+func (s *smtpSession) Reset()                                      { s.m = smtpMail{} }
+func (s *smtpSession) Logout() error                               { return nil }
+func (s *smtpSession) Mail(from string, _ *smtp.MailOptions) error { s.m.from = from; return nil }
+func (s *smtpSession) Rcpt(to string, _ *smtp.RcptOptions) error {
+	if strings.HasPrefix(to, "nobody@") {
+		return &smtp.SMTPError{Code: 550, EnhancedCode: smtp.EnhancedCode{5, 1, 1}, Message: "no such user"}
+	}
+	s.m.to = append(s.m.to, to)
+	return nil
+}
+func (s *smtpSession) Data(r io.Reader) error {
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return err
+	}
+	s.m.data = data
+	s.b.mu.Lock()
+	s.b.mail = append(s.b.mail, s.m)
+	s.b.mu.Unlock()
+	return nil
+}
+
+func TestEmailOnNewConversation(t *testing.T) {
+	e := newEnv(t, mock.SlackOptions{})
+	be := &smtpBackend{}
+	srv := smtp.NewServer(be)
+	srv.Domain = "localhost"
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = srv.Serve(ln) }()
+	defer srv.Close()
+	e.putSite(schema.SiteDelivery{SiteID: 1, Name: "Acme", NotifyEmail: "owner@acme.test"})
+	e.putSite(schema.SiteDelivery{SiteID: 2, Name: "Gone", NotifyEmail: "nobody@acme.test"})
+	cfg := e.config()
+	addr := ln.Addr().(*net.TCPAddr)
+	cfg.SMTP.Host, cfg.SMTP.Port, cfg.SMTP.TLS, cfg.SMTP.From = "127.0.0.1", addr.Port, "none", "spookat@test"
+	e.start(cfg)
+	j := job(schema.TargetEmail, 1, 9, 1, true, "Do you ship to Mars?")
+	j.Name = "Zoe"
+	e.publish(j, job(schema.TargetEmail, 2, 10, 2, true, "x"))
+	waitFor(t, 10*time.Second, "a mail and a dead job", func() bool {
+		be.mu.Lock()
+		defer be.mu.Unlock()
+		return len(be.mail) == 1 && len(e.results.final(schema.StatusDead)) == 1
+	})
+	m := be.mail[0]
+	if m.from != "spookat@test" || len(m.to) != 1 || m.to[0] != "owner@acme.test" {
+		t.Errorf("envelope %q → %v", m.from, m.to)
+	}
+	for _, want := range []string{"Subject: New conversation on Acme", "Zoe started conversation #9", "Do you ship to Mars?", "/inbox/c/9"} {
+		if !bytes.Contains(m.data, []byte(want)) {
+			t.Errorf("mail lacks %q:\n%s", want, m.data)
+		}
+	}
+	waitFor(t, 5*time.Second, "delivered result", func() bool { return e.results.final(schema.StatusDelivered)[j.ID] == 1 })
+}
+
+// The worker never opens the database: no SQLite driver among its packages' dependencies.
+func TestNoSQLiteDependency(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", "spookat/worker/...").CombinedOutput()
+	if err != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			t.Fatalf("go list: %v\n%s", err, out)
+		}
+		t.Skipf("go tool not available: %v", err)
+	}
+	if !strings.Contains(string(out), "github.com/slack-go/slack") {
+		t.Fatalf("go list output looks wrong:\n%s", out)
+	}
+	for _, line := range strings.Split(string(out), "\n") {
+		if strings.Contains(strings.ToLower(line), "sqlite") {
+			t.Errorf("worker depends on %s", line)
+		}
+	}
+}

@@ -1,0 +1,308 @@
+// Package worker delivers jobs from the JOBS stream to Slack, Discord, signed webhooks and
+// email, and publishes the outcome of each to RESULTS. It never opens the database: what it
+// needs travels in the job or sits in the SITES bucket, what it learns goes back as a result.
+//
+// The same code runs in the edge's process (edge -worker inproc) and as bin/worker, once per
+// extra core. Workers find each other in the WORKERS bucket and split each lane's partitions
+// between them; see internal/lanes for how order per conversation is kept.
+package worker
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nuid"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"spookat/schema"
+	"spookat/worker/internal/deliver"
+	"spookat/worker/internal/discord"
+	"spookat/worker/internal/email"
+	"spookat/worker/internal/lanes"
+	"spookat/worker/internal/members"
+	"spookat/worker/internal/metrics"
+	"spookat/worker/internal/sites"
+	"spookat/worker/internal/slack"
+	"spookat/worker/internal/threads"
+	"spookat/worker/internal/webhook"
+)
+
+// Config of a worker. DefaultConfig gives production values; RegisterFlags exposes them.
+type Config struct {
+	SlackAPI   string // Slack Web API base URL
+	DiscordAPI string // replaces https://discord.com/api in webhook URLs ("" keeps them)
+
+	ChatInFlight    int
+	WebhookInFlight int
+	EmailInFlight   int
+
+	MaxAttempts int           // attempts before DEAD
+	RetryBase   time.Duration // first retry delay
+	RetryMax    time.Duration // longest retry delay
+
+	SlackPace  time.Duration // posts per channel while Slack rate limits it
+	SlackMerge int           // most queued messages of a thread merged into one post then
+
+	WebhookTimeout time.Duration
+	ChatTimeout    time.Duration
+
+	SMTP email.Config
+
+	AckWait     time.Duration // consumer ack wait: how soon a crashed worker's jobs come back
+	PinnedTTL   time.Duration // how soon a crashed worker's partitions can be taken
+	PullExpiry  time.Duration // an idle shard costs one pull request per expiry
+	MemberTTL   time.Duration // how soon a crashed worker is noticed
+	StopTimeout time.Duration // bound on finishing in-flight deliveries at stop
+
+	WorkerID   string                // unique per worker; random by default
+	Registerer prometheus.Registerer // nil: a registry of its own
+	Logger     *slog.Logger          // nil: slog.Default()
+}
+
+// DefaultConfig is sized for throughput: an in-flight post is a goroutine waiting on a socket.
+func DefaultConfig() Config {
+	return Config{
+		SlackAPI:        "https://slack.com/api/",
+		ChatInFlight:    512,
+		WebhookInFlight: 256,
+		EmailInFlight:   16,
+		MaxAttempts:     40, // 1 s doubling to 1 h, then hourly: ~29 h before DEAD
+		RetryBase:       time.Second,
+		RetryMax:        time.Hour,
+		SlackPace:       time.Second,
+		SlackMerge:      20,
+		WebhookTimeout:  10 * time.Second,
+		ChatTimeout:     15 * time.Second,
+		SMTP:            email.Config{Port: 587, TLS: "starttls", From: "spookat@localhost"},
+		AckWait:         30 * time.Second,
+		PinnedTTL:       20 * time.Second,
+		PullExpiry:      10 * time.Second,
+		MemberTTL:       schema.DefaultWorkerTTL,
+		StopTimeout:     10 * time.Second,
+	}
+}
+
+// RegisterFlags adds the worker's flags to fs (the binary adds -nats-url and -metrics-addr).
+func (c *Config) RegisterFlags(fs *flag.FlagSet) {
+	fs.StringVar(&c.SlackAPI, "slack-api", c.SlackAPI, "Slack Web API base URL (point it at `loadgen mock` for tests)")
+	fs.StringVar(&c.DiscordAPI, "discord-api", c.DiscordAPI, "replace https://discord.com/api in Discord webhook URLs with this base (tests)")
+	fs.IntVar(&c.ChatInFlight, "chat-inflight", c.ChatInFlight, "chat posts (Slack, Discord) in flight at once")
+	fs.IntVar(&c.WebhookInFlight, "webhook-inflight", c.WebhookInFlight, "webhook posts in flight at once")
+	fs.IntVar(&c.EmailInFlight, "email-inflight", c.EmailInFlight, "emails in flight at once")
+	fs.IntVar(&c.MaxAttempts, "max-attempts", c.MaxAttempts, "attempts before a job goes to DEAD")
+	fs.DurationVar(&c.RetryBase, "retry-base", c.RetryBase, "first retry delay (doubles per attempt, ±20% jitter)")
+	fs.DurationVar(&c.RetryMax, "retry-max", c.RetryMax, "longest retry delay")
+	fs.DurationVar(&c.SlackPace, "slack-pace", c.SlackPace, "spacing of posts to a Slack channel after it answered 429")
+	fs.IntVar(&c.SlackMerge, "slack-merge", c.SlackMerge, "most queued messages of a thread merged into one post while its channel is limited")
+	fs.DurationVar(&c.WebhookTimeout, "webhook-timeout", c.WebhookTimeout, "timeout of one webhook post")
+	fs.StringVar(&c.SMTP.Host, "smtp-host", c.SMTP.Host, "SMTP relay host (empty: email jobs retry, then go to DEAD)")
+	fs.IntVar(&c.SMTP.Port, "smtp-port", c.SMTP.Port, "SMTP relay port")
+	fs.StringVar(&c.SMTP.User, "smtp-user", c.SMTP.User, "SMTP user (empty: no auth)")
+	fs.StringVar(&c.SMTP.Password, "smtp-password", c.SMTP.Password, "SMTP password (or env SPOOKAT_SMTP_PASSWORD)")
+	fs.StringVar(&c.SMTP.TLS, "smtp-tls", c.SMTP.TLS, "none | starttls (if offered) | mandatory (STARTTLS required) | tls (implicit)")
+	fs.StringVar(&c.SMTP.From, "smtp-from", c.SMTP.From, "From address of notifications")
+	fs.DurationVar(&c.AckWait, "ack-wait", c.AckWait, "JetStream ack wait of job consumers (crash recovery time)")
+	fs.DurationVar(&c.PinnedTTL, "pinned-ttl", c.PinnedTTL, "how long a silent worker keeps its partitions pinned")
+	fs.DurationVar(&c.StopTimeout, "stop-timeout", c.StopTimeout, "bound on finishing in-flight deliveries at stop")
+	fs.StringVar(&c.WorkerID, "worker-id", c.WorkerID, "worker id in the WORKERS bucket (default: random)")
+}
+
+func (c *Config) check() error {
+	if c.ChatInFlight < 1 || c.WebhookInFlight < 1 || c.EmailInFlight < 1 {
+		return errors.New("in-flight limits must be ≥ 1")
+	}
+	if c.MaxAttempts < 1 {
+		return errors.New("-max-attempts must be ≥ 1")
+	}
+	if c.PullExpiry < time.Second {
+		c.PullExpiry = time.Second
+	}
+	if c.PinnedTTL <= c.PullExpiry {
+		return fmt.Errorf("pinned TTL %s must be longer than the pull expiry %s", c.PinnedTTL, c.PullExpiry)
+	}
+	if c.MemberTTL < time.Second {
+		c.MemberTTL = time.Second
+	}
+	return nil
+}
+
+func httpClient(perHost int, timeout time.Duration) *http.Client {
+	return &http.Client{Timeout: timeout, Transport: &http.Transport{
+		Proxy:                 http.ProxyFromEnvironment,
+		DialContext:           (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		MaxIdleConns:          0,
+		MaxIdleConnsPerHost:   perHost, // keep a socket per in-flight post: no reconnects under load
+		IdleConnTimeout:       90 * time.Second,
+		TLSHandshakeTimeout:   5 * time.Second,
+		ExpectContinueTimeout: time.Second,
+		ForceAttemptHTTP2:     true,
+	}}
+}
+
+// Run consumes jobs until ctx ends, then stops gracefully: hands its partitions over, lets
+// in-flight deliveries finish (bounded by StopTimeout), acks what is done and returns nil.
+// nc stays open (it belongs to the caller).
+func Run(ctx context.Context, nc *nats.Conn, cfg Config) error {
+	if err := cfg.check(); err != nil {
+		return err
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	if cfg.WorkerID == "" {
+		cfg.WorkerID = nuid.Next()
+	}
+	log = log.With("worker", cfg.WorkerID)
+	reg := cfg.Registerer
+	if reg == nil {
+		reg = prometheus.NewRegistry()
+	}
+	m := metrics.New(reg)
+
+	js, err := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(8192), jetstream.WithPublishAsyncTimeout(10*time.Second))
+	if err != nil {
+		return err
+	}
+	stream, err := waitStream(ctx, js, log)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
+	}
+	replicas := stream.CachedInfo().Config.Replicas
+	if err := schema.EnsureWorkerBuckets(ctx, js, replicas, cfg.MemberTTL); err != nil {
+		return fmt.Errorf("worker buckets: %w", err)
+	}
+	threadsKV, err := js.KeyValue(ctx, schema.BucketThreads)
+	if err != nil {
+		return err
+	}
+	workersKV, err := js.KeyValue(ctx, schema.BucketWorkers)
+	if err != nil {
+		return err
+	}
+	siteCache, err := sites.Open(ctx, js, log)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return fmt.Errorf("SITES bucket: %w", err)
+	}
+	mailer, err := email.New(cfg.SMTP)
+	if err != nil {
+		return err
+	}
+
+	laneCfgs := []lanes.Config{
+		{Lane: schema.LaneChat, InFlight: cfg.ChatInFlight, SendTimeout: cfg.ChatTimeout},
+		{Lane: schema.LaneWebhook, InFlight: cfg.WebhookInFlight, SendTimeout: cfg.WebhookTimeout + time.Second},
+		{Lane: schema.LaneEmail, InFlight: cfg.EmailInFlight, SendTimeout: 30 * time.Second},
+	}
+	chatHTTP := httpClient(cfg.ChatInFlight, 0)
+	senders := map[string]map[string]deliver.Sender{
+		schema.LaneChat: {
+			schema.TargetSlack: slack.New(slack.Options{APIURL: cfg.SlackAPI, HTTP: chatHTTP,
+				Threads: threads.New(threadsKV), Pace: cfg.SlackPace, MergeMax: cfg.SlackMerge}),
+			schema.TargetDiscord: discord.New(chatHTTP, cfg.DiscordAPI),
+		},
+		schema.LaneWebhook: {schema.TargetWebhook: webhook.New(httpClient(cfg.WebhookInFlight, cfg.WebhookTimeout))},
+		schema.LaneEmail:   {schema.TargetEmail: mailer},
+	}
+
+	out := lanes.NewOutbox(js, log)
+	// Sends outlive ctx: at stop they get StopTimeout to finish.
+	sendCtx, cancelSends := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelSends()
+	var all []*lanes.Lane
+	for _, lc := range laneCfgs {
+		lc.MaxAttempts, lc.RetryBase, lc.RetryMax = cfg.MaxAttempts, cfg.RetryBase, cfg.RetryMax
+		lc.AckWait, lc.PullExpiry = cfg.AckWait, cfg.PullExpiry
+		lc.PullBatch = min(max(lc.InFlight/4, 32), 256)
+		maxAckPending := max(4*lc.InFlight, 1000)
+		for i := range schema.JobShards(lc.Lane) {
+			if _, err := js.CreateOrUpdateConsumer(ctx, schema.StreamJobs,
+				lanes.ConsumerConfig(lc.Lane, i, cfg.AckWait, cfg.PinnedTTL, maxAckPending)); err != nil {
+				out.Close()
+				if ctx.Err() != nil {
+					return nil
+				}
+				return fmt.Errorf("consumer %s: %w", schema.JobConsumer(lc.Lane, i), err)
+			}
+		}
+		all = append(all, lanes.New(lc, lanes.Env{JS: js, Stream: stream, Sites: siteCache,
+			Senders: senders[lc.Lane], Out: out, M: m, Log: log}, sendCtx))
+	}
+
+	group := members.New(workersKV, cfg.WorkerID, cfg.MemberTTL, log)
+	log.Info("worker started", "partitions", schema.JobPartitions, "chat_inflight", cfg.ChatInFlight)
+	err = group.Run(ctx, func(live []string) {
+		log.Info("workers changed", "live", len(live))
+		for _, l := range all {
+			for _, s := range l.Shards() {
+				owner := members.Owner(live, s.Name)
+				s.SetWant(ctx, owner == cfg.WorkerID, cfg.StopTimeout)
+			}
+		}
+	})
+	if err != nil && ctx.Err() == nil {
+		log.Error("membership", "err", err)
+	}
+
+	// Stop: release every shard at once (each finishes its in-flight sends, gives back the
+	// rest, flushes acks and unpins), bounded by StopTimeout.
+	var wg sync.WaitGroup
+	for _, l := range all {
+		for _, s := range l.Shards() {
+			wg.Go(func() { s.SetWantSync(false, cfg.StopTimeout) })
+		}
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(cfg.StopTimeout + 2*time.Second):
+		log.Warn("stop: some partitions did not hand over in time")
+	}
+	cancelSends()
+	out.Close()
+	log.Info("worker stopped")
+	if err != nil && ctx.Err() == nil {
+		return err
+	}
+	return nil
+}
+
+// waitStream waits for the edge to create JOBS (a worker may start first).
+func waitStream(ctx context.Context, js jetstream.JetStream, log *slog.Logger) (jetstream.Stream, error) {
+	warned := false
+	for {
+		s, err := js.Stream(ctx, schema.StreamJobs)
+		if err == nil {
+			return s, nil
+		}
+		if !errors.Is(err, jetstream.ErrStreamNotFound) && !errors.Is(err, jetstream.ErrJetStreamNotEnabled) &&
+			!errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, nats.ErrTimeout) {
+			return nil, err
+		}
+		if !warned {
+			log.Info("waiting for the JOBS stream (the edge creates it)", "err", err)
+			warned = true
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
