@@ -6,7 +6,7 @@ DATA ?= $(CURDIR)/data
 MODULES := schema edge worker loadgen
 export CGO_ENABLED := 0
 
-.PHONY: build run test vet fmt nats bench clean
+.PHONY: build run test vet fmt nats bench clean chromium
 
 build:
 	@mkdir -p $(BIN)
@@ -19,8 +19,9 @@ run: build
 	$(BIN)/edge demo -data $(DATA)
 	exec $(BIN)/edge -data $(DATA)
 
-# Tests use the binaries (crash tests run bin/edge as a subprocess), so build first.
-test: build
+# Tests use the binaries (crash tests run bin/edge as a subprocess), so build first, and a
+# real browser (Debian's chromium) for the widget and inbox tests.
+test: build chromium
 	$(GO) vet $(addprefix ./,$(addsuffix /...,$(MODULES)))
 	SPOOKAT_BIN=$(BIN) $(GO) test -count=1 -timeout 15m $(addprefix ./,$(addsuffix /...,$(MODULES)))
 
@@ -35,6 +36,13 @@ nats: $(BIN)/nats
 $(BIN)/nats:
 	@mkdir -p $(BIN)
 	GOBIN=$(BIN) $(GO) install github.com/nats-io/natscli/nats@v0.5.0
+
+# Debian's chromium for the browser tests, installed when missing (CI runs as root).
+chromium:
+	@command -v chromium >/dev/null 2>&1 || { \
+		echo "installing Debian's chromium for the browser tests"; \
+		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+		$$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq chromium >/dev/null; }
 
 clean:
 	rm -rf $(BIN)
