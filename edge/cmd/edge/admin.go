@@ -107,9 +107,9 @@ func siteList(args []string) error {
 			return printJSON(list)
 		}
 		tw := tabwriter.NewWriter(os.Stdout, 2, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "ID\tKEY\tNAME\tORIGINS\tTARGETS")
+		fmt.Fprintln(tw, "ID\tKEY\tNAME\tBRAKE\tORIGINS\tTARGETS")
 		for _, s := range list {
-			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\n", s.ID, s.Key, s.Name, strings.Join(s.Origins, " "), strings.Join(s.Targets, " "))
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%s\t%s\n", s.ID, s.Key, s.Name, s.BrakeLevel, strings.Join(s.Origins, " "), strings.Join(s.Targets, " "))
 		}
 		return tw.Flush()
 	})

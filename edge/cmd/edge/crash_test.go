@@ -172,7 +172,8 @@ func metric(addr, name string) (float64, bool) {
 func TestCrashLosesNothing(t *testing.T) {
 	bin := edgetest.Bin(t, "edge")
 	dir := t.TempDir()
-	p := edgetest.StartProc(t, bin, dir, "-worker", "none")
+	args := append([]string{"-worker", "none"}, edgetest.NoBrakes...)
+	p := edgetest.StartProc(t, bin, dir, args...)
 	var withTarget, plain struct {
 		ID  int64
 		Key string
@@ -212,7 +213,7 @@ func TestCrashLosesNothing(t *testing.T) {
 		w.restarting()
 		p.Kill()
 		t.Logf("kill %d after %d acks", round+1, total.Load())
-		p = edgetest.StartProc(t, bin, dir, "-worker", "none")
+		p = edgetest.StartProc(t, bin, dir, args...)
 		w.back(p.Addr)
 	}
 	target := total.Load() + 300

@@ -24,6 +24,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"spookat/edge/internal/brakes"
 	"spookat/edge/internal/server"
 	"spookat/worker"
 )
@@ -75,11 +76,25 @@ func serve(args []string) error {
 	workerMode := fs.String("worker", "inproc", "inproc: run the delivery worker in this process; none: run bin/worker separately")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	pprofAddr := fs.String("pprof", "", "serve Go's /debug/pprof on this address (e.g. 127.0.0.1:6060; off when empty)")
+	bc := brakes.Defaults()
+	fs.Float64Var(&bc.ConnMsgRate, "conn-msg-rate", bc.ConnMsgRate, "messages per second per connection (0: no limit)")
+	fs.Float64Var(&bc.ConnMsgBurst, "conn-msg-burst", bc.ConnMsgBurst, "burst of -conn-msg-rate")
+	fs.Float64Var(&bc.IPSocketRate, "ip-socket-rate", bc.IPSocketRate, "new sockets per second per (site, IP) (0: no limit)")
+	fs.Float64Var(&bc.IPSocketBurst, "ip-socket-burst", bc.IPSocketBurst, "burst of -ip-socket-rate")
+	fs.Float64Var(&bc.IPConvRate, "ip-conv-rate", bc.IPConvRate, "new conversations per second per (site, IP) (0: no limit)")
+	fs.Float64Var(&bc.IPConvBurst, "ip-conv-burst", bc.IPConvBurst, "burst of -ip-conv-rate")
+	fs.IntVar(&bc.FloodThreshold, "flood-threshold", bc.FloodThreshold, "new conversations a minute a site gets before its flood brake engages (0: off)")
+	fs.IntVar(&bc.FloodDivisor, "flood-divisor", bc.FloodDivisor, "each flood brake level divides the allowance by this")
+	fs.IntVar(&bc.FloodMaxLevel, "flood-max-level", bc.FloodMaxLevel, "highest flood brake level")
+	fs.Float64Var(&bc.SiteMsgRate, "site-msg-rate", bc.SiteMsgRate, "sustained messages per second per site (0: no limit)")
+	fs.Float64Var(&bc.SiteMsgBurst, "site-msg-burst", bc.SiteMsgBurst, "burst of -site-msg-rate")
+	fs.StringVar(&cfg.ProxyHeader, "proxy-header", "", "take the client's IP from this header (e.g. X-Forwarded-For) behind a trusted proxy")
 	wcfg := worker.DefaultConfig()
 	wcfg.RegisterFlags(fs)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
+	cfg.Brakes = bc
 	switch *syncMode {
 	case "normal":
 	case "full":

@@ -32,12 +32,14 @@ type API interface {
 
 // SiteInfo is a site as `edge site list` shows it: secrets are reported as set or not.
 type SiteInfo struct {
-	ID        int64    `json:"id"`
-	Key       string   `json:"key"`
-	Name      string   `json:"name"`
-	Origins   []string `json:"origins"`
-	Targets   []string `json:"targets"`
-	CreatedAt int64    `json:"created_at"`
+	ID      int64    `json:"id"`
+	Key     string   `json:"key"`
+	Name    string   `json:"name"`
+	Origins []string `json:"origins"`
+	Targets []string `json:"targets"`
+	// BrakeLevel is the flood brake's level (0: not braked); known only while an edge runs.
+	BrakeLevel int   `json:"brake_level"`
+	CreatedAt  int64 `json:"created_at"`
 }
 
 // OperatorRequest adds an operator.
@@ -114,6 +116,11 @@ func (o *Ops) ListSites(ctx context.Context) ([]SiteInfo, error) {
 		}
 		if s.NotifyEmail != "" {
 			info.Targets = append(info.Targets, "email:"+s.NotifyEmail)
+		}
+		if o.Registry != nil {
+			if live := o.Registry.ByID(s.ID); live != nil {
+				info.BrakeLevel = live.Brake.Level()
+			}
 		}
 		out = append(out, info)
 	}

@@ -39,6 +39,11 @@ func FreePort(t testing.TB) string {
 	return ln.Addr().String()
 }
 
+// NoBrakes are the edge flags that lift every brake, for tests that load the edge on
+// purpose (the brakes have their own tests).
+var NoBrakes = []string{"-conn-msg-rate", "0", "-site-msg-rate", "0", "-ip-conv-rate", "0",
+	"-ip-socket-rate", "0", "-flood-threshold", "0"}
+
 // Proc is bin/edge running as a subprocess.
 type Proc struct {
 	Cmd      *exec.Cmd

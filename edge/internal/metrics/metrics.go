@@ -2,6 +2,8 @@
 package metrics
 
 import (
+	"strconv"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 )
@@ -53,6 +55,36 @@ func New() *Edge {
 		collectors.NewGoCollector(collectors.WithGoCollectorRuntimeMetrics(collectors.MetricsScheduler, collectors.MetricsGC)),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
+}
+
+// BrakeLevels exports the flood brake level of every braked site (sites at level 0 are
+// left out, so thousands of quiet sites cost no series) and the number of braked sites.
+func (m *Edge) BrakeLevels(each func(emit func(siteID int64, level int))) {
+	m.Registry.MustRegister(&brakeCollector{each: each})
+}
+
+var (
+	brakeLevelDesc = prometheus.NewDesc("spookat_site_brake_level",
+		"Flood brake level of a braked site (0, not exported: not braked).", []string{"site"}, nil)
+	brakedSitesDesc = prometheus.NewDesc("spookat_sites_braked", "Sites whose flood brake is engaged.", nil, nil)
+)
+
+type brakeCollector struct {
+	each func(emit func(siteID int64, level int))
+}
+
+func (c *brakeCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- brakeLevelDesc
+	ch <- brakedSitesDesc
+}
+
+func (c *brakeCollector) Collect(ch chan<- prometheus.Metric) {
+	n := 0
+	c.each(func(id int64, level int) {
+		n++
+		ch <- prometheus.MustNewConstMetric(brakeLevelDesc, prometheus.GaugeValue, float64(level), strconv.FormatInt(id, 10))
+	})
+	ch <- prometheus.MustNewConstMetric(brakedSitesDesc, prometheus.GaugeValue, float64(n))
 }
 
 // Gauge registers a gauge whose value is read at scrape time.

@@ -11,6 +11,7 @@ import (
 
 	fws "github.com/fasthttp/websocket"
 
+	"spookat/edge/internal/brakes"
 	"spookat/edge/internal/edgetest"
 	"spookat/edge/internal/server"
 	"spookat/edge/internal/store"
@@ -185,5 +186,55 @@ func TestLiveFanOutToOtherSockets(t *testing.T) {
 	m := b.Read(t)
 	if m.Type != "message" || m.MessageID != ack.MessageID || m.Text != "live one" {
 		t.Fatalf("other tab got %+v, want message %d", m, ack.MessageID)
+	}
+}
+
+// A script flooding one socket gets rate_limited; a site flooded with new conversations gets
+// braked while another site's visitors are untouched. Nothing refused is stored.
+func TestBrakesAnswerWithCodes(t *testing.T) {
+	e := edgetest.Start(t, "", server.Config{Brakes: brakes.Config{
+		ConnMsgRate: 1, ConnMsgBurst: 3,
+		FloodThreshold: 2, FloodDivisor: 10, FloodMaxLevel: 3,
+	}})
+	flooded := edgetest.AddSite(t, e.DataDir, &store.Site{Name: "flooded", Origins: []string{"*"}})
+	calm := edgetest.AddSite(t, e.DataDir, &store.Site{Name: "calm", Origins: []string{"*"}})
+	db := edgetest.OpenDB(t, e.DataDir)
+
+	c := edgetest.Dial(t, e.Addr, flooded.Key, "")
+	for i := range 3 {
+		c.Message(t, fmt.Sprint("ok", i), "hi")
+		if f := c.Read(t); f.Type != "ack" {
+			t.Fatalf("message %d within the burst: %+v", i, f)
+		}
+	}
+	c.Message(t, "flood", "hi")
+	f := c.Read(t)
+	if f.Type != "error" || f.Code != schema.CodeRateLimited || f.ClientID != "flood" || f.RetryAfterMS <= 0 || f.RetryAfterMS > 1000 {
+		t.Fatalf("over the connection's rate: %+v", f)
+	}
+
+	// The flood threshold is 2 new conversations a minute: the visitor above opened one, the
+	// next opens the second, and the ones after are braked.
+	for i := range 3 {
+		v := edgetest.Dial(t, e.Addr, flooded.Key, "")
+		v.Message(t, "first", "new conversation")
+		f := v.Read(t)
+		if i == 0 && f.Type != "ack" {
+			t.Fatalf("second conversation: %+v", f)
+		}
+		if i > 0 && (f.Type != "error" || f.Code != schema.CodeBraked || f.RetryAfterMS <= 0) {
+			t.Fatalf("visitor over the flood threshold: %+v", f)
+		}
+	}
+	other := edgetest.Dial(t, e.Addr, calm.Key, "")
+	other.Message(t, "first", "unaffected")
+	if f := other.Read(t); f.Type != "ack" {
+		t.Fatalf("another site's visitor: %+v", f)
+	}
+	if n := edgetest.QueryInt(t, db, `SELECT count(*) FROM messages WHERE client_id IN ('flood')`); n != 0 {
+		t.Fatalf("a refused message was stored (%d rows)", n)
+	}
+	if n := edgetest.QueryInt(t, db, `SELECT count(*) FROM conversations WHERE site_id = ?`, flooded.ID); n != 2 {
+		t.Fatalf("flooded site has %d conversations, want 2", n)
 	}
 }

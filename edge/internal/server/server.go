@@ -20,6 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"spookat/edge/internal/admin"
+	"spookat/edge/internal/brakes"
 	"spookat/edge/internal/broker"
 	"spookat/edge/internal/live"
 	"spookat/edge/internal/metrics"
@@ -39,6 +40,8 @@ type Config struct {
 	NATSMonitor string
 	NATSURL     string
 	SyncFull    bool
+	Brakes      brakes.Config
+	ProxyHeader string // header carrying the client IP behind a trusted proxy ("": the peer)
 	PublicURL   string // how browsers and operators reach this edge (links in Slack posts)
 	// Worker runs the delivery worker in-process on its own NATS connection (nil: none,
 	// workers run as separate processes).
@@ -107,7 +110,15 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	reg := sites.New(siteList)
+	brk := brakes.New(cfg.Brakes, brakes.Wall())
+	reg := sites.New(siteList, brk)
+	m.BrakeLevels(func(emit func(siteID int64, level int)) {
+		for _, s := range reg.All() {
+			if l := s.Brake.Level(); l > 0 {
+				emit(s.ID, l)
+			}
+		}
+	})
 	kv, err := js.KeyValue(ctx, schema.BucketSites)
 	if err != nil {
 		return err
@@ -176,6 +187,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		ReadTimeout:           30 * time.Second,
 		IdleTimeout:           120 * time.Second,
 		BodyLimit:             1 << 20,
+		ProxyHeader:           cfg.ProxyHeader,
 		ErrorHandler: func(c *fiber.Ctx, err error) error {
 			code := fiber.StatusInternalServerError
 			var fe *fiber.Error
@@ -196,7 +208,21 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		return c.SendString("ready")
 	})
 	app.Get("/metrics", adaptor.HTTPHandler(promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{})))
-	wh := &widget.Handler{Store: st, Sites: reg, Hub: hub, Metrics: m, Log: log}
+	wh := &widget.Handler{Store: st, Sites: reg, Hub: hub, Metrics: m, Brakes: brk, Log: log}
+	wg.Add(1)
+	go func() { // forget idle (site, IP) brake entries
+		defer wg.Done()
+		t := time.NewTicker(time.Minute)
+		defer t.Stop()
+		for {
+			select {
+			case <-bg.Done():
+				return
+			case <-t.C:
+				brk.Sweep(10 * time.Minute)
+			}
+		}
+	}()
 	wh.Register(app)
 
 	ln, err := net.Listen("tcp", cfg.Addr)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"spookat/edge/internal/brakes"
 	"spookat/edge/internal/store"
 	"spookat/schema"
 )
@@ -19,7 +20,9 @@ import (
 // Site is a site as the edge serves it.
 type Site struct {
 	*store.Site
-	Delivery  *schema.SiteDelivery
+	Delivery *schema.SiteDelivery
+	// Brake is the site's flood brake and message cap; it survives changes to the site.
+	Brake     *brakes.Site
 	anyOrigin bool
 }
 
@@ -47,14 +50,15 @@ type Registry struct {
 	snap atomic.Pointer[snapshot]
 	mu   sync.Mutex // serialises writers
 	kv   jetstream.KeyValue
+	br   *brakes.Brakes
 }
 
-// New returns a registry holding sites.
-func New(list []*store.Site) *Registry {
-	r := &Registry{}
+// New returns a registry holding sites, each with its own brakes from br.
+func New(list []*store.Site, br *brakes.Brakes) *Registry {
+	r := &Registry{br: br}
 	snap := &snapshot{byKey: make(map[string]*Site, len(list)), byID: make(map[int64]*Site, len(list))}
 	for _, s := range list {
-		site := wrap(s)
+		site := wrap(s, br.Site())
 		snap.byKey[s.Key] = site
 		snap.byID[s.ID] = site
 	}
@@ -62,8 +66,8 @@ func New(list []*store.Site) *Registry {
 	return r
 }
 
-func wrap(s *store.Site) *Site {
-	site := &Site{Site: s, Delivery: &schema.SiteDelivery{
+func wrap(s *store.Site, brake *brakes.Site) *Site {
+	site := &Site{Site: s, Brake: brake, Delivery: &schema.SiteDelivery{
 		SiteID:         s.ID,
 		Name:           s.Name,
 		SlackToken:     s.SlackToken,
@@ -110,10 +114,12 @@ func (r *Registry) Put(ctx context.Context, list ...*store.Site) error {
 		snap.byID[k] = v
 	}
 	for _, s := range list {
+		brake := r.br.Site()
 		if prev := snap.byID[s.ID]; prev != nil {
 			delete(snap.byKey, prev.Key)
+			brake = prev.Brake
 		}
-		site := wrap(s)
+		site := wrap(s, brake)
 		snap.byKey[s.Key] = site
 		snap.byID[s.ID] = site
 	}

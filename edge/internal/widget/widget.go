@@ -11,6 +11,8 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"net/netip"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -21,6 +23,7 @@ import (
 	"github.com/gofiber/contrib/websocket"
 	"github.com/gofiber/fiber/v2"
 
+	"spookat/edge/internal/brakes"
 	"spookat/edge/internal/frames"
 	"spookat/edge/internal/live"
 	"spookat/edge/internal/metrics"
@@ -38,6 +41,7 @@ type Handler struct {
 	Sites   *sites.Registry
 	Hub     *live.Hub
 	Metrics *metrics.Edge
+	Brakes  *brakes.Brakes
 	Log     *slog.Logger
 
 	mu    sync.Mutex
@@ -94,7 +98,16 @@ func (h *Handler) check(c *fiber.Ctx) error {
 	if !websocket.IsWebSocketUpgrade(c) {
 		return refuse(c, fiber.StatusUpgradeRequired, "upgrade_required", "This endpoint speaks websocket only.")
 	}
+	ip, _ := netip.ParseAddr(c.IP())
+	if ok, wait := h.Brakes.NewSocket(site.ID, ip); !ok {
+		secs := int(wait/time.Second) + 1
+		c.Set(fiber.HeaderRetryAfter, strconv.Itoa(secs))
+		h.Metrics.FrameErrors.WithLabelValues(schema.CodeRateLimited).Inc()
+		return refuse(c, fiber.StatusTooManyRequests, schema.CodeRateLimited,
+			"Too many new chat connections from your network to this site; try again in "+strconv.Itoa(secs)+" seconds.")
+	}
 	c.Locals("site", site)
+	c.Locals("ip", ip)
 	return c.Next()
 }
 
@@ -114,12 +127,19 @@ type session struct {
 	convID    atomic.Int64
 	buf       []byte
 	frame     schema.ClientFrame
+
+	ip           netip.Addr
+	bucket       brakes.Bucket // this connection's message rate
+	convStarting bool          // a first message is on its way: the next ones open no conversation
 }
 
 func (h *Handler) serve(wc *websocket.Conn) {
 	site := wc.Locals("site").(*sites.Site)
 	wc.SetReadLimit(schema.MaxFrameBytes)
-	s := &session{h: h, c: newConn(wc.Conn), site: site, buf: make([]byte, 0, 512)}
+	cfg := h.Brakes.Config()
+	s := &session{h: h, c: newConn(wc.Conn), site: site, buf: make([]byte, 0, 512),
+		bucket: brakes.NewBucket(cfg.ConnMsgRate, cfg.ConnMsgBurst)}
+	s.ip, _ = wc.Locals("ip").(netip.Addr)
 	h.Metrics.OpenSockets.Inc()
 	defer h.Metrics.OpenSockets.Dec()
 	h.track(s.c, true)
@@ -240,6 +260,8 @@ func (s *session) handle(data []byte) {
 		s.message(f, received)
 	case schema.FrameResume:
 		s.resume(f.AfterMessageID)
+	case schema.FrameEmail:
+		s.email(f.Email) // email.go
 	default:
 		s.fail(f.ClientID, schema.CodeInvalid, `Unknown frame type; use "message" or "resume".`, 0)
 	}
@@ -260,6 +282,9 @@ func (s *session) message(f *schema.ClientFrame, received time.Time) {
 		return
 	}
 	clientID := f.ClientID
+	if !s.admit(clientID) {
+		return
+	}
 	req := &store.MessageRequest{
 		SiteID:         s.site.ID,
 		VisitorID:      s.visitorID.Load(),
@@ -274,6 +299,33 @@ func (s *session) message(f *schema.ClientFrame, received time.Time) {
 	if err := s.h.Store.SubmitMessage(req); err != nil {
 		s.fail(clientID, schema.CodeUnavailable, "The server is too busy to take the message now; send it again.", 1000)
 	}
+}
+
+// admit applies the brakes to a message: this connection's rate, then for a visitor's first
+// message the new-conversation limits of (site, IP) and of the site, then the site's message
+// cap. Nothing refused is stored.
+func (s *session) admit(clientID string) bool {
+	refuse := func(code, msg string, wait time.Duration) bool {
+		s.fail(clientID, code, msg, max(wait.Milliseconds(), 1))
+		return false
+	}
+	if ok, wait := s.bucket.Take(s.h.Brakes.Now()); !ok {
+		return refuse(schema.CodeRateLimited, "You are sending messages too fast; wait a moment and send again.", wait)
+	}
+	brake := s.site.Brake
+	if s.convID.Load() == 0 && !s.convStarting {
+		if ok, wait := s.h.Brakes.NewConversation(s.site.ID, s.ip); !ok {
+			return refuse(schema.CodeRateLimited, "Too many new conversations from your network; try again later.", wait)
+		}
+		if ok, wait := brake.AdmitConversation(); !ok {
+			return refuse(schema.CodeBraked, "This site is receiving too many new conversations right now; try again shortly.", wait)
+		}
+		s.convStarting = true
+	}
+	if ok, wait := brake.AdmitMessage(); !ok {
+		return refuse(schema.CodeBraked, "This site is receiving too many messages right now; try again shortly.", wait)
+	}
+	return true
 }
 
 // acked runs on the writer's goroutine after the commit: queue the ack, never wait.

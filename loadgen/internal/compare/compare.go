@@ -18,6 +18,11 @@ import (
 	"spookat/loadgen/internal/stairs"
 )
 
+// LoadBrakes raise the edge's per-connection and per-site message brakes far above the load
+// a stair sends (each socket sends 10-20 messages a second), so stairs measure throughput
+// with the brake checks still on the hot path. The flood test keeps the real defaults.
+var LoadBrakes = []string{"-conn-msg-rate", "1e6", "-conn-msg-burst", "1e6", "-site-msg-rate", "1e7", "-site-msg-burst", "1e7"}
+
 // Config is one compare.
 type Config struct {
 	EdgeBin, WorkerBin string
@@ -227,7 +232,8 @@ func runSetup(ctx context.Context, cfg Config, s Setup) (res Result) {
 		edgeArgv = append(edgeArgv, "-worker", "inproc")
 		edgeArgv = append(edgeArgv, slackArgs...)
 	}
-	edgeArgv = append(edgeArgv, cfg.EdgeArgs...)
+	edgeArgv = append(edgeArgv, LoadBrakes...)
+	edgeArgv = append(edgeArgv, cfg.EdgeArgs...) // later flags win: -edge-args can restore brakes
 	edge, err := start("edge", cfg.EdgeCPUs, edgeArgv...)
 	if err != nil {
 		return fail(err)

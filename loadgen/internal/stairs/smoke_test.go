@@ -49,7 +49,8 @@ func TestSmokeRunAgainstRealEdge(t *testing.T) {
 	}
 	var out bytes.Buffer
 	edge, _, err := proc.Start("edge", &syncWriter{b: &out}, "", bin,
-		"-addr", addrs[0], "-nats-listen", addrs[1], "-nats-monitor", addrs[2], "-data", data)
+		"-addr", addrs[0], "-nats-listen", addrs[1], "-nats-monitor", addrs[2], "-data", data,
+		"-conn-msg-rate", "1e6", "-conn-msg-burst", "1e6", "-site-msg-rate", "1e7", "-site-msg-burst", "1e7")
 	if err != nil {
 		t.Fatal(err)
 	}
