@@ -31,6 +31,14 @@ vet:
 fmt:
 	gofmt -l -w $(MODULES)
 
+# A short one- vs two-process comparison (four setups, five stairs; about 4 minutes) whose
+# report is committed under bench/: report.md, report.json and p99.svg.
+bench: build
+	@mkdir -p bench
+	$(BIN)/loadgen compare -edge-bin $(BIN)/edge -worker-bin $(BIN)/worker \
+		-stairs 1000,5000,10000,15000,20000 -step 5s -warmup 2s -drain 10s \
+		-dir bench/tmp -out bench/report.json -md bench/report.md -svg bench/p99.svg
+
 # The nats CLI, for `nats stream report` and friends (see ops/RUNBOOK.md).
 nats: $(BIN)/nats
 $(BIN)/nats:

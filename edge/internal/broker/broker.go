@@ -82,6 +82,13 @@ func (b *Broker) embed() error {
 			return fmt.Errorf("-nats-monitor: %w", err)
 		}
 	}
+	if port > 0 { // say plainly when the port is taken, rather than time out below
+		ln, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(port)))
+		if err != nil {
+			return fmt.Errorf("embedded NATS cannot listen on -nats-listen %s:%d: %w", host, port, err)
+		}
+		ln.Close()
+	}
 	// Port 0 asks for any free port (nats-server spells it -1; its 0 means 4222).
 	if o.Port == 0 {
 		o.Port = server.RANDOM_PORT
