@@ -142,3 +142,32 @@ func TestWatermarkPersisted(t *testing.T) {
 		t.Fatalf("published_through = %d, want 43", got)
 	}
 }
+
+// A full write queue refuses at once (the widget answers "unavailable") instead of growing
+// without bound; what was queued is still committed.
+func TestFullQueueRefusesAtOnce(t *testing.T) {
+	s := openTest(t, t.TempDir(), Options{MaxQueue: 2})
+	defer s.Close()
+	site := addSite(t, s)
+	hold, held := make(chan struct{}), make(chan struct{})
+	go s.Write(context.Background(), func(*Tx) error { close(held); <-hold; return nil }) // the writer is busy
+	<-held
+	results := make(chan MessageResult, 2)
+	for i := range 2 {
+		req := &MessageRequest{SiteID: site.ID, TokenHash: []byte(fmt.Sprint("tok", i)), Author: "visitor", Text: "x", ClientID: "c",
+			Done: func(r MessageResult) { results <- r }}
+		if err := s.SubmitMessage(req); err != nil {
+			t.Fatalf("message %d: %v", i, err)
+		}
+	}
+	over := &MessageRequest{SiteID: site.ID, TokenHash: []byte("tok9"), Author: "visitor", Text: "x", ClientID: "c", Done: func(MessageResult) {}}
+	if err := s.SubmitMessage(over); err != ErrBusy {
+		t.Fatalf("third message with a queue of 2: %v, want ErrBusy", err)
+	}
+	close(hold)
+	for range 2 {
+		if r := <-results; r.Err != nil || r.MessageID == 0 {
+			t.Fatalf("queued message: %+v", r)
+		}
+	}
+}

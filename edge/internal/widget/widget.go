@@ -7,7 +7,6 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"io"
 	"log/slog"
@@ -250,8 +249,7 @@ func (s *session) fail(clientID, code, msg string, retryAfterMS int64) {
 func (s *session) handle(data []byte) {
 	received := time.Now()
 	f := &s.frame
-	*f = schema.ClientFrame{}
-	if err := json.Unmarshal(data, f); err != nil {
+	if err := frames.ParseClient(data, f); err != nil {
 		s.fail("", schema.CodeInvalid, "The frame is not valid JSON: "+err.Error()+".", 0)
 		return
 	}
