@@ -9,7 +9,7 @@ import (
 
 const (
 	writeTimeout = 10 * time.Second
-	outboxSize   = 256 // frames queued for one socket before it counts as too slow
+	outboxSize   = 64 // frames queued for one socket before it counts as too slow
 )
 
 // conn is one websocket with its own sender goroutine. Frames are queued, never written by
