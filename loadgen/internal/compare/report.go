@@ -7,7 +7,6 @@ import (
 	"math"
 	"net"
 	"os"
-	"sort"
 	"strings"
 	"time"
 
@@ -67,21 +66,6 @@ func f(p *float64, format string) string {
 	return fmt.Sprintf(format, *p)
 }
 
-func errs(m map[string]int64) string {
-	if len(m) == 0 {
-		return "0"
-	}
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	var parts []string
-	for _, k := range keys {
-		parts = append(parts, fmt.Sprintf("%s %d", k, m[k]))
-	}
-	return strings.Join(parts, ", ")
-}
 
 func sched(s stairs.StairReport) string {
 	v := f(s.SchedP99MS, "%.3f")
@@ -220,7 +204,7 @@ func (r *Report) Markdown(chart string) string {
 			fmt.Fprintf(&b, "| %s | %.0f | %.0f | %.2f | %.2f | %.1f | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s%s |\n",
 				res.Setup.Name, s.TargetRate, s.AckedRate, s.Latency.P50, s.Latency.P99, s.Latency.Max,
 				f(ecpu, "%.0f"), f(eus, "%.1f"), f(wcpu, "%.0f"), f(wus, "%.1f"), rss, sched(s),
-				del, drain, all, errs(s.Errors), f(s.Loadgen.CPUPercent, "%.0f"), note)
+				del, drain, all, stairs.FormatErrors(s.Errors), f(s.Loadgen.CPUPercent, "%.0f"), note)
 		}
 	}
 	b.WriteString("\nCPU % is of one core; µs/msg is CPU time over the measured window ÷ messages acked in it. In the one-process setups the edge's figure includes the in-process worker and the embedded NATS server.\n")

@@ -248,7 +248,7 @@ func (fr *FloodReport) Markdown() string {
 	b.WriteString("# loadgen flood\n\n")
 	fs := fr.Flooded
 	fmt.Fprintf(&b, "Flooded site: %d new visitors, %d admitted, %d rejected at the upgrade (%s), %d rejected in the socket (%s), %d without an answer: **%.1f %% of the flood rejected** (target ≥ 85 %%: %s).\n\n",
-		fs.Visitors, fs.Admitted, sum(fs.RefusedHTTP), fmtErrors(fs.RefusedHTTP), sum(fs.Rejected), fmtErrors(fs.Rejected), fs.NoAnswer, 100*fs.RejectedShare, okStr(fr.RejectedOK))
+		fs.Visitors, fs.Admitted, sum(fs.RefusedHTTP), FormatErrors(fs.RefusedHTTP), sum(fs.Rejected), FormatErrors(fs.Rejected), fs.NoAnswer, 100*fs.RejectedShare, okStr(fr.RejectedOK))
 	if len(fs.AdmittedPer10s) > 0 {
 		parts := make([]string, len(fs.AdmittedPer10s))
 		for i, v := range fs.AdmittedPer10s {
@@ -262,7 +262,7 @@ func (fr *FloodReport) Markdown() string {
 			return
 		}
 		s := r.Stairs[0]
-		fmt.Fprintf(&b, "| %s | %.2f | %.2f | %.1f | %.0f | %s |\n", name, s.Latency.P50, s.Latency.P99, s.Latency.Max, s.AckedRate, fmtErrors(r.Errors))
+		fmt.Fprintf(&b, "| %s | %.2f | %.2f | %.1f | %.0f | %s |\n", name, s.Latency.P50, s.Latency.P99, s.Latency.Max, s.AckedRate, FormatErrors(r.Errors))
 	}
 	row("without flood", fr.Baseline)
 	row("with flood", fr.Flood)

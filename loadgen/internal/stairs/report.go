@@ -186,7 +186,8 @@ func fmtPtr(p *float64, f string) string {
 	return fmt.Sprintf(f, *p)
 }
 
-func fmtErrors(m map[string]int64) string {
+// FormatErrors lists error counts by code, sorted: "braked:3 rate_limited:1", or "0".
+func FormatErrors(m map[string]int64) string {
 	if len(m) == 0 {
 		return "0"
 	}
@@ -257,7 +258,7 @@ func (r *Report) columns() ([]string, [][]string) {
 			fmt.Sprintf("%.2f", s.Latency.P50),
 			fmt.Sprintf("%.2f", s.Latency.P99),
 			fmt.Sprintf("%.1f", s.Latency.Max),
-			fmtErrors(s.Errors),
+			FormatErrors(s.Errors),
 		}
 		for _, n := range names {
 			p := findProc(s, n)
@@ -302,7 +303,7 @@ func (r *Report) WriteTable(w io.Writer) {
 		fmt.Fprintln(tw, strings.Join(row, "\t")+"\t")
 	}
 	tw.Flush()
-	fmt.Fprintf(w, "total: sent %d, acked %d, unacked %d, errors %s", r.Sent, r.Acked, r.Unacked, fmtErrors(r.Errors))
+	fmt.Fprintf(w, "total: sent %d, acked %d, unacked %d, errors %s", r.Sent, r.Acked, r.Unacked, FormatErrors(r.Errors))
 	if r.SavedDelta != nil {
 		fmt.Fprintf(w, ", edge metrics saved +%.0f", *r.SavedDelta)
 	}
@@ -359,7 +360,7 @@ func (r *Report) Markdown() string {
 			b.WriteString("\n")
 		}
 	}
-	fmt.Fprintf(&b, "\nTotal: sent %d, acked %d, unacked %d, errors %s.", r.Sent, r.Acked, r.Unacked, fmtErrors(r.Errors))
+	fmt.Fprintf(&b, "\nTotal: sent %d, acked %d, unacked %d, errors %s.", r.Sent, r.Acked, r.Unacked, FormatErrors(r.Errors))
 	if r.SavedDelta != nil {
 		fmt.Fprintf(&b, " The edge's `spookat_messages_saved_total` rose by %.0f.", *r.SavedDelta)
 	}
