@@ -66,7 +66,6 @@ func f(p *float64, format string) string {
 	return fmt.Sprintf(format, *p)
 }
 
-
 func sched(s stairs.StairReport) string {
 	v := f(s.SchedP99MS, "%.3f")
 	if s.SchedP99AtLeast {
