@@ -124,19 +124,19 @@ func (s *Store) signal() {
 // writeLoop is the single writer. It sleeps until woken, then lets more messages join the
 // batch before committing everything queued: on one core, draining at once gave batches of
 // 1-1.3 rows in the prototype, and each commit has a fixed cost (locks, WAL frames) of about
-// 100 us here. When the previous batch was a single request (low rate), it only yields once,
-// so a lone message is not delayed; under load it sleeps up to CommitWindow, which lets the
-// runtime poll the network and run every reader with a frame ready.
+// 100 us here. At low rates it only yields once, so a lone message is not delayed; from
+// WindowRate requests a second it sleeps CommitWindow, which lets the runtime poll the
+// network and run every reader with a frame ready.
 func (s *Store) writeLoop() {
 	defer close(s.done)
 	persist := time.NewTicker(500 * time.Millisecond)
 	defer persist.Stop()
-	lastBatch := 0
+	var rate arrivalRate
 	for {
 		stopping, tick := false, false
 		select {
 		case <-s.wake:
-			if lastBatch > 1 && s.opts.CommitWindow > 0 {
+			if s.opts.CommitWindow > 0 && rate.perSecond >= s.opts.WindowRate {
 				time.Sleep(s.opts.CommitWindow)
 			} else {
 				runtime.Gosched()
@@ -153,14 +153,29 @@ func (s *Store) writeLoop() {
 		persistWatermark := (tick || stopping) && s.watermarkMoved()
 		if len(batch) > 0 || persistWatermark {
 			s.commit(batch, persistWatermark)
-			lastBatch = len(batch)
 		}
+		rate.observe(len(batch), time.Now())
 		clear(batch) // drop references to requests and closures
 		s.spare = batch[:0]
 		if stopping {
 			return
 		}
 	}
+}
+
+// arrivalRate is a moving average of requests a second, updated at each commit.
+type arrivalRate struct {
+	perSecond float64
+	last      time.Time
+}
+
+func (r *arrivalRate) observe(n int, now time.Time) {
+	if !r.last.IsZero() {
+		if dt := now.Sub(r.last).Seconds(); dt > 0 {
+			r.perSecond = 0.8*r.perSecond + 0.2*float64(n)/dt
+		}
+	}
+	r.last = now
 }
 
 // watermark returns the publisher's watermark when it moved since it was last persisted.

@@ -1,0 +1,357 @@
+package store
+
+import (
+	"context"
+	"crypto/subtle"
+	"errors"
+	"strings"
+
+	"golang.org/x/crypto/bcrypt"
+)
+
+// The operator inbox's reads and writes: login, sessions, API tokens, conversations as the
+// inbox lists them, site settings. Every read that takes an operator id checks membership in
+// SQL, so a query can never return another site's rows.
+
+// ErrNotFound is returned when a row does not exist or the operator may not see it.
+var ErrNotFound = errors.New("not found")
+
+// OperatorLogin checks an email and password. found is false for an unknown email or a wrong
+// password (the caller cannot tell which). bcrypt runs even for an unknown email, so the
+// answer takes as long either way.
+func (s *Store) OperatorLogin(ctx context.Context, email, password string) (op Operator, ok bool, err error) {
+	var hash string
+	var found bool
+	err = s.Read(ctx, func(q Querier) error {
+		st, err := q.Stmt(`SELECT id, email, name, password_hash FROM operators WHERE email = ?`)
+		if err != nil {
+			return err
+		}
+		found, err = queryRow(st, []any{strings.TrimSpace(email)}, &op.ID, &op.Email, &op.Name, &hash)
+		return err
+	})
+	if err != nil {
+		return Operator{}, false, err
+	}
+	if !found {
+		hash = dummyHash
+	}
+	if bcrypt.CompareHashAndPassword([]byte(hash), []byte(password)) != nil || !found {
+		return Operator{}, false, nil
+	}
+	return op, true, nil
+}
+
+// dummyHash is a bcrypt hash of nothing anyone types, compared against for unknown emails.
+var dummyHash = func() string {
+	h, _ := bcrypt.GenerateFromPassword([]byte("\x00no operator has this email\x00"), bcrypt.DefaultCost)
+	return string(h)
+}()
+
+// AddSession stores a session (token hash, CSRF token) for an operator.
+func (tx *Tx) AddSession(tokenHash []byte, operatorID int64, csrf string, expiresAt int64) error {
+	_ = tx.exec(`DELETE FROM sessions WHERE expires_at < ?`, tx.now) // sweep old ones; cheap, rare
+	return tx.exec(`INSERT INTO sessions (token_hash, operator_id, csrf, created_at, expires_at) VALUES (?, ?, ?, ?, ?)`,
+		tokenHash, operatorID, csrf, tx.now, expiresAt)
+}
+
+// DeleteSession removes a session (logout).
+func (tx *Tx) DeleteSession(tokenHash []byte) error {
+	return tx.exec(`DELETE FROM sessions WHERE token_hash = ?`, tokenHash)
+}
+
+// SessionOperator finds the operator of a live session and its CSRF token.
+func (s *Store) SessionOperator(ctx context.Context, tokenHash []byte, now int64) (op Operator, csrf string, found bool, err error) {
+	err = s.Read(ctx, func(q Querier) error {
+		st, err := q.Stmt(`SELECT o.id, o.email, o.name, s.csrf FROM sessions s JOIN operators o ON o.id = s.operator_id
+			WHERE s.token_hash = ? AND s.expires_at > ?`)
+		if err != nil {
+			return err
+		}
+		found, err = queryRow(st, []any{tokenHash, now}, &op.ID, &op.Email, &op.Name, &csrf)
+		return err
+	})
+	return op, csrf, found, err
+}
+
+// APIToken is an operator's API token as listed (the token itself is shown once, at creation).
+type APIToken struct {
+	ID        int64  `json:"id"`
+	Name      string `json:"name"`
+	CreatedAt int64  `json:"created_at"`
+}
+
+// AddAPIToken stores a token hash for an operator and returns its id.
+func (tx *Tx) AddAPIToken(operatorID int64, tokenHash []byte, name string) (int64, error) {
+	var id int64
+	_, err := tx.QueryRow(`INSERT INTO api_tokens (operator_id, token_hash, name, created_at) VALUES (?, ?, ?, ?) RETURNING id`,
+		[]any{operatorID, tokenHash, name, tx.now}, &id)
+	return id, err
+}
+
+// DeleteAPIToken revokes one of an operator's tokens.
+func (tx *Tx) DeleteAPIToken(operatorID, id int64) error {
+	return tx.exec(`DELETE FROM api_tokens WHERE id = ? AND operator_id = ?`, id, operatorID)
+}
+
+// APITokens lists an operator's tokens.
+func (s *Store) APITokens(ctx context.Context, operatorID int64) ([]APIToken, error) {
+	out := []APIToken{}
+	err := s.Read(ctx, func(q Querier) error {
+		st, err := q.Stmt(`SELECT id, name, created_at FROM api_tokens WHERE operator_id = ? ORDER BY id`)
+		if err != nil {
+			return err
+		}
+		if err := bind(st, []any{operatorID}); err != nil {
+			return err
+		}
+		for st.Step() {
+			var t APIToken
+			if err := scan(st, &t.ID, &t.Name, &t.CreatedAt); err != nil {
+				return err
+			}
+			out = append(out, t)
+		}
+		return st.Err()
+	})
+	return out, err
+}
+
+// TokenOperator finds the operator an API token belongs to.
+func (s *Store) TokenOperator(ctx context.Context, tokenHash []byte) (op Operator, found bool, err error) {
+	err = s.Read(ctx, func(q Querier) error {
+		st, err := q.Stmt(`SELECT o.id, o.email, o.name FROM api_tokens t JOIN operators o ON o.id = t.operator_id
+			WHERE t.token_hash = ?`)
+		if err != nil {
+			return err
+		}
+		found, err = queryRow(st, []any{tokenHash}, &op.ID, &op.Email, &op.Name)
+		return err
+	})
+	return op, found, err
+}
+
+// CSRFEqual compares CSRF tokens in constant time.
+func CSRFEqual(a, b string) bool {
+	return a != "" && subtle.ConstantTimeCompare([]byte(a), []byte(b)) == 1
+}
+
+// SiteRef is a site as an operator's site list shows it.
+type SiteRef struct {
+	ID   int64  `json:"id"`
+	Key  string `json:"key"`
+	Name string `json:"name"`
+}
+
+// OperatorSites lists the sites an operator is a member of.
+func (s *Store) OperatorSites(ctx context.Context, operatorID int64) ([]SiteRef, error) {
+	out := []SiteRef{}
+	err := s.Read(ctx, func(q Querier) error {
+		st, err := q.Stmt(`SELECT s.id, s.key, s.name FROM site_members m JOIN sites s ON s.id = m.site_id
+			WHERE m.operator_id = ? ORDER BY s.name, s.id`)
+		if err != nil {
+			return err
+		}
+		if err := bind(st, []any{operatorID}); err != nil {
+			return err
+		}
+		for st.Step() {
+			var r SiteRef
+			if err := scan(st, &r.ID, &r.Key, &r.Name); err != nil {
+				return err
+			}
+			out = append(out, r)
+		}
+		return st.Err()
+	})
+	return out, err
+}
+
+// IsMember reports whether an operator is a member of a site.
+func (s *Store) IsMember(ctx context.Context, operatorID, siteID int64) (bool, error) {
+	var found bool
+	err := s.Read(ctx, func(q Querier) error {
+		st, err := q.Stmt(`SELECT 1 FROM site_members WHERE site_id = ? AND operator_id = ?`)
+		if err != nil {
+			return err
+		}
+		var one int64
+		found, err = queryRow(st, []any{siteID, operatorID}, &one)
+		return err
+	})
+	return found, err
+}
+
+// ConversationSummary is one row of the inbox's conversation list.
+type ConversationSummary struct {
+	ID            int64  `json:"id"`
+	SiteID        int64  `json:"site_id"`
+	Status        string `json:"status"`
+	VisitorEmail  string `json:"visitor_email,omitempty"`
+	LastMessageID int64  `json:"last_message_id"`
+	LastAuthor    string `json:"last_author"`
+	LastText      string `json:"last_text"`
+	LastInternal  bool   `json:"last_internal"`
+	Unread        bool   `json:"unread"`
+	CreatedAt     int64  `json:"created_at"`
+	UpdatedAt     int64  `json:"updated_at"`
+}
+
+const summaryColumns = `c.id, c.site_id, c.status, v.email, c.last_message_id, coalesce(m.author, ''),
+	coalesce(m.text, ''), coalesce(m.internal, 0), c.last_message_id > coalesce(r.last_read_id, 0), c.created_at, c.updated_at`
+
+func (c *ConversationSummary) dest() []any {
+	return []any{&c.ID, &c.SiteID, &c.Status, &c.VisitorEmail, &c.LastMessageID, &c.LastAuthor, &c.LastText,
+		&c.LastInternal, &c.Unread, &c.CreatedAt, &c.UpdatedAt}
+}
+
+// Conversations lists a site's conversations, newest activity first. status is open, closed
+// or "" for both. The operator must be a member of the site (checked in the query: no rows).
+func (s *Store) Conversations(ctx context.Context, operatorID, siteID int64, status string, limit int) ([]ConversationSummary, error) {
+	out := []ConversationSummary{}
+	err := s.Read(ctx, func(q Querier) error {
+		st, err := q.Stmt(`SELECT ` + summaryColumns + `
+			FROM conversations c
+			JOIN site_members sm ON sm.site_id = c.site_id AND sm.operator_id = ?1
+			JOIN visitors v ON v.id = c.visitor_id
+			LEFT JOIN messages m ON m.id = c.last_message_id
+			LEFT JOIN conversation_reads r ON r.conversation_id = c.id AND r.operator_id = ?1
+			WHERE c.site_id = ?2 AND (?3 = '' OR c.status = ?3)
+			ORDER BY c.updated_at DESC, c.id DESC LIMIT ?4`)
+		if err != nil {
+			return err
+		}
+		if err := bind(st, []any{operatorID, siteID, status, limit}); err != nil {
+			return err
+		}
+		for st.Step() {
+			var c ConversationSummary
+			if err := scan(st, c.dest()...); err != nil {
+				return err
+			}
+			out = append(out, c)
+		}
+		return st.Err()
+	})
+	return out, err
+}
+
+// Conversation reads one conversation the operator may see; ErrNotFound otherwise.
+func (s *Store) Conversation(ctx context.Context, operatorID, conversationID int64) (ConversationSummary, error) {
+	var c ConversationSummary
+	var found bool
+	err := s.Read(ctx, func(q Querier) error {
+		st, err := q.Stmt(`SELECT ` + summaryColumns + `
+			FROM conversations c
+			JOIN site_members sm ON sm.site_id = c.site_id AND sm.operator_id = ?1
+			JOIN visitors v ON v.id = c.visitor_id
+			LEFT JOIN messages m ON m.id = c.last_message_id
+			LEFT JOIN conversation_reads r ON r.conversation_id = c.id AND r.operator_id = ?1
+			WHERE c.id = ?2`)
+		if err != nil {
+			return err
+		}
+		if err := bind(st, []any{operatorID, conversationID}); err != nil {
+			return err
+		}
+		if !st.Step() {
+			return st.Err()
+		}
+		found = true
+		return scan(st, c.dest()...)
+	})
+	if err == nil && !found {
+		err = ErrNotFound
+	}
+	return c, err
+}
+
+// Deliveries lists the delivery state of every message of a conversation.
+func (s *Store) Deliveries(ctx context.Context, conversationID int64) ([]Delivery, error) {
+	out := []Delivery{}
+	err := s.Read(ctx, func(q Querier) error {
+		st, err := q.Stmt(`SELECT d.message_id, d.target, d.status, d.attempts, d.last_error, d.external_id
+			FROM deliveries d JOIN messages m ON m.id = d.message_id WHERE m.conversation_id = ? ORDER BY d.message_id, d.target`)
+		if err != nil {
+			return err
+		}
+		if err := bind(st, []any{conversationID}); err != nil {
+			return err
+		}
+		for st.Step() {
+			var d Delivery
+			if err := scan(st, &d.MessageID, &d.Target, &d.Status, &d.Attempts, &d.LastError, &d.ExternalID); err != nil {
+				return err
+			}
+			out = append(out, d)
+		}
+		return st.Err()
+	})
+	return out, err
+}
+
+// SetConversationStatus closes or reopens a conversation.
+func (tx *Tx) SetConversationStatus(conversationID int64, status string) error {
+	return tx.exec(`UPDATE conversations SET status = ?, updated_at = ? WHERE id = ?`, status, tx.now, conversationID)
+}
+
+// MarkRead records that an operator has read a conversation up to a message id.
+func (tx *Tx) MarkRead(operatorID, conversationID, messageID int64) error {
+	return tx.exec(`INSERT INTO conversation_reads (conversation_id, operator_id, last_read_id) VALUES (?, ?, ?)
+		ON CONFLICT (conversation_id, operator_id) DO UPDATE SET last_read_id = max(last_read_id, excluded.last_read_id)`,
+		conversationID, operatorID, messageID)
+}
+
+// SetVisitorEmail stores the email a visitor left. found is false when the visitor is not
+// stored yet (visitors are stored with their first message).
+func (tx *Tx) SetVisitorEmail(siteID int64, tokenHash []byte, email string) (found bool, err error) {
+	var id int64
+	return tx.QueryRow(`UPDATE visitors SET email = ? WHERE token_hash = ? AND site_id = ? RETURNING id`,
+		[]any{email, tokenHash, siteID}, &id)
+}
+
+// SiteByID reads one site with its secrets (the caller decides what to show).
+func (s *Store) SiteByID(ctx context.Context, id int64) (*Site, error) {
+	var site Site
+	var origins string
+	var found bool
+	err := s.Read(ctx, func(q Querier) error {
+		st, err := q.Stmt(`SELECT ` + siteColumns + ` FROM sites WHERE id = ?`)
+		if err != nil {
+			return err
+		}
+		found, err = queryRow(st, []any{id}, &site.ID, &site.Key, &site.Name, &origins, &site.SlackToken,
+			&site.SlackChannel, &site.SlackSigningSecret, &site.DiscordWebhook, &site.WebhookURL,
+			&site.WebhookSecret, &site.NotifyEmail, &site.CreatedAt)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if !found {
+		return nil, ErrNotFound
+	}
+	site.Origins = splitLines(origins)
+	return &site, nil
+}
+
+// UpdateSite writes a site's settings (every field of s but id, key and created_at).
+func (tx *Tx) UpdateSite(s *Site) error {
+	return tx.exec(`UPDATE sites SET name = ?, origins = ?, slack_token = ?, slack_channel = ?, slack_signing_secret = ?,
+		discord_webhook = ?, webhook_url = ?, webhook_secret = ?, notify_email = ? WHERE id = ?`,
+		s.Name, strings.Join(s.Origins, "\n"), s.SlackToken, s.SlackChannel, s.SlackSigningSecret,
+		s.DiscordWebhook, s.WebhookURL, s.WebhookSecret, s.NotifyEmail, s.ID)
+}
+
+// ConversationByThread finds the conversation of a site whose Slack thread is threadTS.
+func (s *Store) ConversationByThread(ctx context.Context, siteID int64, threadTS string) (id int64, found bool, err error) {
+	err = s.Read(ctx, func(q Querier) error {
+		st, err := q.Stmt(`SELECT id FROM conversations WHERE slack_thread = ? AND slack_thread != '' AND site_id = ?`)
+		if err != nil {
+			return err
+		}
+		found, err = queryRow(st, []any{threadTS, siteID}, &id)
+		return err
+	})
+	return id, found, err
+}
