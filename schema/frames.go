@@ -12,7 +12,14 @@ const (
 	FrameAck     = "ack"     // server → client, after the message's transaction has committed
 	FrameResume  = "resume"  // client → server: replay messages after an id, then live ones
 	FrameError   = "error"   // server → client
+	// FrameEmail (client → server) stores the email a visitor leaves so an operator can answer
+	// later; FrameEmailSaved (server → client) confirms it.
+	FrameEmail      = "email"
+	FrameEmailSaved = "email_saved"
 )
+
+// MaxEmailLen bounds the email of an email frame.
+const MaxEmailLen = 254
 
 // Error codes carried by an error frame.
 const (
@@ -44,6 +51,7 @@ type ClientFrame struct {
 	ClientID       string `json:"client_id,omitempty"`
 	Text           string `json:"text,omitempty"`
 	AfterMessageID int64  `json:"after_message_id,omitempty"`
+	Email          string `json:"email,omitempty"`
 }
 
 // Hello is the first frame the server sends.

@@ -71,6 +71,7 @@ func serve(args []string) error {
 	fs.StringVar(&cfg.NATSListen, "nats-listen", "127.0.0.1:4222", "embedded NATS client address (workers and the nats CLI connect here)")
 	fs.StringVar(&cfg.NATSMonitor, "nats-monitor", "127.0.0.1:8222", "embedded NATS HTTP monitoring address (empty: off)")
 	fs.StringVar(&cfg.NATSURL, "nats-url", "", "use this external NATS instead of embedding one")
+	fs.IntVar(&cfg.Replicas, "nats-replicas", 1, "replicas of the streams and buckets (3 on a NATS cluster)")
 	fs.StringVar(&cfg.PublicURL, "public-url", "", "URL browsers use to reach this edge (default http://localhost:<port>)")
 	syncMode := fs.String("sync", "normal", "SQLite durability: normal (a process crash loses nothing; a power cut may lose the last commits) or full (every commit survives a power cut)")
 	workerMode := fs.String("worker", "inproc", "inproc: run the delivery worker in this process; none: run bin/worker separately")

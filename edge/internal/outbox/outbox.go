@@ -165,6 +165,9 @@ func (p *Publisher) publish(c *store.Committed) {
 		if d := p.targets(c.SiteID); d != nil {
 			targets = d.Targets(c.First && c.Author == schema.AuthorVisitor)
 		}
+		if strings.HasPrefix(c.ClientID, "slack:") {
+			targets = withoutSlack(targets) // a reply from Slack is never posted back to Slack
+		}
 	}
 	p.mu.Lock()
 	if len(targets) > 0 {
@@ -259,4 +262,15 @@ func messageID(jobID string) (int64, bool) {
 	s, _, _ = strings.Cut(s, ".")
 	id, err := strconv.ParseInt(s, 10, 64)
 	return id, err == nil
+}
+
+// withoutSlack drops the Slack target (in place: Targets returns a fresh slice).
+func withoutSlack(targets []string) []string {
+	out := targets[:0]
+	for _, t := range targets {
+		if t != schema.TargetSlack {
+			out = append(out, t)
+		}
+	}
+	return out
 }

@@ -20,13 +20,16 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"spookat/edge/internal/admin"
+	"spookat/edge/internal/assets"
 	"spookat/edge/internal/brakes"
 	"spookat/edge/internal/broker"
+	"spookat/edge/internal/inbox"
 	"spookat/edge/internal/live"
 	"spookat/edge/internal/metrics"
 	"spookat/edge/internal/outbox"
 	"spookat/edge/internal/results"
 	"spookat/edge/internal/sites"
+	"spookat/edge/internal/slackevents"
 	"spookat/edge/internal/store"
 	"spookat/edge/internal/widget"
 	"spookat/schema"
@@ -39,6 +42,7 @@ type Config struct {
 	NATSListen  string
 	NATSMonitor string
 	NATSURL     string
+	Replicas    int // stream replicas on an external NATS cluster (1 on one box)
 	SyncFull    bool
 	Brakes      brakes.Config
 	ProxyHeader string // header carrying the client IP behind a trusted proxy ("": the peer)
@@ -67,12 +71,14 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 
 	m := metrics.New()
 	hub := live.NewHub()
+	inboxHub := inbox.NewHub() // operator websockets, per site
 	var pub atomic.Pointer[outbox.Publisher]
 	st, err := store.Open(cfg.DataDir, store.Options{
 		SyncFull: cfg.SyncFull,
 		OnCommit: func(c []store.Committed) {
 			m.MessagesSaved.Add(float64(len(c)))
 			hub.Publish(c)
+			inboxHub.Publish(c)
 			pub.Load().Enqueue(c)
 		},
 		Watermark: func() int64 {
@@ -96,6 +102,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 
 	br, err := broker.Start(ctx, broker.Options{
 		Listen: cfg.NATSListen, Monitor: cfg.NATSMonitor, URL: cfg.NATSURL, DataDir: cfg.DataDir,
+		Replicas: cfg.Replicas,
 	})
 	if err != nil {
 		return err
@@ -152,7 +159,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 
 	bg, stopBG := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
-	rec := &results.Recorder{Store: st, Metrics: m, Log: log}
+	rec := &results.Recorder{Store: st, Metrics: m, Log: log, OnRecorded: inboxHub.Deliveries}
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
@@ -224,6 +231,10 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		}
 	}()
 	wh.Register(app)
+	assets.New().Register(app) // widget.js, chat window, /app/, /demo
+	(&inbox.Handler{Store: st, Sites: reg, Hub: inboxHub, Log: log}).Register(app)
+	slackEvents := &slackevents.Handler{Store: st, Sites: reg, Log: log}
+	slackEvents.Register(app)
 
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
@@ -264,6 +275,8 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	stopAdmin()
 	_ = app.ShutdownWithTimeout(2 * time.Second)
 	wh.CloseAll()
+	inboxHub.CloseAll()
+	slackEvents.Wait()
 	if err := st.Flush(ctx); err != nil && !errors.Is(err, context.Canceled) {
 		log.Warn("flush", "err", err)
 	}

@@ -1,0 +1,304 @@
+/* spookat operator inbox. Plain JS; talks to /v1/api/ (schema/PROTOCOL.md) with the session
+ * cookie and the session's CSRF token, and listens to /v1/api/ws for live changes. Every text
+ * that comes from visitors or Slack is set with textContent, never as HTML. */
+(function () {
+  'use strict';
+  var root = document.getElementById('app');
+  var S = { me: null, csrf: '', sites: [], site: null, filter: 'open', conv: null, convs: [], msgs: {}, deliveries: {}, ws: null, wsTry: 0 };
+
+  function el(tag, attrs, kids) {
+    var e = document.createElement(tag);
+    if (attrs) Object.keys(attrs).forEach(function (k) {
+      var v = attrs[k];
+      if (k === 'text') e.textContent = v;
+      else if (k === 'class') e.className = v;
+      else if (k.slice(0, 2) === 'on') e.addEventListener(k.slice(2), v);
+      else if (v !== false && v != null) e.setAttribute(k, v === true ? '' : v);
+    });
+    (kids || []).forEach(function (c) { if (c) e.appendChild(typeof c === 'string' ? document.createTextNode(c) : c); });
+    return e;
+  }
+  function clear(e) { while (e.firstChild) e.removeChild(e.firstChild); }
+
+  function api(method, path, body) {
+    var h = { 'Accept': 'application/json' };
+    if (method !== 'GET') { h['X-CSRF-Token'] = S.csrf; h['Content-Type'] = 'application/json'; }
+    return fetch('/v1/api' + path, { method: method, headers: h, credentials: 'same-origin', body: body ? JSON.stringify(body) : undefined })
+      .then(function (r) {
+        return r.text().then(function (t) {
+          var j = null; try { j = t ? JSON.parse(t) : null; } catch (e) { j = null; }
+          if (r.status === 401 && path !== '/login') { S.me = null; showLogin(); }
+          if (!r.ok) { var err = new Error((j && j.message) || r.statusText); err.status = r.status; throw err; }
+          return j;
+        });
+      });
+  }
+
+  function when(ms) { var d = new Date(ms); return d.toLocaleString(); }
+
+  // ---- login
+  function showLogin(msg) {
+    if (S.ws) { S.ws.onclose = null; S.ws.close(); S.ws = null; }
+    clear(root);
+    var email = el('input', { type: 'email', id: 'email', name: 'email', autocomplete: 'username', required: true });
+    var pw = el('input', { type: 'password', id: 'password', name: 'password', autocomplete: 'current-password', required: true });
+    var err = el('p', { class: 'error', role: 'alert', text: msg || '' });
+    var form = el('form', { class: 'login', id: 'login', onsubmit: function (e) {
+      e.preventDefault(); err.textContent = '';
+      api('POST', '/login', { email: email.value, password: pw.value }).then(function (j) {
+        S.csrf = j.csrf_token; boot();
+      }, function (e) { err.textContent = e.status === 429 ? e.message : (e.status === 401 ? 'Wrong email or password.' : e.message); });
+    } }, [el('h1', { text: 'spookat inbox' }), el('label', { for: 'email', text: 'Email' }), email,
+      el('label', { for: 'password', text: 'Password' }), pw, el('button', { class: 'primary', type: 'submit', text: 'Log in' }), err]);
+    root.appendChild(form); email.focus();
+  }
+
+  function boot() {
+    api('GET', '/me').then(function (j) {
+      S.me = j.operator; S.csrf = j.csrf_token || S.csrf; S.sites = j.sites || [];
+      layout(); connectWS(); route();
+    }, function (e) { if (e.status !== 401) showLogin(e.message); });
+  }
+
+  // ---- layout
+  var V = {};
+  function layout() {
+    clear(root);
+    var siteSel = el('select', { id: 'site', 'aria-label': 'Site', onchange: function () { location.hash = '#/sites/' + siteSel.value; } },
+      S.sites.map(function (s) { return el('option', { value: s.id, text: s.name }); }));
+    V.live = el('span', { class: 'live', id: 'live' });
+    var top = el('div', { class: 'top' }, [el('b', { text: 'spookat' }), siteSel,
+      V.settingsLink = el('a', { href: '#', id: 'settings-link', text: 'Settings' }), V.live,
+      el('span', { class: 'who', text: S.me.name || S.me.email }),
+      el('button', { id: 'logout', text: 'Log out', onclick: function () { api('POST', '/logout').then(function () { S.me = null; showLogin(); }); } })]);
+    V.siteSel = siteSel;
+    V.filters = el('div', { class: 'filters' }, ['open', 'closed', 'all'].map(function (f) {
+      return el('button', { 'data-filter': f, text: f[0].toUpperCase() + f.slice(1), onclick: function () { S.filter = f; loadList(); } });
+    }));
+    V.list = el('ul', { class: 'convs', id: 'conversations' });
+    V.main = el('section', { class: 'main', id: 'main' }, [el('p', { class: 'placeholder', text: 'Pick a conversation.' })]);
+    root.appendChild(top);
+    root.appendChild(el('div', { class: 'layout' }, [el('aside', { class: 'side' }, [V.filters, V.list]), V.main]));
+    if (!S.sites.length) { clear(V.main); V.main.appendChild(el('p', { class: 'placeholder', text: 'You are not a member of any site yet.' })); }
+  }
+
+  function route() {
+    if (!S.me) return;
+    var h = location.hash.replace(/^#\/?/, '').split('/');
+    if (h[0] === 'conversations' && h[1]) return openConv(+h[1]);
+    if (h[0] === 'sites' && h[1]) { selectSite(+h[1]); return h[2] === 'settings' ? showSettings() : placeholder(); }
+    if (S.sites.length) { selectSite(S.sites[0].id); placeholder(); }
+  }
+  window.addEventListener('hashchange', route);
+
+  function placeholder() { S.conv = null; clear(V.main); V.main.appendChild(el('p', { class: 'placeholder', text: 'Pick a conversation.' })); markSel(); }
+
+  function selectSite(id) {
+    if (S.site === id) return;
+    S.site = id; V.siteSel.value = String(id);
+    V.settingsLink.setAttribute('href', '#/sites/' + id + '/settings');
+    loadList();
+  }
+
+  // ---- conversation list
+  var listTimer = 0;
+  function loadListSoon() { clearTimeout(listTimer); listTimer = setTimeout(loadList, 150); }
+  function loadList() {
+    if (!S.site) return;
+    Array.prototype.forEach.call(V.filters.children, function (b) { b.classList.toggle('on', b.getAttribute('data-filter') === S.filter); });
+    var site = S.site;
+    api('GET', '/sites/' + site + '/conversations?status=' + S.filter).then(function (j) {
+      if (site !== S.site) return;
+      S.convs = j.conversations; drawList();
+    }, function (e) { clear(V.list); V.list.appendChild(el('li', { text: e.message })); });
+  }
+  function drawList() {
+    clear(V.list);
+    if (!S.convs.length) V.list.appendChild(el('li', { class: 'empty', text: 'No conversations.' }));
+    S.convs.forEach(function (c) {
+      var last = c.last_internal ? 'Note: ' + c.last_text : (c.last_author === 'operator' ? 'You: ' : '') + c.last_text;
+      V.list.appendChild(el('li', { 'data-id': c.id, class: (c.unread && (!S.conv || S.conv.id !== c.id) ? 'unread' : ''), onclick: function () { location.hash = '#/conversations/' + c.id; } }, [
+        el('div', { class: 'row' }, [el('span', { class: 'title', text: c.visitor_email || ('Visitor #' + c.id) }), el('span', { class: 'badge ' + c.status, text: c.status })]),
+        el('div', { class: 'last', text: last }),
+        el('div', { class: 'row' }, [el('small', { text: when(c.updated_at) })])]));
+    });
+    markSel();
+  }
+  function markSel() {
+    if (!V.list) return;
+    Array.prototype.forEach.call(V.list.children, function (li) { li.classList.toggle('sel', !!S.conv && +li.getAttribute('data-id') === S.conv.id); });
+  }
+
+  // ---- one conversation
+  function openConv(id) {
+    api('GET', '/conversations/' + id).then(function (j) {
+      S.conv = j.conversation; S.msgs = {}; S.deliveries = {};
+      selectSite(j.conversation.site_id);
+      (j.deliveries || []).forEach(function (d) { (S.deliveries[d.message_id] = S.deliveries[d.message_id] || {})[d.target] = d; });
+      drawConv(j.messages || []);
+      api('POST', '/conversations/' + id + '/read', { message_id: j.conversation.last_message_id }).then(loadListSoon, function () {});
+    }, function (e) {
+      S.conv = null; clear(V.main);
+      V.main.appendChild(el('p', { class: 'placeholder error', id: 'conv-error', text: e.status === 404 ? 'No such conversation, or not one of your sites.' : e.message }));
+    });
+  }
+
+  function drawConv(msgs) {
+    var c = S.conv;
+    clear(V.main);
+    V.status = el('span', { class: 'badge ' + c.status, id: 'conv-status', text: c.status });
+    V.toggle = el('button', { id: 'conv-toggle', text: c.status === 'open' ? 'Close' : 'Reopen', onclick: function () {
+      api('POST', '/conversations/' + c.id + '/' + (S.conv.status === 'open' ? 'close' : 'reopen')).then(function (j) { setStatus(j.status); loadListSoon(); }, alertErr);
+    } });
+    V.msgs = el('ol', { class: 'msgs', id: 'messages' });
+    var text = el('textarea', { id: 'reply', 'aria-label': 'Reply', placeholder: 'Reply to the visitor…', maxlength: 4000 });
+    var note = el('input', { type: 'checkbox', id: 'internal' });
+    var form = el('form', { class: 'reply', onsubmit: function (e) {
+      e.preventDefault();
+      var t = text.value; if (!t.trim()) return;
+      var btn = form.querySelector('button'); btn.disabled = true;
+      api('POST', '/conversations/' + c.id + '/messages', { text: t, internal: note.checked }).then(function (j) {
+        text.value = ''; btn.disabled = false; addMsg(j.message);
+      }, function (e) { btn.disabled = false; alertErr(e); });
+    } }, [text, el('label', {}, [note, ' Internal note']), el('button', { class: 'primary', type: 'submit', id: 'send', text: 'Send' })]);
+    text.addEventListener('keydown', function (e) { if (e.key === 'Enter' && (e.ctrlKey || e.metaKey)) form.requestSubmit(); });
+    V.main.appendChild(el('div', { class: 'head' }, [el('h2', { text: c.visitor_email ? c.visitor_email : 'Visitor #' + c.id }), V.status, V.toggle]));
+    V.main.appendChild(V.msgs);
+    V.main.appendChild(form);
+    msgs.forEach(addMsg);
+    markSel();
+  }
+  function alertErr(e) { window.alert(e.message); }
+  function setStatus(st) { S.conv.status = st; V.status.textContent = st; V.status.className = 'badge ' + st; V.toggle.textContent = st === 'open' ? 'Close' : 'Reopen'; }
+
+  function addMsg(m) {
+    if (S.msgs[m.id]) return;
+    S.msgs[m.id] = m;
+    var kind = m.internal ? 'note' : m.author;
+    var who = m.author === 'visitor' ? 'Visitor' : (m.name || m.author) + (m.internal ? ' · internal note' : '');
+    var li = el('li', { class: 'msg ' + kind, 'data-id': m.id }, [
+      el('div', { class: 'meta', text: who + ' · ' + when(m.created_at) }),
+      el('div', { class: 'text', text: m.text }),
+      el('div', { class: 'dl' })]);
+    var at = V.msgs.lastChild;
+    while (at && +at.getAttribute('data-id') > m.id) at = at.previousSibling;
+    V.msgs.insertBefore(li, at ? at.nextSibling : V.msgs.firstChild);
+    drawDeliveries(m.id);
+    V.msgs.scrollTop = V.msgs.scrollHeight;
+  }
+  var TARGET = { slack: 'Slack', discord: 'Discord', webhook: 'Webhook', email: 'Email' };
+  function drawDeliveries(id) {
+    var li = V.msgs && V.msgs.querySelector('li[data-id="' + id + '"] .dl');
+    if (!li) return;
+    clear(li);
+    var ds = S.deliveries[id] || {};
+    Object.keys(ds).sort().forEach(function (t) {
+      var d = ds[t], name = TARGET[t] || t;
+      var label = d.status === 'delivered' ? name + ' \u2713' : d.status === 'retrying' ? name + ' retrying (' + d.attempts + ')' : name + ' dead';
+      li.appendChild(el('span', { class: d.status, 'data-target': t, title: d.last_error || '', text: label + (d.status === 'dead' && d.last_error ? ': ' + d.last_error : '') }));
+    });
+  }
+
+  // ---- live
+  function connectWS() {
+    if (S.ws) return;
+    var ws = new WebSocket(location.origin.replace(/^http/, 'ws') + '/v1/api/ws');
+    S.ws = ws;
+    ws.onopen = function () { V.live.textContent = 'live'; V.live.setAttribute('data-state', 'live'); if (S.wsTry > 0) { loadList(); if (S.conv) openConv(S.conv.id); } S.wsTry = 0; };
+    ws.onmessage = function (e) { var f; try { f = JSON.parse(e.data); } catch (x) { return; } onEvent(f); };
+    ws.onclose = function () {
+      if (S.ws !== ws) return;
+      S.ws = null; V.live.textContent = 'reconnecting…'; V.live.setAttribute('data-state', 'down');
+      if (!S.me) return;
+      setTimeout(connectWS, Math.min(15000, 500 * Math.pow(2, S.wsTry++)));
+    };
+  }
+  function onEvent(f) {
+    if (f.type === 'message') {
+      if (S.conv && f.conversation_id === S.conv.id) {
+        addMsg(f.message);
+        if (!document.hidden) api('POST', '/conversations/' + S.conv.id + '/read', { message_id: f.message.id }).catch(function () {});
+      }
+      if (f.site_id === S.site) loadListSoon();
+    } else if (f.type === 'delivery') {
+      var d = f.delivery;
+      if (S.conv && f.conversation_id === S.conv.id) {
+        (S.deliveries[d.message_id] = S.deliveries[d.message_id] || {})[d.target] = d;
+        drawDeliveries(d.message_id);
+      }
+    } else if (f.type === 'conversation') {
+      if (S.conv && f.conversation_id === S.conv.id) setStatus(f.status);
+      if (f.site_id === S.site) loadListSoon();
+    }
+  }
+
+  // ---- settings
+  function showSettings() {
+    S.conv = null; markSel();
+    var id = S.site;
+    api('GET', '/sites/' + id + '/settings').then(function (s) {
+      clear(V.main);
+      var f = {};
+      function field(name, label, value, hint) {
+        f[name] = el('input', { id: 'set-' + name, name: name, value: value || '' });
+        return [el('label', { for: 'set-' + name, text: label }), f[name], hint ? el('div', { class: 'hint', text: hint }) : null];
+      }
+      function secret(name, label, isSet) {
+        f[name] = el('input', { id: 'set-' + name, name: name, type: 'password', autocomplete: 'off', placeholder: isSet ? 'set (leave empty to keep)' : 'not set' });
+        f['clear_' + name] = el('input', { type: 'checkbox', id: 'clear-' + name });
+        return [el('label', { for: 'set-' + name, text: label }), f[name],
+          isSet ? el('label', { class: 'hint' }, [f['clear_' + name], ' remove it']) : null];
+      }
+      var msg = el('p', { id: 'settings-msg', role: 'status' });
+      var origins = el('textarea', { id: 'set-origins', rows: 3 }); origins.value = (s.origins || []).join('\n');
+      var form = el('form', { class: 'settings', id: 'settings', onsubmit: function (e) {
+        e.preventDefault();
+        var body = { name: f.name.value, origins: origins.value.split('\n').map(function (x) { return x.trim(); }).filter(Boolean),
+          slack_channel: f.slack_channel.value, webhook_url: f.webhook_url.value, notify_email: f.notify_email.value };
+        ['slack_token', 'slack_signing_secret', 'discord_webhook', 'webhook_secret'].forEach(function (k) {
+          if (f[k].value) body[k] = f[k].value;
+          if (f['clear_' + k] && f['clear_' + k].checked) body[k] = '';
+        });
+        api('PUT', '/sites/' + id + '/settings', body).then(function () { msg.className = 'ok'; msg.textContent = 'Saved.'; showSettingsSoon(); },
+          function (e) { msg.className = 'error'; msg.textContent = e.message; });
+      } }, [].concat(
+        [el('h2', { text: 'Settings of ' + s.name })],
+        [el('fieldset', {}, [].concat([el('legend', { text: 'Site' })], field('name', 'Name', s.name),
+          [el('label', { for: 'set-origins', text: 'Allowed origins (one per line)' }), origins, el('div', { class: 'hint', text: 'Site key: ' + s.key })]))],
+        [el('fieldset', {}, [].concat([el('legend', { text: 'Slack' })], secret('slack_token', 'Bot token', s.slack_token_set),
+          field('slack_channel', 'Channel id', s.slack_channel), secret('slack_signing_secret', 'Signing secret', s.slack_signing_secret_set)))],
+        [el('fieldset', {}, [].concat([el('legend', { text: 'Discord' })], secret('discord_webhook', 'Webhook URL', s.discord_webhook_set)))],
+        [el('fieldset', {}, [].concat([el('legend', { text: 'Webhook' })], field('webhook_url', 'URL', s.webhook_url), secret('webhook_secret', 'Secret', s.webhook_secret_set)))],
+        [el('fieldset', {}, [].concat([el('legend', { text: 'Email' })], field('notify_email', 'Notify this address of new conversations', s.notify_email)))],
+        [el('button', { class: 'primary', type: 'submit', text: 'Save settings' }), msg]));
+      V.main.appendChild(form);
+      tokens(form);
+    }, function (e) { clear(V.main); V.main.appendChild(el('p', { class: 'placeholder error', text: e.message })); });
+  }
+  var settingsTimer = 0;
+  function showSettingsSoon() { clearTimeout(settingsTimer); settingsTimer = setTimeout(function () { var m = document.getElementById('settings-msg'); if (m) m.textContent = ''; }, 3000); }
+
+  function tokens(form) {
+    var box = el('fieldset', { id: 'tokens' }, [el('legend', { text: 'Your API tokens (for /v1/api/)' })]);
+    var ul = el('ul'), shown = el('p', { class: 'hint' });
+    var name = el('input', { placeholder: 'token name', id: 'token-name' });
+    box.appendChild(ul);
+    box.appendChild(el('div', {}, [name, el('button', { type: 'button', id: 'token-new', text: 'New token', onclick: function () {
+      api('POST', '/tokens', { name: name.value }).then(function (j) { shown.textContent = 'Copy it now, it is shown once: ' + j.token; load(); }, alertErr);
+    } })]));
+    box.appendChild(shown);
+    form.parentNode.appendChild(el('div', { class: 'settings' }, [box]));
+    function load() {
+      api('GET', '/tokens').then(function (j) {
+        clear(ul);
+        j.tokens.forEach(function (t) {
+          ul.appendChild(el('li', {}, [(t.name || 'token') + ' (created ' + when(t.created_at) + ') ',
+            el('button', { type: 'button', text: 'Revoke', onclick: function () { api('DELETE', '/tokens/' + t.id).then(load, alertErr); } })]));
+        });
+      });
+    }
+    load();
+  }
+
+  boot();
+})();

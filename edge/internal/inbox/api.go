@@ -1,0 +1,394 @@
+package inbox
+
+import (
+	"errors"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/gofiber/fiber/v2"
+
+	"spookat/edge/internal/store"
+	"spookat/schema"
+)
+
+func parseID(s string) (int64, error) {
+	id, err := strconv.ParseInt(s, 10, 64)
+	if err == nil && id <= 0 {
+		err = errors.New("ids are positive")
+	}
+	return id, err
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
+
+func (h *Handler) conversations(c *fiber.Ctx) error {
+	s, err := h.site(c)
+	if s == nil {
+		return err
+	}
+	status := c.Query("status", "open")
+	switch status {
+	case "open", "closed":
+	case "all":
+		status = ""
+	default:
+		return fail(c, fiber.StatusBadRequest, "invalid", "status must be open, closed or all.")
+	}
+	limit := c.QueryInt("limit", 100)
+	if limit < 1 || limit > 500 {
+		limit = 100
+	}
+	ctx, cancel := reqCtx(c)
+	defer cancel()
+	list, err := h.Store.Conversations(ctx, current(c).op.ID, s.ID, status, limit)
+	if err != nil {
+		return err
+	}
+	return c.JSON(fiber.Map{"site_id": s.ID, "conversations": list})
+}
+
+// conv reads :id, a conversation the operator may see; 404 otherwise (another site's
+// conversation looks exactly like one that does not exist).
+func (h *Handler) conv(c *fiber.Ctx) (*store.ConversationSummary, error) {
+	id, err := parseID(c.Params("id"))
+	if err != nil {
+		return nil, fail(c, fiber.StatusNotFound, "not_found", "No such conversation.")
+	}
+	ctx, cancel := reqCtx(c)
+	defer cancel()
+	cv, err := h.Store.Conversation(ctx, current(c).op.ID, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, fail(c, fiber.StatusNotFound, "not_found", "No such conversation.")
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &cv, nil
+}
+
+func (h *Handler) readMessages(c *fiber.Ctx, convID, after int64, limit int) ([]Message, error) {
+	ctx, cancel := reqCtx(c)
+	defer cancel()
+	out := []Message{}
+	err := h.Store.MessagesAfter(ctx, convID, after, limit, true, func(m *store.Message) error {
+		out = append(out, Message{ID: m.ID, Author: m.Author, Name: m.Name, Text: m.Text, Internal: m.Internal, CreatedAt: m.CreatedAt})
+		return nil
+	})
+	return out, err
+}
+
+func (h *Handler) conversation(c *fiber.Ctx) error {
+	cv, err := h.conv(c)
+	if cv == nil {
+		return err
+	}
+	msgs, err := h.readMessages(c, cv.ID, 0, 1000)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := reqCtx(c)
+	defer cancel()
+	ds, err := h.Store.Deliveries(ctx, cv.ID)
+	if err != nil {
+		return err
+	}
+	return c.JSON(fiber.Map{"conversation": cv, "messages": msgs, "deliveries": ds})
+}
+
+func (h *Handler) messages(c *fiber.Ctx) error {
+	cv, err := h.conv(c)
+	if cv == nil {
+		return err
+	}
+	after := int64(c.QueryInt("after", 0))
+	limit := c.QueryInt("limit", 200)
+	if limit < 1 || limit > 1000 {
+		limit = 200
+	}
+	msgs, err := h.readMessages(c, cv.ID, after, limit)
+	if err != nil {
+		return err
+	}
+	return c.JSON(fiber.Map{"conversation_id": cv.ID, "messages": msgs})
+}
+
+type replyRequest struct {
+	Text     string `json:"text"`
+	Internal bool   `json:"internal"`
+	ClientID string `json:"client_id"`
+}
+
+func (h *Handler) reply(c *fiber.Ctx) error {
+	cv, err := h.conv(c)
+	if cv == nil {
+		return err
+	}
+	var req replyRequest
+	if err := c.BodyParser(&req); err != nil {
+		return fail(c, fiber.StatusBadRequest, "invalid", "The body must be JSON: {\"text\": \"…\"}.")
+	}
+	if strings.TrimSpace(req.Text) == "" {
+		return fail(c, fiber.StatusBadRequest, "invalid", "The message is empty.")
+	}
+	if utf8.RuneCountInString(req.Text) > schema.MaxTextRunes {
+		return fail(c, fiber.StatusRequestEntityTooLarge, schema.CodeTooLarge, "The message is longer than 4,000 characters.")
+	}
+	if len(req.ClientID) > schema.MaxClientIDLen {
+		return fail(c, fiber.StatusBadRequest, "invalid", "client_id must be at most 64 characters.")
+	}
+	w := current(c)
+	clientID := ""
+	if req.ClientID != "" {
+		clientID = "op" + strconv.FormatInt(w.op.ID, 10) + ":" + req.ClientID // idempotent retries
+	}
+	name := w.op.Name
+	if name == "" {
+		name = w.op.Email
+	}
+	done := make(chan store.MessageResult, 1)
+	if err := h.Store.SubmitMessage(&store.MessageRequest{
+		SiteID: cv.SiteID, ConversationID: cv.ID, Author: schema.AuthorOperator, Name: name,
+		Text: req.Text, Internal: req.Internal, ClientID: clientID,
+		Done: func(r store.MessageResult) { done <- r },
+	}); err != nil {
+		return fail(c, fiber.StatusServiceUnavailable, schema.CodeUnavailable, "The server is too busy; send it again.")
+	}
+	var r store.MessageResult
+	select {
+	case r = <-done:
+	case <-time.After(10 * time.Second):
+		return fail(c, fiber.StatusServiceUnavailable, schema.CodeUnavailable, "The reply was not confirmed in time; send it again (same client_id).")
+	}
+	if r.Err != nil {
+		return r.Err
+	}
+	ctx, cancel := reqCtx(c)
+	defer cancel()
+	_ = h.Store.Write(ctx, func(tx *store.Tx) error { return tx.MarkRead(w.op.ID, cv.ID, r.MessageID) })
+	return c.Status(fiber.StatusCreated).JSON(fiber.Map{"message": Message{ID: r.MessageID, Author: schema.AuthorOperator,
+		Name: name, Text: req.Text, Internal: req.Internal, CreatedAt: r.CreatedAt}, "duplicate": r.Duplicate})
+}
+
+func (h *Handler) setStatus(status string) fiber.Handler {
+	return func(c *fiber.Ctx) error {
+		cv, err := h.conv(c)
+		if cv == nil {
+			return err
+		}
+		ctx, cancel := reqCtx(c)
+		defer cancel()
+		if err := h.Store.Write(ctx, func(tx *store.Tx) error { return tx.SetConversationStatus(cv.ID, status) }); err != nil {
+			return err
+		}
+		h.Hub.Conversation(cv.SiteID, cv.ID, status)
+		return c.JSON(fiber.Map{"id": cv.ID, "status": status})
+	}
+}
+
+func (h *Handler) markRead(c *fiber.Ctx) error {
+	cv, err := h.conv(c)
+	if cv == nil {
+		return err
+	}
+	var req struct {
+		MessageID int64 `json:"message_id"`
+	}
+	_ = c.BodyParser(&req)
+	if req.MessageID <= 0 || req.MessageID > cv.LastMessageID {
+		req.MessageID = cv.LastMessageID
+	}
+	ctx, cancel := reqCtx(c)
+	defer cancel()
+	w := current(c)
+	if err := h.Store.Write(ctx, func(tx *store.Tx) error { return tx.MarkRead(w.op.ID, cv.ID, req.MessageID) }); err != nil {
+		return err
+	}
+	return c.SendStatus(fiber.StatusNoContent)
+}
+
+// Settings is a site's settings as the inbox shows them: secrets are never sent back, only
+// whether they are set.
+type Settings struct {
+	ID                    int64    `json:"id"`
+	Key                   string   `json:"key"`
+	Name                  string   `json:"name"`
+	Origins               []string `json:"origins"`
+	SlackChannel          string   `json:"slack_channel"`
+	SlackTokenSet         bool     `json:"slack_token_set"`
+	SlackSigningSecretSet bool     `json:"slack_signing_secret_set"`
+	DiscordWebhookSet     bool     `json:"discord_webhook_set"`
+	WebhookURL            string   `json:"webhook_url"`
+	WebhookSecretSet      bool     `json:"webhook_secret_set"`
+	NotifyEmail           string   `json:"notify_email"`
+}
+
+func settingsOf(s *store.Site) Settings {
+	o := s.Origins
+	if o == nil {
+		o = []string{}
+	}
+	return Settings{ID: s.ID, Key: s.Key, Name: s.Name, Origins: o, SlackChannel: s.SlackChannel,
+		SlackTokenSet: s.SlackToken != "", SlackSigningSecretSet: s.SlackSigningSecret != "",
+		DiscordWebhookSet: s.DiscordWebhook != "", WebhookURL: s.WebhookURL, WebhookSecretSet: s.WebhookSecret != "",
+		NotifyEmail: s.NotifyEmail}
+}
+
+func (h *Handler) settings(c *fiber.Ctx) error {
+	s, err := h.site(c)
+	if s == nil {
+		return err
+	}
+	ctx, cancel := reqCtx(c)
+	defer cancel()
+	row, err := h.Store.SiteByID(ctx, s.ID)
+	if err != nil {
+		return err
+	}
+	return c.JSON(settingsOf(row))
+}
+
+// settingsUpdate changes what it names: a missing field keeps its value; a secret given as ""
+// is removed.
+type settingsUpdate struct {
+	Name               *string   `json:"name"`
+	Origins            *[]string `json:"origins"`
+	SlackToken         *string   `json:"slack_token"`
+	SlackChannel       *string   `json:"slack_channel"`
+	SlackSigningSecret *string   `json:"slack_signing_secret"`
+	DiscordWebhook     *string   `json:"discord_webhook"`
+	WebhookURL         *string   `json:"webhook_url"`
+	WebhookSecret      *string   `json:"webhook_secret"`
+	NotifyEmail        *string   `json:"notify_email"`
+}
+
+func (h *Handler) updateSettings(c *fiber.Ctx) error {
+	s, err := h.site(c)
+	if s == nil {
+		return err
+	}
+	var u settingsUpdate
+	if err := c.BodyParser(&u); err != nil {
+		return fail(c, fiber.StatusBadRequest, "invalid", "The body must be a JSON object of settings.")
+	}
+	ctx, cancel := reqCtx(c)
+	defer cancel()
+	var row *store.Site
+	err = h.Store.Write(ctx, func(tx *store.Tx) error {
+		// Read inside the writer's transaction, so two updates never undo each other.
+		var origins string
+		cur := &store.Site{ID: s.ID}
+		found, err := tx.QueryRow(`SELECT key, name, origins, slack_token, slack_channel, slack_signing_secret,
+			discord_webhook, webhook_url, webhook_secret, notify_email, created_at FROM sites WHERE id = ?`, []any{s.ID},
+			&cur.Key, &cur.Name, &origins, &cur.SlackToken, &cur.SlackChannel, &cur.SlackSigningSecret,
+			&cur.DiscordWebhook, &cur.WebhookURL, &cur.WebhookSecret, &cur.NotifyEmail, &cur.CreatedAt)
+		if err != nil {
+			return err
+		}
+		if !found {
+			return store.ErrNotFound
+		}
+		if origins != "" {
+			cur.Origins = strings.Split(origins, "\n")
+		}
+		set := func(dst *string, v *string) {
+			if v != nil {
+				*dst = strings.TrimSpace(*v)
+			}
+		}
+		set(&cur.Name, u.Name)
+		set(&cur.SlackToken, u.SlackToken)
+		set(&cur.SlackChannel, u.SlackChannel)
+		set(&cur.SlackSigningSecret, u.SlackSigningSecret)
+		set(&cur.DiscordWebhook, u.DiscordWebhook)
+		set(&cur.WebhookURL, u.WebhookURL)
+		set(&cur.WebhookSecret, u.WebhookSecret)
+		set(&cur.NotifyEmail, u.NotifyEmail)
+		if u.Origins != nil {
+			cur.Origins = cur.Origins[:0]
+			for _, o := range *u.Origins {
+				if o = strings.TrimRight(strings.TrimSpace(o), "/"); o != "" {
+					cur.Origins = append(cur.Origins, o)
+				}
+			}
+		}
+		switch {
+		case cur.Name == "":
+			return badRequest("A site needs a name.")
+		case len(cur.Origins) == 0:
+			return badRequest("A site needs at least one allowed origin (https://example.com, or * for development).")
+		case cur.WebhookURL != "" && cur.WebhookSecret == "":
+			return badRequest("A webhook URL needs a webhook secret.")
+		}
+		for _, o := range cur.Origins {
+			if o != "*" && !strings.HasPrefix(o, "http://") && !strings.HasPrefix(o, "https://") {
+				return badRequest("Origins look like https://example.com (scheme and host, no path).")
+			}
+		}
+		row = cur
+		return tx.UpdateSite(cur)
+	})
+	var br badRequest
+	if errors.As(err, &br) {
+		return fail(c, fiber.StatusBadRequest, "invalid", string(br))
+	}
+	if err != nil {
+		return err
+	}
+	if err := h.Sites.Put(ctx, row); err != nil {
+		h.Log.Error("publish site settings", "site", row.ID, "err", err)
+	}
+	return c.JSON(settingsOf(row))
+}
+
+type badRequest string
+
+func (b badRequest) Error() string { return string(b) }
+
+func (h *Handler) tokens(c *fiber.Ctx) error {
+	ctx, cancel := reqCtx(c)
+	defer cancel()
+	list, err := h.Store.APITokens(ctx, current(c).op.ID)
+	if err != nil {
+		return err
+	}
+	return c.JSON(fiber.Map{"tokens": list})
+}
+
+func (h *Handler) newToken(c *fiber.Ctx) error {
+	var req struct {
+		Name string `json:"name"`
+	}
+	_ = c.BodyParser(&req)
+	if len(req.Name) > 100 {
+		return fail(c, fiber.StatusBadRequest, "invalid", "The name is too long.")
+	}
+	tok := TokenPrefix + randomToken(24)
+	ctx, cancel := reqCtx(c)
+	defer cancel()
+	var id int64
+	w := current(c)
+	if err := h.Store.Write(ctx, func(tx *store.Tx) error {
+		var err error
+		id, err = tx.AddAPIToken(w.op.ID, hashToken(tok), strings.TrimSpace(req.Name))
+		return err
+	}); err != nil {
+		return err
+	}
+	return c.Status(fiber.StatusCreated).JSON(fiber.Map{"id": id, "name": req.Name, "token": tok})
+}
+
+func (h *Handler) deleteToken(c *fiber.Ctx) error {
+	id, err := parseID(c.Params("id"))
+	if err != nil {
+		return fail(c, fiber.StatusNotFound, "not_found", "No such token.")
+	}
+	ctx, cancel := reqCtx(c)
+	defer cancel()
+	w := current(c)
+	if err := h.Store.Write(ctx, func(tx *store.Tx) error { return tx.DeleteAPIToken(w.op.ID, id) }); err != nil {
+		return err
+	}
+	return c.SendStatus(fiber.StatusNoContent)
+}

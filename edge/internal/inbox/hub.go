@@ -1,0 +1,150 @@
+package inbox
+
+import (
+	"encoding/json"
+	"sync"
+	"sync/atomic"
+
+	"spookat/edge/internal/store"
+	"spookat/schema"
+)
+
+// Hub fans live changes out to the operator websockets that watch a site: messages as they
+// commit (internal notes included), delivery states as the worker reports them, conversations
+// closed or reopened. Publish runs on the writer's goroutine: with no operator online it is one
+// atomic load; otherwise it encodes each event once and queues it without waiting.
+type Hub struct {
+	n    atomic.Int64 // subscriptions, for the fast path
+	mu   sync.RWMutex
+	subs map[int64]map[*opConn]struct{}
+}
+
+// NewHub returns an empty hub.
+func NewHub() *Hub { return &Hub{subs: make(map[int64]map[*opConn]struct{})} }
+
+func (h *Hub) subscribe(c *opConn, sites []int64) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, id := range sites {
+		set := h.subs[id]
+		if set == nil {
+			set = make(map[*opConn]struct{})
+			h.subs[id] = set
+		}
+		set[c] = struct{}{}
+		h.n.Add(1)
+	}
+}
+
+func (h *Hub) unsubscribe(c *opConn, sites []int64) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, id := range sites {
+		if set := h.subs[id]; set != nil {
+			if _, ok := set[c]; ok {
+				delete(set, c)
+				h.n.Add(-1)
+			}
+			if len(set) == 0 {
+				delete(h.subs, id)
+			}
+		}
+	}
+}
+
+func (h *Hub) send(siteID int64, ev any) {
+	if h.n.Load() == 0 {
+		return
+	}
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	set := h.subs[siteID]
+	if len(set) == 0 {
+		return
+	}
+	b, err := json.Marshal(ev)
+	if err != nil {
+		return
+	}
+	for c := range set {
+		c.push(b)
+	}
+}
+
+// CloseAll closes every operator socket (graceful stop); the inbox reconnects.
+func (h *Hub) CloseAll() {
+	h.mu.RLock()
+	var list []*opConn
+	for _, set := range h.subs {
+		for c := range set {
+			list = append(list, c)
+		}
+	}
+	h.mu.RUnlock()
+	for _, c := range list {
+		c.close()
+	}
+}
+
+// Event frames on /v1/api/ws (documented in schema/PROTOCOL.md).
+type messageEvent struct {
+	Type           string  `json:"type"` // "message"
+	SiteID         int64   `json:"site_id"`
+	ConversationID int64   `json:"conversation_id"`
+	First          bool    `json:"first,omitempty"`
+	Message        Message `json:"message"`
+}
+
+type deliveryEvent struct {
+	Type           string         `json:"type"` // "delivery"
+	SiteID         int64          `json:"site_id"`
+	ConversationID int64          `json:"conversation_id"`
+	Delivery       store.Delivery `json:"delivery"`
+}
+
+type conversationEvent struct {
+	Type           string `json:"type"` // "conversation"
+	SiteID         int64  `json:"site_id"`
+	ConversationID int64  `json:"conversation_id"`
+	Status         string `json:"status"`
+}
+
+// Message is a message as the inbox API shows it (times in Unix ms).
+type Message struct {
+	ID        int64  `json:"id"`
+	Author    string `json:"author"`
+	Name      string `json:"name"`
+	Text      string `json:"text"`
+	Internal  bool   `json:"internal"`
+	CreatedAt int64  `json:"created_at"`
+}
+
+// Publish is the store's OnCommit hook for the inbox.
+func (h *Hub) Publish(msgs []store.Committed) {
+	if h.n.Load() == 0 {
+		return
+	}
+	for i := range msgs {
+		c := &msgs[i]
+		h.send(c.SiteID, messageEvent{Type: "message", SiteID: c.SiteID, ConversationID: c.ConversationID, First: c.First,
+			Message: Message{ID: c.MessageID, Author: c.Author, Name: c.Name, Text: c.Text, Internal: c.Internal, CreatedAt: c.CreatedAt}})
+	}
+}
+
+// Deliveries is the results recorder's OnRecorded hook: delivery states, live.
+func (h *Hub) Deliveries(results []schema.Result) {
+	if h.n.Load() == 0 {
+		return
+	}
+	for i := range results {
+		r := &results[i]
+		h.send(r.SiteID, deliveryEvent{Type: "delivery", SiteID: r.SiteID, ConversationID: r.ConversationID,
+			Delivery: store.Delivery{MessageID: r.MessageID, Target: r.Target, Status: r.Status, Attempts: r.Attempts,
+				LastError: r.Error, ExternalID: r.ExternalID}})
+	}
+}
+
+// Conversation tells the site's operators that a conversation was closed or reopened.
+func (h *Hub) Conversation(siteID, conversationID int64, status string) {
+	h.send(siteID, conversationEvent{Type: "conversation", SiteID: siteID, ConversationID: conversationID, Status: status})
+}

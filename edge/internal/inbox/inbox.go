@@ -1,0 +1,262 @@
+// Package inbox serves the operators: login and sessions for the web inbox (/app/), the JSON
+// API under /v1/api/ (session cookie + CSRF token from the inbox, or a per-operator API token
+// from scripts), and the operator websocket /v1/api/ws that carries live changes. Every route
+// that touches a site or a conversation checks that the operator is a member of the site, in
+// the SQL that reads it. The routes are documented in schema/PROTOCOL.md.
+package inbox
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"errors"
+	"log/slog"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+
+	"spookat/edge/internal/sites"
+	"spookat/edge/internal/store"
+	"spookat/schema"
+)
+
+const (
+	// CookieName is the session cookie.
+	CookieName = "spookat_session"
+	// CSRFHeader carries the session's CSRF token on every state-changing request.
+	CSRFHeader = "X-CSRF-Token"
+	// TokenPrefix starts every API token.
+	TokenPrefix = "spk_"
+	// SessionTTL is how long a session lives.
+	SessionTTL = 14 * 24 * time.Hour
+)
+
+// Handler serves the inbox API and the operator websocket.
+type Handler struct {
+	Store *store.Store
+	Sites *sites.Registry
+	Hub   *Hub
+	Log   *slog.Logger
+	// Limiter bounds login attempts (default: 10 per minute per address, 5 per minute per email).
+	Limiter *Limiter
+}
+
+// who is the authenticated operator of a request.
+type who struct {
+	op       store.Operator
+	csrf     string // "" for an API token
+	session  []byte // session token hash, for logout
+	apiToken bool
+}
+
+// Register mounts /v1/api/.
+func (h *Handler) Register(app *fiber.App) {
+	if h.Limiter == nil {
+		h.Limiter = NewLimiter()
+	}
+	g := app.Group("/v1/api", func(c *fiber.Ctx) error {
+		c.Set(fiber.HeaderCacheControl, "no-store")
+		c.Set("X-Content-Type-Options", "nosniff")
+		return c.Next()
+	})
+	g.Post("/login", h.login)
+	g.Get("/ws", h.auth, h.wsUpgrade, h.ws())
+	g.Use(h.auth)
+	g.Post("/logout", h.logout)
+	g.Get("/me", h.me)
+	g.Get("/sites/:site/conversations", h.conversations)
+	g.Get("/sites/:site/settings", h.settings)
+	g.Put("/sites/:site/settings", h.updateSettings)
+	g.Get("/conversations/:id", h.conversation)
+	g.Get("/conversations/:id/messages", h.messages)
+	g.Post("/conversations/:id/messages", h.reply)
+	g.Post("/conversations/:id/close", h.setStatus("closed"))
+	g.Post("/conversations/:id/reopen", h.setStatus("open"))
+	g.Post("/conversations/:id/read", h.markRead)
+	g.Get("/tokens", h.tokens)
+	g.Post("/tokens", h.newToken)
+	g.Delete("/tokens/:id", h.deleteToken)
+	g.Use(func(c *fiber.Ctx) error {
+		return fail(c, fiber.StatusNotFound, "not_found", "No such API route; see schema/PROTOCOL.md.")
+	})
+}
+
+func fail(c *fiber.Ctx, status int, code, msg string) error {
+	return c.Status(status).JSON(schema.HTTPError{Code: code, Message: msg})
+}
+
+func hashToken(t string) []byte {
+	sum := sha256.Sum256([]byte(t))
+	return sum[:]
+}
+
+func randomToken(n int) string {
+	b := make([]byte, n)
+	rand.Read(b)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+func reqCtx(c *fiber.Ctx) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(c.UserContext(), 10*time.Second)
+}
+
+// secure reports whether the browser reached us over TLS (directly or through a proxy that
+// terminates it), so the cookie gets the Secure flag.
+func secure(c *fiber.Ctx) bool {
+	return c.Context().IsTLS() || strings.EqualFold(c.Get(fiber.HeaderXForwardedProto), "https")
+}
+
+// sameOrigin rejects cross-site requests carrying the session cookie: the Origin header, when
+// present (every browser sends it on POST and websocket upgrades), must name this host.
+func sameOrigin(c *fiber.Ctx) bool {
+	o := c.Get(fiber.HeaderOrigin)
+	if o == "" {
+		return true
+	}
+	u, err := url.Parse(o)
+	return err == nil && strings.EqualFold(u.Host, string(c.Request().Host()))
+}
+
+// auth identifies the operator by API token (Authorization: Bearer spk_…) or session cookie.
+// A cookie-authenticated request that changes state must carry the session's CSRF token and
+// come from this origin.
+func (h *Handler) auth(c *fiber.Ctx) error {
+	ctx, cancel := reqCtx(c)
+	defer cancel()
+	if a := c.Get(fiber.HeaderAuthorization); a != "" {
+		tok, ok := strings.CutPrefix(a, "Bearer ")
+		if !ok || !strings.HasPrefix(tok, TokenPrefix) {
+			return fail(c, fiber.StatusUnauthorized, "unauthorized", "Use Authorization: Bearer spk_… with an API token.")
+		}
+		op, found, err := h.Store.TokenOperator(ctx, hashToken(tok))
+		if err != nil {
+			return err
+		}
+		if !found {
+			return fail(c, fiber.StatusUnauthorized, "unauthorized", "This API token is unknown or revoked.")
+		}
+		c.Locals("who", &who{op: op, apiToken: true})
+		return c.Next()
+	}
+	cookie := c.Cookies(CookieName)
+	if cookie == "" {
+		return fail(c, fiber.StatusUnauthorized, "unauthorized", "Log in first.")
+	}
+	th := hashToken(cookie)
+	op, csrf, found, err := h.Store.SessionOperator(ctx, th, time.Now().UnixMilli())
+	if err != nil {
+		return err
+	}
+	if !found {
+		c.ClearCookie(CookieName)
+		return fail(c, fiber.StatusUnauthorized, "unauthorized", "Your session has ended; log in again.")
+	}
+	if c.Method() != fiber.MethodGet && c.Method() != fiber.MethodHead {
+		if !sameOrigin(c) || !store.CSRFEqual(c.Get(CSRFHeader), csrf) {
+			return fail(c, fiber.StatusForbidden, "csrf", "Missing or wrong CSRF token; reload the inbox.")
+		}
+	}
+	c.Locals("who", &who{op: op, csrf: csrf, session: th})
+	return c.Next()
+}
+
+func current(c *fiber.Ctx) *who { return c.Locals("who").(*who) }
+
+type loginRequest struct {
+	Email    string `json:"email"`
+	Password string `json:"password"`
+}
+
+func (h *Handler) login(c *fiber.Ctx) error {
+	if !sameOrigin(c) {
+		return fail(c, fiber.StatusForbidden, "csrf", "Log in from the inbox's own page.")
+	}
+	var req loginRequest
+	if err := c.BodyParser(&req); err != nil || req.Email == "" || req.Password == "" {
+		return fail(c, fiber.StatusBadRequest, "invalid", "Give an email and a password.")
+	}
+	if wait := h.Limiter.Take(c.IP(), strings.ToLower(strings.TrimSpace(req.Email))); wait > 0 {
+		secs := int(wait/time.Second) + 1
+		c.Set(fiber.HeaderRetryAfter, itoa(secs))
+		return fail(c, fiber.StatusTooManyRequests, "rate_limited",
+			"Too many login attempts; try again in "+itoa(secs)+" seconds.")
+	}
+	ctx, cancel := reqCtx(c)
+	defer cancel()
+	op, ok, err := h.Store.OperatorLogin(ctx, req.Email, req.Password)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return fail(c, fiber.StatusUnauthorized, "unauthorized", "Wrong email or password.")
+	}
+	token, csrf := randomToken(32), randomToken(24)
+	expires := time.Now().Add(SessionTTL)
+	if err := h.Store.Write(ctx, func(tx *store.Tx) error {
+		return tx.AddSession(hashToken(token), op.ID, csrf, expires.UnixMilli())
+	}); err != nil {
+		return err
+	}
+	c.Cookie(&fiber.Cookie{Name: CookieName, Value: token, Path: "/", Expires: expires, HTTPOnly: true,
+		SameSite: fiber.CookieSameSiteLaxMode, Secure: secure(c)})
+	return c.JSON(fiber.Map{"operator": op, "csrf_token": csrf})
+}
+
+func (h *Handler) logout(c *fiber.Ctx) error {
+	w := current(c)
+	if w.session != nil {
+		ctx, cancel := reqCtx(c)
+		defer cancel()
+		if err := h.Store.Write(ctx, func(tx *store.Tx) error { return tx.DeleteSession(w.session) }); err != nil {
+			return err
+		}
+	}
+	c.Cookie(&fiber.Cookie{Name: CookieName, Value: "", Path: "/", MaxAge: -1, Expires: time.Unix(1, 0), HTTPOnly: true,
+		SameSite: fiber.CookieSameSiteLaxMode, Secure: secure(c)})
+	return c.SendStatus(fiber.StatusNoContent)
+}
+
+func (h *Handler) me(c *fiber.Ctx) error {
+	w := current(c)
+	ctx, cancel := reqCtx(c)
+	defer cancel()
+	list, err := h.Store.OperatorSites(ctx, w.op.ID)
+	if err != nil {
+		return err
+	}
+	out := fiber.Map{"operator": w.op, "sites": list}
+	if w.csrf != "" {
+		out["csrf_token"] = w.csrf
+	}
+	return c.JSON(out)
+}
+
+var errForbidden = errors.New("forbidden")
+
+// site resolves :site (a numeric id or a site key) to a site the operator is a member of:
+// 404 for no such site, 403 for a site of others.
+func (h *Handler) site(c *fiber.Ctx) (*sites.Site, error) {
+	ref := c.Params("site")
+	var s *sites.Site
+	if id, err := parseID(ref); err == nil {
+		s = h.Sites.ByID(id)
+	} else {
+		s = h.Sites.ByKey(ref)
+	}
+	if s == nil {
+		return nil, fail(c, fiber.StatusNotFound, "not_found", "No such site.")
+	}
+	ctx, cancel := reqCtx(c)
+	defer cancel()
+	ok, err := h.Store.IsMember(ctx, current(c).op.ID, s.ID)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, fail(c, fiber.StatusForbidden, "forbidden", "You are not a member of this site.")
+	}
+	return s, nil
+}

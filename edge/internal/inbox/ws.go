@@ -1,0 +1,92 @@
+package inbox
+
+import (
+	"sync"
+	"time"
+
+	fws "github.com/fasthttp/websocket"
+	"github.com/gofiber/contrib/websocket"
+	"github.com/gofiber/fiber/v2"
+)
+
+// opConn is one operator websocket. Events are queued and written by its own goroutine; a
+// socket too slow to keep up is closed, and the inbox reconnects and reloads.
+type opConn struct {
+	ws   *websocket.Conn
+	out  chan []byte
+	gone chan struct{}
+	once sync.Once
+}
+
+func (c *opConn) push(b []byte) {
+	select {
+	case c.out <- b:
+	case <-c.gone:
+	default:
+		c.close()
+	}
+}
+
+func (c *opConn) close() { c.once.Do(func() { close(c.gone) }) }
+
+// wsUpgrade refuses a plain request and a cross-site upgrade (the cookie would ride along).
+func (h *Handler) wsUpgrade(c *fiber.Ctx) error {
+	if !websocket.IsWebSocketUpgrade(c) {
+		return fail(c, fiber.StatusUpgradeRequired, "upgrade_required", "This endpoint speaks websocket only.")
+	}
+	if !sameOrigin(c) {
+		return fail(c, fiber.StatusForbidden, "origin_not_allowed", "The inbox websocket opens from the inbox's own page only.")
+	}
+	return c.Next()
+}
+
+func (h *Handler) ws() fiber.Handler {
+	return websocket.New(func(ws *websocket.Conn) {
+		w := ws.Locals("who").(*who)
+		ctx, cancel := contextTimeout(5 * time.Second)
+		list, err := h.Store.OperatorSites(ctx, w.op.ID)
+		cancel()
+		if err != nil {
+			return
+		}
+		ids := make([]int64, len(list))
+		for i, s := range list {
+			ids[i] = s.ID
+		}
+		c := &opConn{ws: ws, out: make(chan []byte, 256), gone: make(chan struct{})}
+		h.Hub.subscribe(c, ids)
+		defer h.Hub.unsubscribe(c, ids)
+		readDone := make(chan struct{})
+		go func() { // reads only to notice the close (and answer pings)
+			defer close(readDone)
+			ws.SetReadLimit(4096)
+			for {
+				if _, _, err := ws.ReadMessage(); err != nil {
+					c.close()
+					return
+				}
+			}
+		}()
+		ping := time.NewTicker(30 * time.Second)
+		defer ping.Stop()
+		_ = ws.WriteMessage(fws.TextMessage, []byte(`{"type":"ready"}`))
+		for {
+			select {
+			case <-c.gone:
+				_ = ws.WriteControl(fws.CloseMessage, fws.FormatCloseMessage(fws.CloseGoingAway, ""), time.Now().Add(time.Second))
+				_ = ws.NetConn().Close()
+				<-readDone
+				return
+			case b := <-c.out:
+				_ = ws.SetWriteDeadline(time.Now().Add(10 * time.Second))
+				if err := ws.WriteMessage(fws.TextMessage, b); err != nil {
+					c.close()
+				}
+			case <-ping.C:
+				if err := ws.WriteControl(fws.PingMessage, nil, time.Now().Add(5*time.Second)); err != nil {
+					c.close()
+				}
+			}
+		}
+	}, websocket.Config{HandshakeTimeout: 10 * time.Second})
+}

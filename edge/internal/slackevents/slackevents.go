@@ -1,0 +1,242 @@
+// Package slackevents takes replies from Slack: POST /v1/integrations/slack/events (Slack's
+// Events API). Every request is verified with the signing secret of the site it concerns
+// (slack-go's verifier: v0 HMAC-SHA256 over "v0:<timestamp>:<body>", timestamp within 5
+// minutes), or refused with 401. The request is answered at once and the work is done after,
+// so Slack's 3-second deadline is never at risk.
+//
+// A human reply in a conversation's thread (thread_ts = conversations.slack_thread, channel =
+// the site's channel) becomes an operator message, saved by the edge's writer and pushed live
+// to the visitor and the inbox. The bot's own posts (bot_id, or any subtype) are ignored, so
+// nothing echoes. A reply starting with "note:" is stored as an internal note. The message's
+// client id is "slack:<channel>:<ts>", so a retried event is stored once whatever the path
+// (Slack's retries, two edges, a restart), and the outbox never posts it back to Slack.
+package slackevents
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/slack-go/slack"
+
+	"spookat/edge/internal/sites"
+	"spookat/edge/internal/store"
+	"spookat/schema"
+)
+
+// ClientIDPrefix starts the client id of every message that came from Slack.
+const ClientIDPrefix = "slack:"
+
+// Handler serves the Events API endpoint.
+type Handler struct {
+	Store *store.Store
+	Sites *sites.Registry
+	Log   *slog.Logger
+
+	mu   sync.Mutex
+	seen map[string]time.Time // event ids handled lately: Slack's retries are dropped early
+	wg   sync.WaitGroup
+}
+
+// Register mounts the route.
+func (h *Handler) Register(app *fiber.App) {
+	app.Post("/v1/integrations/slack/events", h.serve)
+}
+
+// Wait waits for events being handled (graceful stop).
+func (h *Handler) Wait() { h.wg.Wait() }
+
+type envelope struct {
+	Type      string `json:"type"`
+	Challenge string `json:"challenge"`
+	EventID   string `json:"event_id"`
+	Event     event  `json:"event"`
+}
+
+type event struct {
+	Type        string `json:"type"`
+	Subtype     string `json:"subtype"`
+	BotID       string `json:"bot_id"`
+	User        string `json:"user"`
+	Text        string `json:"text"`
+	Channel     string `json:"channel"`
+	TS          string `json:"ts"`
+	ThreadTS    string `json:"thread_ts"`
+	UserProfile struct {
+		DisplayName string `json:"display_name"`
+		RealName    string `json:"real_name"`
+	} `json:"user_profile"`
+}
+
+func unauthorized(c *fiber.Ctx) error {
+	return c.Status(fiber.StatusUnauthorized).JSON(schema.HTTPError{Code: "unauthorized",
+		Message: "The request is not signed with the signing secret of a site for this channel."})
+}
+
+func (h *Handler) serve(c *fiber.Ctx) error {
+	body := append([]byte(nil), c.Body()...)
+	var env envelope
+	if err := json.Unmarshal(body, &env); err != nil {
+		// Unverifiable without knowing the site; say no more than for a bad signature.
+		return unauthorized(c)
+	}
+	hdr := http.Header{}
+	hdr.Set("X-Slack-Signature", c.Get("X-Slack-Signature"))
+	hdr.Set("X-Slack-Request-Timestamp", c.Get("X-Slack-Request-Timestamp"))
+	site := h.verify(hdr, body, h.candidates(c.Query("site"), env.Event.Channel))
+	if site == nil {
+		return unauthorized(c)
+	}
+	switch env.Type {
+	case "url_verification":
+		return c.JSON(fiber.Map{"challenge": env.Challenge})
+	case "event_callback":
+	default:
+		return c.SendStatus(fiber.StatusOK)
+	}
+	if env.EventID != "" && !h.first(env.EventID) {
+		c.Set("X-Spookat-Duplicate", "1")
+		return c.SendStatus(fiber.StatusOK) // a retry of an event handled already
+	}
+	h.wg.Add(1)
+	go func() {
+		defer h.wg.Done()
+		h.handle(site, &env.Event)
+	}()
+	return c.SendStatus(fiber.StatusOK)
+}
+
+// candidates are the sites a request may come from: the one named by ?site=<key>, else the
+// sites whose Slack channel is the event's, else (url_verification has no channel) every site
+// with a signing secret.
+func (h *Handler) candidates(key, channel string) []*sites.Site {
+	if key != "" {
+		if s := h.Sites.ByKey(key); s != nil && s.SlackSigningSecret != "" {
+			return []*sites.Site{s}
+		}
+		return nil
+	}
+	var out []*sites.Site
+	for _, s := range h.Sites.All() {
+		if s.SlackSigningSecret == "" {
+			continue
+		}
+		if channel == "" || s.SlackChannel == channel {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// verify returns the first candidate whose signing secret signed the request.
+func (h *Handler) verify(hdr http.Header, body []byte, list []*sites.Site) *sites.Site {
+	tried := map[string]bool{}
+	for _, s := range list {
+		if tried[s.SlackSigningSecret] {
+			continue
+		}
+		tried[s.SlackSigningSecret] = true
+		sv, err := slack.NewSecretsVerifier(hdr, s.SlackSigningSecret)
+		if err != nil {
+			return nil // missing headers or a timestamp outside the 5-minute window: same for every secret
+		}
+		if _, err := sv.Write(body); err != nil {
+			continue
+		}
+		if sv.Ensure() == nil {
+			return s
+		}
+	}
+	return nil
+}
+
+// first records an event id and reports whether it is new.
+func (h *Handler) first(id string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	now := time.Now()
+	if h.seen == nil {
+		h.seen = map[string]time.Time{}
+	}
+	if len(h.seen) > 10000 {
+		for k, t := range h.seen {
+			if now.Sub(t) > time.Hour {
+				delete(h.seen, k)
+			}
+		}
+	}
+	if _, dup := h.seen[id]; dup {
+		return false
+	}
+	h.seen[id] = now
+	return true
+}
+
+// handle turns a human reply in a conversation's thread into an operator message.
+func (h *Handler) handle(site *sites.Site, ev *event) {
+	if ev.Type != "message" || ev.BotID != "" || (ev.Subtype != "" && ev.Subtype != "thread_broadcast") {
+		return // the bot's own posts, edits, joins…: never echoed
+	}
+	if ev.ThreadTS == "" || ev.ThreadTS == ev.TS || ev.Channel != site.SlackChannel || ev.User == "" {
+		return // not a reply in a thread of this site's channel
+	}
+	text := unescape(strings.TrimSpace(ev.Text))
+	internal := false
+	if len(text) >= 5 && strings.EqualFold(text[:5], "note:") {
+		internal, text = true, strings.TrimSpace(text[5:])
+	}
+	if text == "" {
+		return
+	}
+	if r := []rune(text); len(r) > schema.MaxTextRunes {
+		text = string(r[:schema.MaxTextRunes])
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	convID, found, err := h.Store.ConversationByThread(ctx, site.ID, ev.ThreadTS)
+	if err != nil {
+		h.Log.Error("slack reply: find conversation", "site", site.ID, "thread", ev.ThreadTS, "err", err)
+		return
+	}
+	if !found {
+		h.Log.Info("slack reply in a thread of no conversation; ignored", "site", site.ID, "thread", ev.ThreadTS)
+		return
+	}
+	name := ev.UserProfile.DisplayName
+	if name == "" {
+		name = ev.UserProfile.RealName
+	}
+	if name == "" {
+		name = "Support"
+	}
+	done := make(chan store.MessageResult, 1)
+	if err := h.Store.SubmitMessage(&store.MessageRequest{
+		SiteID: site.ID, ConversationID: convID, Author: schema.AuthorOperator, Name: name, Text: text,
+		Internal: internal, ClientID: ClientIDPrefix + ev.Channel + ":" + ev.TS,
+		Done: func(r store.MessageResult) { done <- r },
+	}); err != nil {
+		h.Log.Error("slack reply: store", "site", site.ID, "err", err)
+		return
+	}
+	select {
+	case r := <-done:
+		if r.Err != nil {
+			h.Log.Error("slack reply: store", "site", site.ID, "err", r.Err)
+		}
+	case <-ctx.Done():
+		h.Log.Error("slack reply: store timed out", "site", site.ID)
+	}
+}
+
+// unescape undoes Slack's escaping of &, < and > in message text.
+func unescape(s string) string {
+	if !strings.Contains(s, "&") {
+		return s
+	}
+	return strings.NewReplacer("&lt;", "<", "&gt;", ">", "&amp;", "&").Replace(s)
+}
