@@ -52,6 +52,10 @@ type Job struct {
 	First bool `json:"first,omitempty"`
 	// InboxURL links the operator to the conversation in the web inbox.
 	InboxURL string `json:"inbox_url,omitempty"`
+	// To is set on an email job that carries an operator's reply to a visitor who was not
+	// connected and left an address; without it, an email job notifies the site's address of
+	// a new conversation.
+	To string `json:"to,omitempty"`
 }
 
 // JobID is deterministic, so a job published twice (after a crash) is one job to JetStream's

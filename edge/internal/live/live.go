@@ -67,6 +67,14 @@ func (h *Hub) Unsubscribe(conversationID int64, s Subscriber) {
 	}
 }
 
+// Watching reports whether any socket watches the conversation (the visitor is connected).
+func (h *Hub) Watching(conversationID int64) bool {
+	sh := h.shard(conversationID)
+	sh.mu.RLock()
+	defer sh.mu.RUnlock()
+	return len(sh.subs[conversationID]) > 0
+}
+
 // Publish sends each committed message, as a message frame, to the conversation's
 // subscribers other than its sender. Internal notes never reach visitors.
 func (h *Hub) Publish(msgs []store.Committed) {

@@ -27,15 +27,28 @@ import (
 // Targets returns the delivery settings of a site, or nil for an unknown site.
 type Targets func(siteID int64) *schema.SiteDelivery
 
+// Config says what jobs a message gets.
+type Config struct {
+	Targets Targets
+	// InboxURL links a conversation in the web inbox (put in every job).
+	InboxURL func(conversationID int64) string
+	// ReplyEmail returns where to email an operator's reply: the visitor's address when the
+	// visitor is not connected and left one, else "".
+	ReplyEmail func(conversationID int64) string
+	// PublishedThrough is the persisted watermark the publisher starts from.
+	PublishedThrough int64
+	Log              *slog.Logger
+}
+
 // Publisher publishes jobs and tracks the watermark.
 type Publisher struct {
-	js       jetstream.JetStream
-	targets  Targets
-	inboxURL func(conversationID int64) string
-	log      *slog.Logger
+	js  jetstream.JetStream
+	cfg Config
+	log *slog.Logger
 
 	mu        sync.Mutex
-	queue     []store.Committed // handed over by the writer, not yet published
+	queue     []store.Committed // handed over by the writer, not yet taken by the loop
+	unhandled int               // messages handed over whose jobs are not yet published
 	retry     []*nats.Msg       // publishes that failed, to send again
 	pending   map[int64]int     // message id → jobs not yet acked by JetStream
 	order     []int64           // message ids with pending jobs, ascending
@@ -47,16 +60,15 @@ type Publisher struct {
 }
 
 // New creates a publisher on its own JetStream context (its ack handlers are the publisher's).
-func New(nc *nats.Conn, targets Targets, inboxURL func(int64) string, publishedThrough int64, log *slog.Logger) (*Publisher, error) {
+func New(nc *nats.Conn, cfg Config) (*Publisher, error) {
 	p := &Publisher{
-		targets:  targets,
-		inboxURL: inboxURL,
-		log:      log,
-		pending:  make(map[int64]int),
-		handled:  publishedThrough,
-		wake:     make(chan struct{}, 1),
-		stop:     make(chan struct{}),
-		done:     make(chan struct{}),
+		cfg:     cfg,
+		log:     cfg.Log,
+		pending: make(map[int64]int),
+		handled: cfg.PublishedThrough,
+		wake:    make(chan struct{}, 1),
+		stop:    make(chan struct{}),
+		done:    make(chan struct{}),
 	}
 	js, err := jetstream.New(nc,
 		jetstream.WithPublishAsyncAckHandler(p.onAck),
@@ -75,6 +87,7 @@ func New(nc *nats.Conn, targets Targets, inboxURL func(int64) string, publishedT
 func (p *Publisher) Enqueue(msgs []store.Committed) {
 	p.mu.Lock()
 	p.queue = append(p.queue, msgs...)
+	p.unhandled += len(msgs)
 	p.mu.Unlock()
 	select {
 	case p.wake <- struct{}{}:
@@ -96,7 +109,7 @@ func (p *Publisher) Watermark() int64 {
 func (p *Publisher) Backlog() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	n := len(p.queue) + len(p.retry)
+	n := p.unhandled + len(p.retry)
 	for _, c := range p.pending {
 		n += c
 	}
@@ -161,12 +174,18 @@ func (p *Publisher) loop() {
 // publish sends the jobs of one message. A message without targets only moves the watermark.
 func (p *Publisher) publish(c *store.Committed) {
 	var targets []string
+	replyTo := ""
 	if !c.Internal {
-		if d := p.targets(c.SiteID); d != nil {
+		if d := p.cfg.Targets(c.SiteID); d != nil {
 			targets = d.Targets(c.First && c.Author == schema.AuthorVisitor)
 		}
 		if strings.HasPrefix(c.ClientID, "slack:") {
 			targets = withoutSlack(targets) // a reply from Slack is never posted back to Slack
+		}
+		if c.Author == schema.AuthorOperator && p.cfg.ReplyEmail != nil {
+			if replyTo = p.cfg.ReplyEmail(c.ConversationID); replyTo != "" {
+				targets = append(targets, schema.TargetEmail)
+			}
 		}
 	}
 	p.mu.Lock()
@@ -175,6 +194,7 @@ func (p *Publisher) publish(c *store.Committed) {
 		p.order = append(p.order, c.MessageID)
 	}
 	p.handled = c.MessageID
+	p.unhandled--
 	p.mu.Unlock()
 	for _, target := range targets {
 		job := schema.Job{
@@ -190,8 +210,11 @@ func (p *Publisher) publish(c *store.Committed) {
 			CreatedAt:      time.UnixMilli(c.CreatedAt).UTC(),
 			First:          c.First,
 		}
-		if p.inboxURL != nil {
-			job.InboxURL = p.inboxURL(c.ConversationID)
+		if p.cfg.InboxURL != nil {
+			job.InboxURL = p.cfg.InboxURL(c.ConversationID)
+		}
+		if target == schema.TargetEmail {
+			job.To = replyTo
 		}
 		body, err := json.Marshal(&job)
 		if err != nil { // cannot happen with these field types; never drop silently

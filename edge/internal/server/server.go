@@ -134,13 +134,30 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		return fmt.Errorf("mirror sites to %s: %w", schema.BucketSites, err)
 	}
 
-	p, err := outbox.New(br.NC, func(id int64) *schema.SiteDelivery {
-		if s := reg.ByID(id); s != nil {
-			return s.Delivery
-		}
-		return nil
-	}, func(conv int64) string { return cfg.PublicURL + "/app/#/conversations/" + strconv.FormatInt(conv, 10) },
-		st.PublishedThrough(), log)
+	p, err := outbox.New(br.NC, outbox.Config{
+		Targets: func(id int64) *schema.SiteDelivery {
+			if s := reg.ByID(id); s != nil {
+				return s.Delivery
+			}
+			return nil
+		},
+		InboxURL: func(conv int64) string { return cfg.PublicURL + "/app/#/conversations/" + strconv.FormatInt(conv, 10) },
+		// An operator's reply reaches a visitor who is gone by email, if they left one.
+		ReplyEmail: func(conv int64) string {
+			if hub.Watching(conv) {
+				return ""
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			email, err := st.VisitorEmail(ctx, conv)
+			if err != nil {
+				log.Warn("visitor email lookup", "conversation", conv, "err", err)
+			}
+			return email
+		},
+		PublishedThrough: st.PublishedThrough(),
+		Log:              log,
+	})
 	if err != nil {
 		return err
 	}

@@ -100,3 +100,16 @@ func (s *Store) Unpublished(ctx context.Context, after int64, fn func([]Committe
 		after = batch[len(batch)-1].MessageID
 	}
 }
+
+// VisitorEmail is the address the visitor of a conversation left ("" for none).
+func (s *Store) VisitorEmail(ctx context.Context, conversationID int64) (email string, err error) {
+	err = s.Read(ctx, func(q Querier) error {
+		st, err := q.Stmt(`SELECT v.email FROM conversations c JOIN visitors v ON v.id = c.visitor_id WHERE c.id = ?`)
+		if err != nil {
+			return err
+		}
+		_, err = queryRow(st, []any{conversationID}, &email)
+		return err
+	})
+	return email, err
+}
