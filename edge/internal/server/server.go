@@ -228,6 +228,8 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 			return c.Status(fiber.StatusServiceUnavailable).SendString("stopping")
 		case !br.Ready():
 			return c.Status(fiber.StatusServiceUnavailable).SendString("NATS is not connected")
+		case !st.Running():
+			return c.Status(fiber.StatusServiceUnavailable).SendString("the SQLite writer is not running")
 		}
 		return c.SendString("ready")
 	})

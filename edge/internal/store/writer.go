@@ -103,6 +103,16 @@ func (s *Store) Write(ctx context.Context, fn func(*Tx) error) error {
 	}
 }
 
+// Running reports whether the writer goroutine is alive (for /readyz).
+func (s *Store) Running() bool {
+	select {
+	case <-s.done:
+		return false
+	default:
+		return true
+	}
+}
+
 // Flush waits until everything queued before it is committed.
 func (s *Store) Flush(ctx context.Context) error {
 	return s.Write(ctx, func(*Tx) error { return nil })
