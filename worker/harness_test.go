@@ -50,7 +50,7 @@ func newEnv(t *testing.T, slackOpt mock.SlackOptions) *env {
 	t.Cleanup(srv.Shutdown)
 	e := &env{t: t, srv: srv, url: srv.ClientURL()}
 	e.nc = e.connect()
-	e.js, err = jetstream.New(e.nc)
+	e.js, err = jetstream.New(e.nc, jetstream.WithPublishAsyncMaxPending(16384))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +60,9 @@ func newEnv(t *testing.T, slackOpt mock.SlackOptions) *env {
 		t.Fatal(err)
 	}
 	e.slack = mock.NewSlack(slackOpt)
-	e.slackTS = httptest.NewServer(e.slack)
+	e.slackTS = httptest.NewUnstartedServer(e.slack)
+	e.slackTS.Config.Protocols = mock.Protocols() // HTTP/1.1 and h2c (worker -h2c)
+	e.slackTS.Start()
 	t.Cleanup(e.slackTS.Close)
 	e.results = e.collect()
 	return e

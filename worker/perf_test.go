@@ -15,7 +15,9 @@ import (
 
 // TestPerfSlack measures a real bin/worker process against the 50 ms Slack mock: deliveries/s
 // and the worker's CPU per delivery from /proc (the mock and NATS live in this test process, so
-// they are not counted). Run with SPOOKAT_PERF=1 (N=jobs, WORKERS=processes).
+// they are not counted). Run with SPOOKAT_PERF=1 (N=jobs, WORKERS=processes, H2C=1 for HTTP/2
+// to the mock, CPUPROFILE=file for the first worker's CPU profile, PPROF=addr to serve its /debug/pprof,
+// WORKER_BIN=path to measure another build).
 func TestPerfSlack(t *testing.T) {
 	if os.Getenv("SPOOKAT_PERF") == "" {
 		t.Skip("set SPOOKAT_PERF=1 to measure")
@@ -23,9 +25,12 @@ func TestPerfSlack(t *testing.T) {
 	n := envInt("N", 30000)
 	workers := envInt("WORKERS", 1)
 	convs := envInt("CONVS", 1500)
-	bin := filepath.Join(t.TempDir(), "worker")
-	if out, err := exec.Command("go", "build", "-o", bin, "./cmd/worker").CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
+	bin := os.Getenv("WORKER_BIN") // another build, for before/after comparisons
+	if bin == "" {
+		bin = filepath.Join(t.TempDir(), "worker")
+		if out, err := exec.Command("go", "build", "-o", bin, "./cmd/worker").CombinedOutput(); err != nil {
+			t.Fatalf("build: %v\n%s", err, out)
+		}
 	}
 	e := newEnv(t, mock.SlackOptions{Latency: 50 * time.Millisecond})
 	for s := int64(1); s <= 100; s++ {
@@ -42,6 +47,12 @@ func TestPerfSlack(t *testing.T) {
 	var procs []*exec.Cmd
 	for i := range workers {
 		args := []string{"-nats-url", e.url, "-metrics-addr", "", "-slack-api", e.slackTS.URL + "/api/"}
+		if os.Getenv("H2C") != "" {
+			args = append(args, "-h2c")
+		}
+		if a := os.Getenv("PPROF"); a != "" && i == 0 {
+			args = append(args, "-pprof", a)
+		}
 		if p := os.Getenv("CPUPROFILE"); p != "" && i == 0 {
 			args = append(args, "-cpuprofile", p)
 		}

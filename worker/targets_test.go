@@ -237,3 +237,82 @@ func TestNoSQLiteDependency(t *testing.T) {
 		}
 	}
 }
+
+// An email job with To carries an operator's reply to a visitor who left an address.
+func TestEmailReplyToVisitor(t *testing.T) {
+	e := newEnv(t, mock.SlackOptions{})
+	be := &smtpBackend{}
+	srv := smtp.NewServer(be)
+	srv.Domain = "localhost"
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = srv.Serve(ln) }()
+	defer srv.Close()
+	e.putSite(schema.SiteDelivery{SiteID: 1, Name: "Acme"}) // no notify address: replies still go
+	cfg := e.config()
+	addr := ln.Addr().(*net.TCPAddr)
+	cfg.SMTP.Host, cfg.SMTP.Port, cfg.SMTP.TLS, cfg.SMTP.From = "127.0.0.1", addr.Port, "none", "spookat@test"
+	e.start(cfg)
+	j := job(schema.TargetEmail, 1, 9, 5, false, "Yes, we ship to Mars.")
+	j.Author, j.Name, j.To = "operator", "Ann", "zoe@visitor.test"
+	e.publish(j)
+	waitFor(t, 10*time.Second, "the reply mailed and recorded", func() bool {
+		be.mu.Lock()
+		defer be.mu.Unlock()
+		return len(be.mail) == 1 && e.results.final(schema.StatusDelivered)[j.ID] == 1
+	})
+	m := be.mail[0]
+	if len(m.to) != 1 || m.to[0] != "zoe@visitor.test" {
+		t.Errorf("envelope → %v, want the visitor", m.to)
+	}
+	for _, want := range []string{"Subject: Reply from Acme", "Ann answered your message on Acme", "Yes, we ship to Mars."} {
+		if !bytes.Contains(m.data, []byte(want)) {
+			t.Errorf("mail lacks %q:\n%s", want, m.data)
+		}
+	}
+}
+
+// A receiver answering 429 + Retry-After is left alone that long (the attempt does not count
+// against the job), while another receiver keeps getting its events at once.
+func TestWebhook429RetryAfter(t *testing.T) {
+	e := newEnv(t, mock.SlackOptions{})
+	rc := mock.NewReceiver(mock.ReceiverOptions{Secret: whsec})
+	hooks := httptest.NewServer(rc)
+	defer hooks.Close()
+	e.putSite(schema.SiteDelivery{SiteID: 1, WebhookURL: hooks.URL + "/limited/2/1", WebhookSecret: whsec})
+	e.putSite(schema.SiteDelivery{SiteID: 2, WebhookURL: hooks.URL + "/ok", WebhookSecret: whsec})
+	cfg := e.config()
+	cfg.MaxAttempts = 2 // two 429s must not use the attempts up
+	e.start(cfg)
+	limited := job(schema.TargetWebhook, 1, 1, 1, true, "limited")
+	other := job(schema.TargetWebhook, 2, 2, 2, true, "other")
+	e.publish(limited, other)
+	waitFor(t, 10*time.Second, "both delivered", func() bool { return len(e.results.final(schema.StatusDelivered)) == 2 })
+	var at []time.Time
+	var status []int
+	var otherAt time.Time
+	for _, ev := range rc.Events() {
+		switch ev.ID {
+		case limited.ID:
+			at, status = append(at, ev.At), append(status, ev.Status)
+		case other.ID:
+			otherAt = ev.At
+		}
+	}
+	if len(status) != 3 || status[0] != 429 || status[1] != 429 || status[2] != 200 {
+		t.Fatalf("limited receiver saw %v, want 429, 429, 200", status)
+	}
+	for i := 1; i < len(at); i++ {
+		if gap := at[i].Sub(at[i-1]); gap < 900*time.Millisecond {
+			t.Errorf("attempt %d came %s after a 429 with Retry-After: 1", i+1, gap)
+		}
+	}
+	if otherAt.Sub(at[0]) > 500*time.Millisecond {
+		t.Errorf("the other receiver waited %s behind a rate-limited one", otherAt.Sub(at[0]))
+	}
+	if n := len(e.results.final(schema.StatusDead)); n != 0 {
+		t.Errorf("%d dead results", n)
+	}
+}

@@ -55,6 +55,10 @@ type Config struct {
 	WebhookTimeout time.Duration
 	ChatTimeout    time.Duration
 
+	// H2C speaks HTTP/2 without TLS to http:// Slack and Discord API URLs (mocks that serve
+	// it, like `loadgen mock`). The real APIs are https, where HTTP/2 is negotiated anyway.
+	H2C bool
+
 	SMTP email.Config
 
 	AckWait     time.Duration // consumer ack wait: how soon a crashed worker's jobs come back
@@ -95,6 +99,7 @@ func DefaultConfig() Config {
 func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.SlackAPI, "slack-api", c.SlackAPI, "Slack Web API base URL (point it at `loadgen mock` for tests)")
 	fs.StringVar(&c.DiscordAPI, "discord-api", c.DiscordAPI, "replace https://discord.com/api in Discord webhook URLs with this base (tests)")
+	fs.BoolVar(&c.H2C, "h2c", c.H2C, "HTTP/2 without TLS to http:// -slack-api/-discord-api (mocks that serve it, e.g. loadgen mock); https uses HTTP/2 regardless")
 	fs.IntVar(&c.ChatInFlight, "chat-inflight", c.ChatInFlight, "chat posts (Slack, Discord) in flight at once")
 	fs.IntVar(&c.WebhookInFlight, "webhook-inflight", c.WebhookInFlight, "webhook posts in flight at once")
 	fs.IntVar(&c.EmailInFlight, "email-inflight", c.EmailInFlight, "emails in flight at once")
@@ -112,6 +117,8 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.SMTP.From, "smtp-from", c.SMTP.From, "From address of notifications")
 	fs.DurationVar(&c.AckWait, "ack-wait", c.AckWait, "JetStream ack wait of job consumers (crash recovery time)")
 	fs.DurationVar(&c.PinnedTTL, "pinned-ttl", c.PinnedTTL, "how long a silent worker keeps its partitions pinned")
+	fs.DurationVar(&c.PullExpiry, "pull-expiry", c.PullExpiry, "expiry of a partition's pull request (an idle partition costs one per expiry; below -pinned-ttl)")
+	fs.DurationVar(&c.MemberTTL, "member-ttl", c.MemberTTL, "how soon a silent worker counts as gone (WORKERS bucket TTL; give every worker the same)")
 	fs.DurationVar(&c.StopTimeout, "stop-timeout", c.StopTimeout, "bound on finishing in-flight deliveries at stop")
 	fs.StringVar(&c.WorkerID, "worker-id", c.WorkerID, "worker id in the WORKERS bucket (default: random)")
 }
@@ -126,6 +133,11 @@ func (c *Config) check() error {
 	if c.PullExpiry < time.Second {
 		c.PullExpiry = time.Second
 	}
+	if c.PinnedTTL <= c.PullExpiry && c.PinnedTTL >= 2*time.Second {
+		// A short pinned TTL (tests, fast failover) brings the pull expiry down with it: the
+		// owner must renew its pull well within the TTL to stay pinned.
+		c.PullExpiry = c.PinnedTTL / 2
+	}
 	if c.PinnedTTL <= c.PullExpiry {
 		return fmt.Errorf("pinned TTL %s must be longer than the pull expiry %s", c.PinnedTTL, c.PullExpiry)
 	}
@@ -135,8 +147,8 @@ func (c *Config) check() error {
 	return nil
 }
 
-func httpClient(perHost int, timeout time.Duration) *http.Client {
-	return &http.Client{Timeout: timeout, Transport: &http.Transport{
+func httpClient(perHost int, timeout time.Duration, h2c bool) *http.Client {
+	tr := &http.Transport{
 		Proxy:                 http.ProxyFromEnvironment,
 		DialContext:           (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
 		MaxIdleConns:          0,
@@ -145,7 +157,14 @@ func httpClient(perHost int, timeout time.Duration) *http.Client {
 		TLSHandshakeTimeout:   5 * time.Second,
 		ExpectContinueTimeout: time.Second,
 		ForceAttemptHTTP2:     true,
-	}}
+	}
+	if h2c {
+		// Only HTTP/2: a Transport with HTTP1 in its protocols uses HTTP/1.1 for http:// URLs.
+		tr.Protocols = new(http.Protocols)
+		tr.Protocols.SetUnencryptedHTTP2(true)
+		tr.Protocols.SetHTTP2(true)
+	}
+	return &http.Client{Timeout: timeout, Transport: tr}
 }
 
 // Run consumes jobs until ctx ends, then stops gracefully: hands its partitions over, lets
@@ -209,14 +228,14 @@ func Run(ctx context.Context, nc *nats.Conn, cfg Config) error {
 		{Lane: schema.LaneWebhook, InFlight: cfg.WebhookInFlight, SendTimeout: cfg.WebhookTimeout + time.Second},
 		{Lane: schema.LaneEmail, InFlight: cfg.EmailInFlight, SendTimeout: 30 * time.Second},
 	}
-	chatHTTP := httpClient(cfg.ChatInFlight, 0)
+	chatHTTP := httpClient(cfg.ChatInFlight, 0, cfg.H2C)
 	senders := map[string]map[string]deliver.Sender{
 		schema.LaneChat: {
 			schema.TargetSlack: slack.New(slack.Options{APIURL: cfg.SlackAPI, HTTP: chatHTTP,
 				Threads: threads.New(threadsKV), Pace: cfg.SlackPace, MergeMax: cfg.SlackMerge}),
 			schema.TargetDiscord: discord.New(chatHTTP, cfg.DiscordAPI),
 		},
-		schema.LaneWebhook: {schema.TargetWebhook: webhook.New(httpClient(cfg.WebhookInFlight, cfg.WebhookTimeout))},
+		schema.LaneWebhook: {schema.TargetWebhook: webhook.New(httpClient(cfg.WebhookInFlight, cfg.WebhookTimeout, false))},
 		schema.LaneEmail:   {schema.TargetEmail: mailer},
 	}
 

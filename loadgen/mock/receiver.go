@@ -35,6 +35,7 @@ type ReceiverOptions struct {
 //
 //	/status/<code>   always answer <code> (e.g. /status/404)
 //	/flaky/<n>/…     answer 500 to the first n attempts of each webhook-id, then 200
+//	/limited/<n>/<s>/…  answer 429 with Retry-After: <s> to the first n attempts of each id
 //	anything else    200
 //
 // A missing or bad signature is answered 401.
@@ -120,6 +121,12 @@ func (rc *Receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			if p == "flaky" && i+1 < len(parts) {
 				if k, err := strconv.Atoi(parts[i+1]); err == nil && n <= k {
 					ev.Status = http.StatusInternalServerError
+				}
+			}
+			if p == "limited" && i+2 < len(parts) {
+				if k, err := strconv.Atoi(parts[i+1]); err == nil && n <= k {
+					ev.Status = http.StatusTooManyRequests
+					w.Header().Set("Retry-After", parts[i+2])
 				}
 			}
 		}

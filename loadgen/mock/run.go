@@ -98,6 +98,16 @@ func (s *Server) Handler() http.Handler {
 	return mux
 }
 
+// Protocols is what the mocks serve: HTTP/1.1, and HTTP/2 without TLS (h2c, prior knowledge)
+// for a worker run with -h2c, which then multiplexes its posts over a few connections as it
+// does over TLS with the real Slack.
+func Protocols() *http.Protocols {
+	p := new(http.Protocols)
+	p.SetHTTP1(true)
+	p.SetUnencryptedHTTP2(true)
+	return p
+}
+
 // Run is `loadgen mock`: serve the mocks until SIGINT/SIGTERM.
 func Run(args []string) error {
 	fs := flag.NewFlagSet("mock", flag.ContinueOnError)
@@ -120,8 +130,8 @@ func Run(args []string) error {
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 5 * time.Second}
-	fmt.Fprintf(os.Stderr, "mock: listening on http://%s (slack api http://%s/api/, realistic=%v, latency=%s)\n", ln.Addr(), ln.Addr(), *realistic, *latency)
+	srv := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 5 * time.Second, Protocols: Protocols()}
+	fmt.Fprintf(os.Stderr, "mock: listening on http://%s (slack api http://%s/api/, HTTP/1.1 and h2c, realistic=%v, latency=%s)\n", ln.Addr(), ln.Addr(), *realistic, *latency)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	errc := make(chan error, 1)

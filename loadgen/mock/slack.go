@@ -22,7 +22,8 @@ type Post struct {
 	TS       string    `json:"ts"`
 	Text     string    `json:"text"`
 	Token    string    `json:"-"`
-	At       time.Time `json:"at"`
+	At       time.Time `json:"at"`       // accepted (after the latency)
+	Received time.Time `json:"received"` // the request arrived
 }
 
 // SlackOptions shape the Slack mock.
@@ -115,6 +116,7 @@ func (s *Slack) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, 404, map[string]any{"ok": false, "error": "unknown_method"})
 		return
 	}
+	received := time.Now()
 	var req slackReq
 	token := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
 	if strings.HasPrefix(r.Header.Get("Content-Type"), "application/json") {
@@ -172,7 +174,7 @@ func (s *Slack) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	n := s.seq.Add(1)
 	ts := strconv.FormatInt(s.base+n/1_000_000, 10) + "." + pad6(n%1_000_000)
-	s.posts = append(s.posts, Post{Channel: req.Channel, ThreadTS: req.ThreadTS, TS: ts, Text: req.Text, Token: token, At: now})
+	s.posts = append(s.posts, Post{Channel: req.Channel, ThreadTS: req.ThreadTS, TS: ts, Text: req.Text, Token: token, At: now, Received: received})
 	s.mu.Unlock()
 	writeJSON(w, 200, map[string]any{"ok": true, "channel": req.Channel, "ts": ts,
 		"message": map[string]any{"type": "message", "text": req.Text, "ts": ts, "thread_ts": req.ThreadTS}})

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	_ "net/http/pprof" // only served with -pprof
 	"os"
 	"os/signal"
 	"runtime/debug"
@@ -45,6 +46,7 @@ func run(args []string) error {
 	metricsAddr := fs.String("metrics-addr", env("SPOOKAT_WORKER_METRICS", "127.0.0.1:9101"), "serve /metrics here (empty: off)")
 	verbose := fs.Bool("v", false, "debug logging")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile here until exit (performance work)")
+	pprofAddr := fs.String("pprof", "", "serve Go's /debug/pprof on this address (e.g. 127.0.0.1:6061; off when empty)")
 	cfg := worker.DefaultConfig()
 	cfg.SMTP.Password = os.Getenv("SPOOKAT_SMTP_PASSWORD")
 	cfg.RegisterFlags(fs)
@@ -71,6 +73,10 @@ func run(args []string) error {
 			return err
 		}
 		defer pprof.StopCPUProfile()
+	}
+
+	if *pprofAddr != "" {
+		go func() { log.Error("pprof", "err", http.ListenAndServe(*pprofAddr, nil)) }()
 	}
 
 	reg := prometheus.NewRegistry()

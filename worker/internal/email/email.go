@@ -57,39 +57,55 @@ func (s *Sender) client() (*mail.Client, error) {
 	return mail.NewClient(s.cfg.Host, opts...)
 }
 
-// Send mails the first message of a conversation to the site's notify address.
+// Send mails the first message of a conversation to the site's notify address, or, for a job
+// with To set, an operator's reply to a visitor who left that address and was not connected.
 func (s *Sender) Send(ctx context.Context, site *schema.SiteDelivery, jobs []*schema.Job) deliver.Outcome {
-	if site.NotifyEmail == "" {
+	j := jobs[0]
+	to := j.To
+	if to == "" {
+		to = site.NotifyEmail
+	}
+	if to == "" {
 		return deliver.Permanent(deliver.ErrNotConfigured)
 	}
 	if s.cfg.Host == "" {
 		return deliver.Fail(errors.New("no SMTP host configured (-smtp-host)"))
 	}
-	j := jobs[0]
 	m := mail.NewMsg()
 	if err := m.From(s.cfg.From); err != nil {
 		return deliver.Permanent(fmt.Errorf("smtp from: %w", err))
 	}
-	if err := m.To(site.NotifyEmail); err != nil {
-		return deliver.Permanent(fmt.Errorf("notify address: %w", err))
+	if err := m.To(to); err != nil {
+		return deliver.Permanent(fmt.Errorf("recipient address: %w", err))
 	}
 	name := site.Name
 	if name == "" {
 		name = "your site"
 	}
-	m.Subject("New conversation on " + name)
 	m.SetMessageIDWithValue(j.ID + "@spookat")
 	m.SetDate()
 	var b strings.Builder
-	who := j.Name
-	if who == "" {
-		who = "A visitor"
-	}
-	b.WriteString(who + " started conversation #" + strconv.FormatInt(j.ConversationID, 10) + " on " + name + ":\n\n")
-	b.WriteString(j.Text)
-	b.WriteString("\n")
-	if j.InboxURL != "" {
-		b.WriteString("\nAnswer in the inbox: " + j.InboxURL + "\n")
+	if j.To != "" {
+		who := j.Name
+		if who == "" {
+			who = "The team"
+		}
+		m.Subject("Reply from " + name)
+		b.WriteString(who + " answered your message on " + name + ":\n\n")
+		b.WriteString(j.Text)
+		b.WriteString("\n")
+	} else {
+		m.Subject("New conversation on " + name)
+		who := j.Name
+		if who == "" {
+			who = "A visitor"
+		}
+		b.WriteString(who + " started conversation #" + strconv.FormatInt(j.ConversationID, 10) + " on " + name + ":\n\n")
+		b.WriteString(j.Text)
+		b.WriteString("\n")
+		if j.InboxURL != "" {
+			b.WriteString("\nAnswer in the inbox: " + j.InboxURL + "\n")
+		}
 	}
 	m.SetBodyString(mail.TypeTextPlain, b.String())
 	c, err := s.client()

@@ -25,6 +25,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"spookat/schema"
 	"spookat/worker/internal/deliver"
@@ -62,6 +63,8 @@ type Lane struct {
 	env     Env
 	targets map[string]*metrics.Target
 	sendCtx context.Context // cancelled when a stop runs out of time
+
+	queuedG, inflightG prometheus.Gauge // this lane's children, looked up once
 
 	mu        sync.Mutex
 	shards    []*Shard
@@ -123,7 +126,8 @@ type Shard struct {
 // New builds a lane; it consumes nothing until its shards are acquired.
 func New(cfg Config, env Env, sendCtx context.Context) *Lane {
 	l := &Lane{cfg: cfg, env: env, sendCtx: sendCtx, convs: make(map[convKey]*conv),
-		targets: make(map[string]*metrics.Target), tasks: make(chan task)}
+		targets: make(map[string]*metrics.Target), tasks: make(chan task),
+		queuedG: env.M.Queued.WithLabelValues(cfg.Lane), inflightG: env.M.InFlight.WithLabelValues(cfg.Lane)}
 	for t := range env.Senders {
 		l.targets[t] = env.M.For(cfg.Lane, t)
 	}
@@ -278,7 +282,7 @@ func (s *Shard) release(drainTimeout time.Duration) {
 		c.items = nil
 		l.dropIfIdle(c)
 	}
-	l.env.M.Queued.WithLabelValues(l.cfg.Lane).Set(float64(l.held))
+	l.queuedG.Set(float64(l.held))
 	l.mu.Unlock()
 	giveBack(back)
 	ctx, cancel := context.WithTimeout(context.Background(), drainTimeout)
@@ -343,7 +347,7 @@ func (l *Lane) receive(s *Shard, gen int, m jetstream.Msg) {
 		i--
 	}
 	c.items = slices.Insert(c.items, i, it)
-	l.env.M.Queued.WithLabelValues(l.cfg.Lane).Set(float64(l.held))
+	l.queuedG.Set(float64(l.held))
 	l.kick(c)
 	if !l.kaRunning {
 		l.kaRunning = true
@@ -443,7 +447,7 @@ func (l *Lane) kick(c *conv) {
 	c.busy = true
 	c.shard.inflight++
 	l.inflight++
-	l.env.M.InFlight.WithLabelValues(l.cfg.Lane).Set(float64(l.inflight))
+	l.inflightG.Set(float64(l.inflight))
 	l.dispatch(task{c, batch, sender, site})
 }
 
@@ -579,8 +583,8 @@ func (l *Lane) finish(c *conv, batch []*item, out deliver.Outcome, start time.Ti
 	for _, it := range done {
 		l.forget(c, it)
 	}
-	l.env.M.InFlight.WithLabelValues(l.cfg.Lane).Set(float64(l.inflight))
-	l.env.M.Queued.WithLabelValues(l.cfg.Lane).Set(float64(l.held))
+	l.inflightG.Set(float64(l.inflight))
+	l.queuedG.Set(float64(l.held))
 	if s := c.shard; s.drained != nil && s.inflight == 0 {
 		close(s.drained)
 		s.drained = nil

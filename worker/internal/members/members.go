@@ -80,6 +80,13 @@ func (g *Group) Run(ctx context.Context, onChange func(live []string)) error {
 			if _, err := g.kv.Put(ctx, key(g.ID), val); err != nil && ctx.Err() == nil {
 				g.log.Warn("heartbeat", "err", err)
 			}
+			// Another worker (or the edge) may have set the bucket's TTL shorter than ours:
+			// beat fast enough for the bucket, or our key would expire between beats.
+			if st, err := g.kv.Status(ctx); err == nil && st.TTL() > 0 && st.TTL() < g.ttl {
+				g.log.Warn("WORKERS bucket TTL is shorter than -member-ttl; following the bucket", "bucket_ttl", st.TTL(), "member_ttl", g.ttl)
+				g.ttl = st.TTL()
+				t.Reset(g.ttl / 3)
+			}
 		case e, ok := <-w.Updates():
 			if !ok {
 				return ctx.Err()

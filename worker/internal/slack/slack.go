@@ -97,6 +97,12 @@ func (s *Sender) Send(ctx context.Context, site *schema.SiteDelivery, jobs []*sc
 	if err != nil {
 		return deliver.Fail(fmt.Errorf("read thread: %w", err))
 	}
+	if j.First && thread != "" && len(jobs) == 1 {
+		// The conversation's first message opens the thread and is in its parent post: a
+		// thread already there means this job was posted and its ack lost (a worker crashed
+		// after storing the thread). Posting it again would put a copy in the thread.
+		return deliver.Outcome{ExternalID: thread, ThreadID: thread}
+	}
 	var b strings.Builder
 	parent := thread == ""
 	if parent {

@@ -44,12 +44,32 @@ type EventData struct {
 
 // Sender posts events. Its HTTP client carries the 10 s timeout.
 type Sender struct {
-	http *http.Client
-	now  func() time.Time
+	http   *http.Client
+	now    func() time.Time
+	limits *deliver.Limits // receivers that answered 429, by URL
 }
 
 // New builds a sender.
-func New(c *http.Client) *Sender { return &Sender{http: c, now: time.Now} }
+func New(c *http.Client) *Sender {
+	return &Sender{http: c, now: time.Now, limits: deliver.NewLimits(time.Second, 0)}
+}
+
+// Wait implements deliver.Gate: a receiver that answered 429 gets nothing before its
+// Retry-After; other receivers keep flowing.
+func (s *Sender) Wait(site *schema.SiteDelivery, _ *schema.Job) (time.Duration, bool) {
+	return s.limits.Wait(site.WebhookURL, s.now())
+}
+
+// retryAfter reads a Retry-After header (seconds or an HTTP date), 1 s when absent, at most 1 h.
+func retryAfter(v string, now time.Time) time.Duration {
+	d := time.Second
+	if n, err := strconv.Atoi(strings.TrimSpace(v)); err == nil {
+		d = time.Duration(n) * time.Second
+	} else if t, err := http.ParseTime(v); err == nil {
+		d = t.Sub(now)
+	}
+	return min(max(d, time.Second), time.Hour)
+}
 
 // SecretKey decodes a signing secret: "whsec_<base64>" as the spec writes them, else the raw bytes.
 func SecretKey(secret string) []byte {
@@ -105,7 +125,13 @@ func (s *Sender) Send(ctx context.Context, site *schema.SiteDelivery, jobs []*sc
 	switch c := resp.StatusCode; {
 	case c >= 200 && c < 300:
 		return deliver.Outcome{ExternalID: j.ID}
-	case c == http.StatusTooManyRequests || c == http.StatusRequestTimeout || c >= 500:
+	case c == http.StatusTooManyRequests:
+		// Not an attempt against the job: the receiver said when to come back.
+		now := s.now()
+		after := retryAfter(resp.Header.Get("Retry-After"), now)
+		s.limits.Exhausted(site.WebhookURL, now, after)
+		return deliver.RateLimited(after)
+	case c == http.StatusRequestTimeout || c >= 500:
 		return deliver.Fail(fmt.Errorf("webhook: http %d", c))
 	default:
 		return deliver.Permanent(fmt.Errorf("webhook: http %d", c))
