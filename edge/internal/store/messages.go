@@ -28,13 +28,16 @@ func (tx *Tx) insertMessage(m *MessageRequest, res *MessageResult) (Committed, e
 	if m.ClientID != "" {
 		clientID = m.ClientID
 	}
-	found, err := tx.QueryRow(`INSERT INTO messages (conversation_id, author, name, text, client_id, internal, created_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (conversation_id, client_id) DO NOTHING RETURNING id`,
-		[]any{res.ConversationID, m.Author, m.Name, m.Text, clientID, m.Internal, tx.now}, &res.MessageID)
-	if err != nil {
+	// No RETURNING: SQLite would stage the returned row in a temporary table first; the
+	// change count and last rowid say the same for less.
+	if err := tx.exec(`INSERT INTO messages (conversation_id, author, name, text, client_id, internal, created_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (conversation_id, client_id) DO NOTHING`,
+		res.ConversationID, m.Author, m.Name, m.Text, clientID, m.Internal, tx.now); err != nil {
 		return Committed{}, err
 	}
-	if !found {
+	if tx.c.Changes() == 1 {
+		res.MessageID = tx.c.LastInsertRowID()
+	} else {
 		res.Duplicate, res.First = true, false
 		_, err := tx.QueryRow(`SELECT id, created_at FROM messages WHERE conversation_id = ? AND client_id = ?`,
 			[]any{res.ConversationID, m.ClientID}, &res.MessageID, &res.CreatedAt)
