@@ -16,7 +16,13 @@ import (
 	"spookat/schema"
 )
 
-const maxBatch = 512
+const (
+	maxBatch = 512
+	// maxWait is how long the recorder collects results before committing them: one commit
+	// a result cost the edge ~20 % of its CPU at 1,000 deliveries/s; the inbox shows a
+	// delivery state at most this much later.
+	maxWait = 100 * time.Millisecond
+)
 
 // Recorder consumes RESULTS with a durable consumer and writes results in batches.
 type Recorder struct {
@@ -48,6 +54,7 @@ func (r *Recorder) Run(ctx context.Context, js jetstream.JetStream) error {
 	}
 	defer cc.Drain()
 	batch := make([]jetstream.Msg, 0, maxBatch)
+	timer := time.NewTimer(maxWait)
 	for {
 		select {
 		case <-ctx.Done():
@@ -55,13 +62,16 @@ func (r *Recorder) Run(ctx context.Context, js jetstream.JetStream) error {
 		case m := <-in:
 			batch = append(batch[:0], m)
 		}
-	drain:
+		timer.Reset(maxWait)
+	collect:
 		for len(batch) < maxBatch {
 			select {
 			case m := <-in:
 				batch = append(batch, m)
-			default:
-				break drain
+			case <-timer.C:
+				break collect
+			case <-ctx.Done():
+				break collect
 			}
 		}
 		r.record(ctx, batch)
