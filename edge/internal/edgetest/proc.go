@@ -8,7 +8,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -46,36 +45,20 @@ var NoBrakes = []string{"-conn-msg-rate", "0", "-site-msg-rate", "0", "-ip-conv-
 
 // Proc is bin/edge running as a subprocess.
 type Proc struct {
-	Cmd      *exec.Cmd
+	*process
 	Addr     string
 	NATSAddr string
 	DataDir  string
-	exited   chan struct{} // closed when the process is gone
-	exitErr  error
 }
 
 // StartProc starts bin/edge on dataDir with fresh ports plus extra flags, and waits for
 // /readyz. Its stderr goes to dataDir/edge-<n>.log.
 func StartProc(t testing.TB, bin, dataDir string, extra ...string) *Proc {
 	t.Helper()
-	p := &Proc{Addr: FreePort(t), NATSAddr: FreePort(t), DataDir: dataDir, exited: make(chan struct{})}
+	p := &Proc{Addr: FreePort(t), NATSAddr: FreePort(t), DataDir: dataDir}
 	args := append([]string{"-data", dataDir, "-addr", p.Addr, "-nats-listen", p.NATSAddr, "-nats-monitor", ""}, extra...)
-	p.Cmd = exec.Command(bin, args...)
 	logs, _ := filepath.Glob(filepath.Join(dataDir, "edge-*.log"))
-	logf, err := os.Create(filepath.Join(dataDir, fmt.Sprintf("edge-%d.log", len(logs))))
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.Cmd.Stderr, p.Cmd.Stdout = logf, logf
-	if err := p.Cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() {
-		p.exitErr = p.Cmd.Wait()
-		logf.Close()
-		close(p.exited)
-	}()
-	t.Cleanup(func() { p.Kill() })
+	p.process = startProcess(t, "edge", filepath.Join(dataDir, fmt.Sprintf("edge-%d.log", len(logs))), bin, args...)
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		resp, err := http.Get("http://" + p.Addr + "/readyz")
@@ -87,32 +70,12 @@ func StartProc(t testing.TB, bin, dataDir string, extra ...string) *Proc {
 		}
 		select {
 		case <-p.exited:
-			b, _ := os.ReadFile(logf.Name())
-			t.Fatalf("edge exited before ready: %v\n%s", p.exitErr, b)
+			t.Fatalf("edge exited before ready: %v\n%s", p.exitErr, p.Log())
 		case <-time.After(20 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
 			t.Fatal("edge not ready within 30s")
 		}
-	}
-}
-
-// Kill sends SIGKILL and waits for the process to be gone.
-func (p *Proc) Kill() {
-	_ = p.Cmd.Process.Signal(syscall.SIGKILL)
-	<-p.exited
-}
-
-// Stop sends SIGTERM and returns the exit error and how long the stop took.
-func (p *Proc) Stop(timeout time.Duration) (time.Duration, error) {
-	start := time.Now()
-	_ = p.Cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-p.exited:
-		return time.Since(start), p.exitErr
-	case <-time.After(timeout):
-		p.Kill()
-		return time.Since(start), fmt.Errorf("edge did not exit within %s after SIGTERM", timeout)
 	}
 }
 

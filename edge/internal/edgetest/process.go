@@ -1,0 +1,77 @@
+package edgetest
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// process is a started binary whose output goes to a log file; Proc and WorkerProc share it.
+type process struct {
+	Cmd     *exec.Cmd
+	LogPath string // stdout and stderr
+	name    string
+	exited  chan struct{} // closed when the process is gone
+	exitErr error
+}
+
+// startProcess starts bin with args, logging to logPath. It is killed at the end of the test
+// if still running.
+func startProcess(t testing.TB, name, logPath, bin string, args ...string) *process {
+	t.Helper()
+	p := &process{Cmd: exec.Command(bin, args...), LogPath: logPath, name: name, exited: make(chan struct{})}
+	logf, err := os.Create(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Cmd.Stderr, p.Cmd.Stdout = logf, logf
+	if err := p.Cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		p.exitErr = p.Cmd.Wait()
+		logf.Close()
+		close(p.exited)
+	}()
+	t.Cleanup(p.Kill)
+	return p
+}
+
+// Log returns what the process wrote so far (for failure messages).
+func (p *process) Log() string {
+	b, _ := os.ReadFile(p.LogPath)
+	return string(b)
+}
+
+// Exited reports whether the process is gone.
+func (p *process) Exited() bool {
+	select {
+	case <-p.exited:
+		return true
+	default:
+		return false
+	}
+}
+
+// Kill sends SIGKILL and waits for the process to be gone.
+func (p *process) Kill() {
+	_ = p.Cmd.Process.Signal(syscall.SIGKILL)
+	<-p.exited
+}
+
+// Stop sends SIGTERM and returns the exit error (nil: exit 0) and how long the stop took;
+// past timeout it kills the process and says so.
+func (p *process) Stop(timeout time.Duration) (time.Duration, error) {
+	start := time.Now()
+	_ = p.Cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.exited:
+		return time.Since(start), p.exitErr
+	case <-time.After(timeout):
+		p.Kill()
+		return time.Since(start), fmt.Errorf("%s did not exit within %s after SIGTERM", p.name, timeout)
+	}
+}
