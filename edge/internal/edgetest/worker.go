@@ -19,4 +19,3 @@ func StartWorker(t testing.TB, bin, dir, id string, extra ...string) *WorkerProc
 	args := append([]string{"-worker-id", id, "-metrics-addr", ""}, extra...)
 	return &WorkerProc{ID: id, process: startProcess(t, "worker "+id, filepath.Join(dir, "worker-"+id+".log"), bin, args...)}
 }
-
