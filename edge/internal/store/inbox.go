@@ -102,17 +102,14 @@ func (s *Store) APITokens(ctx context.Context, operatorID int64) ([]APIToken, er
 		if err != nil {
 			return err
 		}
-		if err := bind(st, []any{operatorID}); err != nil {
-			return err
-		}
-		for st.Step() {
+		return eachRow(st, []any{operatorID}, func() error {
 			var t APIToken
 			if err := scan(st, &t.ID, &t.Name, &t.CreatedAt); err != nil {
 				return err
 			}
 			out = append(out, t)
-		}
-		return st.Err()
+			return nil
+		})
 	})
 	return out, err
 }
@@ -152,17 +149,14 @@ func (s *Store) OperatorSites(ctx context.Context, operatorID int64) ([]SiteRef,
 		if err != nil {
 			return err
 		}
-		if err := bind(st, []any{operatorID}); err != nil {
-			return err
-		}
-		for st.Step() {
+		return eachRow(st, []any{operatorID}, func() error {
 			var r SiteRef
 			if err := scan(st, &r.ID, &r.Key, &r.Name); err != nil {
 				return err
 			}
 			out = append(out, r)
-		}
-		return st.Err()
+			return nil
+		})
 	})
 	return out, err
 }
@@ -221,17 +215,14 @@ func (s *Store) Conversations(ctx context.Context, operatorID, siteID int64, sta
 		if err != nil {
 			return err
 		}
-		if err := bind(st, []any{operatorID, siteID, status, limit}); err != nil {
-			return err
-		}
-		for st.Step() {
+		return eachRow(st, []any{operatorID, siteID, status, limit}, func() error {
 			var c ConversationSummary
 			if err := scan(st, c.dest()...); err != nil {
 				return err
 			}
 			out = append(out, c)
-		}
-		return st.Err()
+			return nil
+		})
 	})
 	return out, err
 }
@@ -275,17 +266,14 @@ func (s *Store) Deliveries(ctx context.Context, conversationID int64) ([]Deliver
 		if err != nil {
 			return err
 		}
-		if err := bind(st, []any{conversationID}); err != nil {
-			return err
-		}
-		for st.Step() {
+		return eachRow(st, []any{conversationID}, func() error {
 			var d Delivery
 			if err := scan(st, &d.MessageID, &d.Target, &d.Status, &d.Attempts, &d.LastError, &d.ExternalID); err != nil {
 				return err
 			}
 			out = append(out, d)
-		}
-		return st.Err()
+			return nil
+		})
 	})
 	return out, err
 }

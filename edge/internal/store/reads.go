@@ -45,19 +45,13 @@ func (s *Store) MessagesAfter(ctx context.Context, conversationID, after int64, 
 		if err != nil {
 			return err
 		}
-		if err := bind(st, []any{conversationID, after, withInternal, limit}); err != nil {
-			return err
-		}
 		var m Message
-		for st.Step() {
+		return eachRow(st, []any{conversationID, after, withInternal, limit}, func() error {
 			if err := scan(st, &m.ID, &m.Author, &m.Name, &m.Text, &m.ClientID, &m.Internal, &m.CreatedAt); err != nil {
 				return err
 			}
-			if err := fn(&m); err != nil {
-				return err
-			}
-		}
-		return st.Err()
+			return fn(&m)
+		})
 	})
 }
 
@@ -76,18 +70,15 @@ func (s *Store) Unpublished(ctx context.Context, after int64, fn func([]Committe
 			if err != nil {
 				return err
 			}
-			if err := bind(st, []any{after, page}); err != nil {
-				return err
-			}
-			for st.Step() {
+			return eachRow(st, []any{after, page}, func() error {
 				var c Committed
 				if err := scan(st, &c.MessageID, &c.ConversationID, &c.SiteID, &c.VisitorID, &c.Author, &c.Name,
 					&c.Text, &c.ClientID, &c.Internal, &c.CreatedAt, &c.First); err != nil {
 					return err
 				}
 				batch = append(batch, c)
-			}
-			return st.Err()
+				return nil
+			})
 		})
 		if err != nil {
 			return total, err

@@ -66,7 +66,7 @@ func (s *Store) Sites(ctx context.Context) ([]*Site, error) {
 		if err != nil {
 			return err
 		}
-		for st.Step() {
+		return eachRow(st, nil, func() error {
 			var site Site
 			var origins string
 			if err := scan(st, &site.ID, &site.Key, &site.Name, &origins, &site.SlackToken,
@@ -76,8 +76,8 @@ func (s *Store) Sites(ctx context.Context) ([]*Site, error) {
 			}
 			site.Origins = splitLines(origins)
 			out = append(out, &site)
-		}
-		return st.Err()
+			return nil
+		})
 	})
 	return out, err
 }

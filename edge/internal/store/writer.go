@@ -416,6 +416,19 @@ func queryRow(st *sqlite3.Stmt, args []any, dest ...any) (found bool, err error)
 	return true, scan(st, dest...)
 }
 
+// eachRow binds args and calls fn once per row of st (fn reads it with scan).
+func eachRow(st *sqlite3.Stmt, args []any, fn func() error) error {
+	if err := bind(st, args); err != nil {
+		return err
+	}
+	for st.Step() {
+		if err := fn(); err != nil {
+			return err
+		}
+	}
+	return st.Err()
+}
+
 // scan reads the current row into pointers to int64, int, string, bool or []byte.
 func scan(st *sqlite3.Stmt, dest ...any) error {
 	for i, d := range dest {
