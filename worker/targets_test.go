@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http/httptest"
 	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -314,5 +315,58 @@ func TestWebhook429RetryAfter(t *testing.T) {
 	}
 	if n := len(e.results.final(schema.StatusDead)); n != 0 {
 		t.Errorf("%d dead results", n)
+	}
+}
+
+// A forum channel's webhook refuses posts without a thread: the worker learns that from the
+// first refusal, opens one thread per conversation with its first message, and posts the rest
+// of the conversation into it, in order.
+func TestDiscordForumThreads(t *testing.T) {
+	e := newEnv(t, mock.SlackOptions{})
+	d := mock.NewDiscord(mock.DiscordOptions{Limit: 1000, Window: time.Second})
+	ds := httptest.NewServer(d)
+	defer ds.Close()
+	e.putSite(schema.SiteDelivery{SiteID: 1, Name: "Acme", DiscordWebhook: "https://discord.com/api/webhooks/forum1/tok"})
+	cfg := e.config()
+	cfg.DiscordAPI = ds.URL + "/api"
+	e.start(cfg)
+	var jobs []schema.Job
+	for k := range 4 {
+		for _, conv := range []int64{7, 8} {
+			jobs = append(jobs, job(schema.TargetDiscord, 1, conv, conv*100+int64(k), k == 0, marker(conv, k)))
+		}
+	}
+	e.publish(jobs...)
+	waitFor(t, 15*time.Second, "discord forum results", func() bool {
+		return len(e.results.final(schema.StatusDelivered)) == len(jobs)
+	})
+	threadOf := map[int64]string{}
+	seqs := map[int64][]int{}
+	for _, p := range d.Posts() {
+		m := markerRE.FindStringSubmatch(p.Content)
+		if m == nil || p.Thread == "" {
+			t.Fatalf("post outside a thread or without a marker: %+v", p)
+		}
+		conv, _ := strconv.ParseInt(m[1], 10, 64)
+		k := int(m[2][0] - '0')
+		if k == 0 && p.Created == "" || k > 0 && p.Created != "" {
+			t.Errorf("conversation %d message %d: thread_name %q (only the first message opens the thread)", conv, k, p.Created)
+		}
+		if th, ok := threadOf[conv]; ok && th != p.Thread {
+			t.Errorf("conversation %d posted into threads %s and %s", conv, th, p.Thread)
+		}
+		threadOf[conv] = p.Thread
+		seqs[conv] = append(seqs[conv], k)
+	}
+	if threadOf[7] == threadOf[8] || len(threadOf) != 2 {
+		t.Fatalf("threads per conversation: %v", threadOf)
+	}
+	for conv, seq := range seqs {
+		checkOrder(t, conv, seq, 4)
+	}
+	for _, r := range e.results.snapshot() {
+		if r.Status == schema.StatusDelivered && r.ThreadID != threadOf[r.ConversationID] {
+			t.Errorf("result %s has thread %q, want %q", r.JobID, r.ThreadID, threadOf[r.ConversationID])
+		}
 	}
 }

@@ -233,7 +233,7 @@ func Run(ctx context.Context, nc *nats.Conn, cfg Config) error {
 		schema.LaneChat: {
 			schema.TargetSlack: slack.New(slack.Options{APIURL: cfg.SlackAPI, HTTP: chatHTTP,
 				Threads: threads.New(threadsKV), Pace: cfg.SlackPace, MergeMax: cfg.SlackMerge}),
-			schema.TargetDiscord: discord.New(chatHTTP, cfg.DiscordAPI),
+			schema.TargetDiscord: discord.New(chatHTTP, cfg.DiscordAPI, threads.New(threadsKV)),
 		},
 		schema.LaneWebhook: {schema.TargetWebhook: webhook.New(httpClient(cfg.WebhookInFlight, cfg.WebhookTimeout, false))},
 		schema.LaneEmail:   {schema.TargetEmail: mailer},

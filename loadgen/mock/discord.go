@@ -15,6 +15,8 @@ type DiscordPost struct {
 	Webhook string    `json:"webhook"` // "<id>/<token>"
 	ID      string    `json:"id"`
 	Content string    `json:"content"`
+	Thread  string    `json:"thread,omitempty"`      // forum thread the post went to
+	Created string    `json:"thread_name,omitempty"` // set on the post that opened the thread
 	At      time.Time `json:"at"`
 }
 
@@ -28,7 +30,9 @@ type DiscordOptions struct {
 }
 
 // Discord is the Discord webhook mock: POST …/webhooks/<id>/<token>[?wait=true].
-// Webhook id "404" answers 404 Unknown Webhook.
+// Webhook id "404" answers 404 Unknown Webhook. A webhook id starting with "forum" behaves as
+// one of a forum channel: a post needs thread_name (which opens a thread) or ?thread_id=, and
+// otherwise gets 400 with code 220001, as Discord answers.
 type Discord struct {
 	opt     DiscordOptions
 	seq     atomic.Int64
@@ -73,10 +77,16 @@ func (d *Discord) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	hook := strings.Trim(r.URL.Path[i+len("/webhooks/"):], "/")
 	var body struct {
-		Content string `json:"content"`
+		Content    string `json:"content"`
+		ThreadName string `json:"thread_name"`
 	}
 	if err := json.NewDecoder(r.Body).Decode(&body); err != nil || body.Content == "" {
 		writeJSON(w, 400, map[string]any{"message": "Cannot send an empty message", "code": 50006})
+		return
+	}
+	threadID := r.URL.Query().Get("thread_id")
+	if strings.HasPrefix(hook, "forum") && body.ThreadName == "" && threadID == "" {
+		writeJSON(w, 400, map[string]any{"message": "Webhooks posted to forum channels must have a thread_name or thread_id", "code": 220001})
 		return
 	}
 	if d.opt.Latency > 0 {
@@ -116,11 +126,22 @@ func (d *Discord) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	win.used++
 	h.Set("X-RateLimit-Remaining", strconv.Itoa(d.opt.Limit-win.used))
 	id := strconv.FormatInt(1_000_000_000_000+d.seq.Add(1), 10)
-	d.posts = append(d.posts, DiscordPost{Webhook: hook, ID: id, Content: body.Content, At: now})
+	channel := "1"
+	if strings.HasPrefix(hook, "forum") {
+		if threadID == "" { // thread_name opens a thread; its id is the first post's channel_id
+			threadID = "t" + id
+		}
+		channel = threadID
+	}
+	p := DiscordPost{Webhook: hook, ID: id, Content: body.Content, At: now}
+	if strings.HasPrefix(hook, "forum") {
+		p.Thread, p.Created = threadID, body.ThreadName
+	}
+	d.posts = append(d.posts, p)
 	d.mu.Unlock()
 	if r.URL.Query().Get("wait") != "true" {
 		w.WriteHeader(http.StatusNoContent)
 		return
 	}
-	writeJSON(w, 200, map[string]any{"id": id, "channel_id": "1", "content": body.Content, "webhook_id": strings.Split(hook, "/")[0]})
+	writeJSON(w, 200, map[string]any{"id": id, "channel_id": channel, "content": body.Content, "webhook_id": strings.Split(hook, "/")[0]})
 }

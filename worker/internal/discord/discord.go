@@ -1,7 +1,10 @@
 // Package discord posts chat jobs through Discord webhooks (?wait=true, so the answer carries
-// the message id). Each post starts with a header line naming the conversation, which groups a
-// conversation's posts in a plain channel. Discord's rate-limit headers and 429 retry_after
-// hold back that webhook alone.
+// the message id). In a plain channel each post starts with a header line naming the
+// conversation, which groups its posts. In a forum channel each conversation is a thread: the
+// first post opens it (thread_name), later ones go to it (thread_id), and its id is kept in
+// the THREADS bucket like a Slack thread. A webhook is known to be a forum's the first time
+// Discord refuses a post without a thread (code 220001); nothing needs configuring.
+// Discord's rate-limit headers and 429 retry_after hold back that webhook alone.
 package discord
 
 import (
@@ -11,27 +14,36 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"spookat/schema"
 	"spookat/worker/internal/deliver"
+	"spookat/worker/internal/threads"
 )
+
+// codeForumNeedsThread is Discord's answer to a post without thread_name or thread_id into a
+// forum channel.
+const codeForumNeedsThread = 220001
 
 // Sender posts to Discord webhooks.
 type Sender struct {
-	http   *http.Client
-	base   string // replaces https://discord.com/api in webhook URLs (tests, load tests)
-	limits *deliver.Limits
+	http    *http.Client
+	base    string // replaces https://discord.com/api in webhook URLs (tests, load tests)
+	limits  *deliver.Limits
+	threads *threads.Store
+	forums  sync.Map // webhook URL → true: it posts into a forum channel
 }
 
 // New builds a sender; base "" keeps the URLs as configured.
-func New(c *http.Client, base string) *Sender {
-	return &Sender{http: c, base: strings.TrimSuffix(base, "/"), limits: deliver.NewLimits(time.Second, 5*time.Second)}
+func New(c *http.Client, base string, th *threads.Store) *Sender {
+	return &Sender{http: c, base: strings.TrimSuffix(base, "/"), limits: deliver.NewLimits(time.Second, 5*time.Second), threads: th}
 }
 
-func (s *Sender) url(u string) string {
+func (s *Sender) url(u, threadID string) string {
 	if s.base != "" {
 		for _, p := range []string{"https://discord.com/api", "https://discordapp.com/api"} {
 			if rest, ok := strings.CutPrefix(u, p); ok {
@@ -40,10 +52,14 @@ func (s *Sender) url(u string) string {
 			}
 		}
 	}
-	if strings.Contains(u, "?") {
-		return u + "&wait=true"
+	q := "wait=true"
+	if threadID != "" {
+		q += "&thread_id=" + url.QueryEscape(threadID)
 	}
-	return u + "?wait=true"
+	if strings.Contains(u, "?") {
+		return u + "&" + q
+	}
+	return u + "?" + q
 }
 
 // Wait implements deliver.Gate.
@@ -54,6 +70,7 @@ func (s *Sender) Wait(site *schema.SiteDelivery, _ *schema.Job) (time.Duration, 
 type post struct {
 	Content         string          `json:"content"`
 	Username        string          `json:"username,omitempty"`
+	ThreadName      string          `json:"thread_name,omitempty"`
 	AllowedMentions allowedMentions `json:"allowed_mentions"`
 }
 
@@ -67,16 +84,61 @@ func (s *Sender) Send(ctx context.Context, site *schema.SiteDelivery, jobs []*sc
 		return deliver.Permanent(deliver.ErrNotConfigured)
 	}
 	j := jobs[0]
-	var b strings.Builder
-	b.WriteString("**#")
-	b.WriteString(strconv.FormatInt(j.ConversationID, 10))
+	if _, forum := s.forums.Load(site.DiscordWebhook); forum {
+		return s.sendToThread(ctx, site, j)
+	}
+	out, code := s.post(ctx, site, post{Content: header(site, j) + line(j)}, "")
+	if code == codeForumNeedsThread {
+		s.forums.Store(site.DiscordWebhook, true)
+		return s.sendToThread(ctx, site, j)
+	}
+	return out
+}
+
+// sendToThread posts into the conversation's forum thread, opening it with the first post.
+func (s *Sender) sendToThread(ctx context.Context, site *schema.SiteDelivery, j *schema.Job) deliver.Outcome {
+	key := schema.ThreadKey(schema.TargetDiscord, j.SiteID, j.ConversationID)
+	thread, err := s.threads.Get(ctx, key)
+	if err != nil {
+		return deliver.Fail(fmt.Errorf("read thread: %w", err))
+	}
+	if thread != "" {
+		if j.First {
+			// The first message opened the thread: it was posted and its ack lost.
+			return deliver.Outcome{ExternalID: thread, ThreadID: thread}
+		}
+		out, _ := s.post(ctx, site, post{Content: line(j)}, thread)
+		out.ThreadID = thread
+		return out
+	}
+	name := "#" + strconv.FormatInt(j.ConversationID, 10) + " " + j.Text
+	if len(name) > 100 { // Discord's limit for a thread name
+		name = name[:97] + "..."
+	}
+	out, _ := s.post(ctx, site, post{Content: header(site, j) + line(j), ThreadName: name}, "")
+	if out.Err != nil || out.ThreadID == "" {
+		return out
+	}
+	if err := s.threads.Put(ctx, key, out.ThreadID); err != nil {
+		// The thread is open; without its id the next message would open a second one.
+		return deliver.Fail(fmt.Errorf("store thread: %w", err))
+	}
+	return out
+}
+
+// header names the conversation (and the site, on its first message).
+func header(site *schema.SiteDelivery, j *schema.Job) string {
+	h := "**#" + strconv.FormatInt(j.ConversationID, 10)
 	if j.First {
-		b.WriteString(" new conversation")
+		h += " new conversation"
 		if site.Name != "" {
-			b.WriteString(" on " + site.Name)
+			h += " on " + site.Name
 		}
 	}
-	b.WriteString("** ")
+	return h + "** "
+}
+
+func line(j *schema.Job) string {
 	name := j.Name
 	if name == "" {
 		name = "Visitor"
@@ -84,21 +146,27 @@ func (s *Sender) Send(ctx context.Context, site *schema.SiteDelivery, jobs []*sc
 			name = "Operator"
 		}
 	}
-	b.WriteString(name + ": " + j.Text)
-	content := b.String()
-	if len(content) > 2000 {
-		content = content[:1997] + "..."
+	return name + ": " + j.Text
+}
+
+// post sends one webhook execution. It returns the outcome and, for a refused post, Discord's
+// error code (0 when there is none).
+func (s *Sender) post(ctx context.Context, site *schema.SiteDelivery, p post, threadID string) (deliver.Outcome, int) {
+	if len(p.Content) > 2000 {
+		p.Content = p.Content[:1997] + "..."
 	}
+	p.Username = "spookat"
 	// Mentions are never parsed: a visitor must not be able to ping @everyone.
-	body, _ := json.Marshal(post{Content: content, Username: "spookat", AllowedMentions: allowedMentions{Parse: []string{}}})
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.url(site.DiscordWebhook), bytes.NewReader(body))
+	p.AllowedMentions = allowedMentions{Parse: []string{}}
+	body, _ := json.Marshal(p)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.url(site.DiscordWebhook, threadID), bytes.NewReader(body))
 	if err != nil {
-		return deliver.Permanent(fmt.Errorf("discord webhook url: %w", err))
+		return deliver.Permanent(fmt.Errorf("discord webhook url: %w", err)), 0
 	}
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := s.http.Do(req)
 	if err != nil {
-		return deliver.Fail(err)
+		return deliver.Fail(err), 0
 	}
 	defer resp.Body.Close()
 	raw, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
@@ -115,7 +183,11 @@ func (s *Sender) Send(ctx context.Context, site *schema.SiteDelivery, jobs []*sc
 			ChannelID string `json:"channel_id"`
 		}
 		_ = json.Unmarshal(raw, &m)
-		return deliver.Outcome{ExternalID: m.ID}
+		out := deliver.Outcome{ExternalID: m.ID}
+		if p.ThreadName != "" || threadID != "" {
+			out.ThreadID = m.ChannelID // in a forum, a thread is a channel
+		}
+		return out, 0
 	case c == http.StatusTooManyRequests:
 		var rl struct {
 			RetryAfter float64 `json:"retry_after"`
@@ -127,11 +199,15 @@ func (s *Sender) Send(ctx context.Context, site *schema.SiteDelivery, jobs []*sc
 		}
 		d = max(d, 100*time.Millisecond)
 		s.limits.Block(site.DiscordWebhook, now, d)
-		return deliver.RateLimited(d)
+		return deliver.RateLimited(d), 0
 	case c >= 500:
-		return deliver.Fail(fmt.Errorf("discord: http %d", c))
+		return deliver.Fail(fmt.Errorf("discord: http %d", c)), 0
 	default:
-		return deliver.Permanent(fmt.Errorf("discord: http %d: %s", c, strings.TrimSpace(string(raw[:min(len(raw), 200)]))))
+		var e struct {
+			Code int `json:"code"`
+		}
+		_ = json.Unmarshal(raw, &e)
+		return deliver.Permanent(fmt.Errorf("discord: http %d: %s", c, strings.TrimSpace(string(raw[:min(len(raw), 200)])))), e.Code
 	}
 }
 
