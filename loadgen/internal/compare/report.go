@@ -122,9 +122,10 @@ func summarize(r *Report) []string {
 					continue
 				}
 				e1, e2 := proc0(s1, "edge"), proc0(s2, "edge")
-				line := fmt.Sprintf("%.0f/s (p99 %.2f vs %.2f ms", s1.TargetRate, s1.Latency.P99, s2.Latency.P99)
+				// Figures in the sentence's order: two-process first, one-process second.
+				line := fmt.Sprintf("%.0f/s (p99 %.2f vs %.2f ms", s1.TargetRate, s2.Latency.P99, s1.Latency.P99)
 				if e1 != nil && e2 != nil && e1.CPUMicrosPerMsg != nil && e2.CPUMicrosPerMsg != nil {
-					line += fmt.Sprintf(", edge %.1f vs %.1f µs/msg", *e1.CPUMicrosPerMsg, *e2.CPUMicrosPerMsg)
+					line += fmt.Sprintf(", edge %.1f vs %.1f µs/msg", *e2.CPUMicrosPerMsg, *e1.CPUMicrosPerMsg)
 				}
 				line += ")"
 				g1, g2 := good(s1, one.Setup.Slack), good(s2, two.Setup.Slack)
