@@ -296,9 +296,12 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	wh.CloseAll()
 	inboxHub.CloseAll()
 	slackEvents.Wait()
-	if err := st.Flush(ctx); err != nil && !errors.Is(err, context.Canceled) {
+	// ctx is already cancelled: give the last commit a context of its own.
+	flushCtx, cancelFlush := context.WithTimeout(context.Background(), 3*time.Second)
+	if err := st.Flush(flushCtx); err != nil {
 		log.Warn("flush", "err", err)
 	}
+	cancelFlush()
 	if !p.Drain(3 * time.Second) {
 		log.Warn("jobs still unconfirmed at stop; they are re-published at the next start", "backlog", p.Backlog())
 	}
