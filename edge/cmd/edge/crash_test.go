@@ -317,3 +317,60 @@ func countJobs(t *testing.T, natsAddr string) map[string]int {
 	}
 	return counts
 }
+
+// TestGracefulStopUnderLoad: SIGTERM while 20 sockets send. The edge exits 0 within 10 s,
+// every acked message is stored, and every committed message's jobs were confirmed by
+// JetStream before it exited (the persisted watermark is the highest message id): nothing
+// waits for the next start's replay.
+func TestGracefulStopUnderLoad(t *testing.T) {
+	bin := edgetest.Bin(t, "edge")
+	dir := t.TempDir()
+	args := append([]string{"-worker", "none"}, edgetest.NoBrakes...)
+	p := edgetest.StartProc(t, bin, dir, args...)
+	var site struct{ Key string }
+	json.Unmarshal([]byte(edgetest.Admin(t, bin, dir, "site", "add", "-name", "hooked", "-origin", "*",
+		"-webhook-url", "http://127.0.0.1:9/never-called", "-webhook-secret", "whsec_c2VjcmV0", "-json")), &site)
+
+	w := &world{up: make(chan struct{})}
+	w.back(p.Addr)
+	var total atomic.Int64
+	loaders := make([]*loader, 20)
+	var wg sync.WaitGroup
+	for i := range loaders {
+		loaders[i] = &loader{site: site.Key, name: fmt.Sprintf("g%02d", i), acked: map[string]int64{}}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			loaders[i].run(t, w, &total) // ends with an error when the edge goes away: expected here
+		}()
+	}
+	waitFor(t, "500 acks", 60*time.Second, func() bool { return total.Load() >= 500 })
+	w.restarting() // the edge will not come back: loaders stop at their next failure
+	took, err := p.Stop(15 * time.Second)
+	w.stop.Store(true)
+	wg.Wait()
+	if err != nil || took > 10*time.Second {
+		t.Fatalf("SIGTERM under load: exit %v after %s, want exit 0 within 10s", err, took)
+	}
+	db := edgetest.OpenDB(t, dir)
+	acked := 0
+	for _, l := range loaders {
+		for clientID, id := range l.acked {
+			acked++
+			st, _, _ := db.Prepare(`SELECT count(*) FROM messages WHERE id = ? AND client_id = ?`)
+			st.BindInt64(1, id)
+			st.BindText(2, clientID)
+			st.Step()
+			if st.ColumnInt64(0) != 1 {
+				t.Errorf("acked %s (message %d) not stored", clientID, id)
+			}
+			st.Close()
+		}
+	}
+	maxID := edgetest.QueryInt(t, db, `SELECT coalesce(max(id), 0) FROM messages`)
+	wm := edgetest.QueryInt(t, db, `SELECT published_through FROM outbox`)
+	t.Logf("%d acked, stop took %s, max message id %d, watermark %d", acked, took.Round(time.Millisecond), maxID, wm)
+	if wm != maxID {
+		t.Fatalf("watermark %d after a graceful stop, want the highest message id %d: jobs were left unconfirmed", wm, maxID)
+	}
+}
