@@ -56,14 +56,7 @@ func (l *Limits) Wait(key string, now time.Time) (time.Duration, bool) {
 func (l *Limits) Block(key string, now time.Time, after time.Duration) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	s := l.m[key]
-	if s == nil {
-		s = &limit{}
-		l.m[key] = s
-	}
-	if u := now.Add(after); u.After(s.blockedUntil) {
-		s.blockedUntil = u
-	}
+	s := l.blockUntil(key, now.Add(after))
 	s.limitedUntil = s.blockedUntil.Add(l.Linger)
 	if s.next.Before(s.blockedUntil) {
 		s.next = s.blockedUntil
@@ -75,12 +68,18 @@ func (l *Limits) Block(key string, now time.Time, after time.Duration) {
 func (l *Limits) Exhausted(key string, now time.Time, reset time.Duration) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.blockUntil(key, now.Add(reset))
+}
+
+// blockUntil holds key back until u at least (l.mu held) and returns its state.
+func (l *Limits) blockUntil(key string, u time.Time) *limit {
 	s := l.m[key]
 	if s == nil {
 		s = &limit{}
 		l.m[key] = s
 	}
-	if u := now.Add(reset); u.After(s.blockedUntil) {
+	if u.After(s.blockedUntil) {
 		s.blockedUntil = u
 	}
+	return s
 }
