@@ -15,6 +15,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/ncruces/go-sqlite3"
 
 	"spookat/edge/internal/edgetest"
 	"spookat/schema"
@@ -238,23 +239,7 @@ func TestCrashLosesNothing(t *testing.T) {
 	}
 
 	db := edgetest.OpenDB(t, dir)
-	acked := 0
-	for _, l := range loaders {
-		for clientID, id := range l.acked {
-			acked++
-			st, _, err := db.Prepare(`SELECT count(*), coalesce(max(client_id), ''), coalesce(max(id), 0) FROM messages WHERE client_id = ?`)
-			if err != nil {
-				t.Fatal(err)
-			}
-			st.BindText(1, clientID)
-			st.Step()
-			n, cid, got := st.ColumnInt64(0), st.ColumnText(1), st.ColumnInt64(2)
-			st.Close()
-			if n != 1 || cid != clientID || got != id {
-				t.Errorf("acked %s (message %d): %d rows, id %d", clientID, id, n, got)
-			}
-		}
-	}
+	acked := checkAcked(t, db, loaders)
 	rows := edgetest.QueryInt(t, db, `SELECT count(*) FROM messages`)
 	t.Logf("%d acks, %d rows, %d jobs", acked, rows, len(jobs))
 	if rows < int64(acked) || rows > int64(acked+len(loaders)) {
@@ -287,6 +272,29 @@ func TestCrashLosesNothing(t *testing.T) {
 	if want == 0 {
 		t.Fatal("no message of the site with a target was stored")
 	}
+}
+
+// checkAcked asserts that every message a loader saw acked is stored exactly once, with the
+// id its ack gave, and returns how many there were.
+func checkAcked(t *testing.T, db *sqlite3.Conn, loaders []*loader) (acked int) {
+	t.Helper()
+	for _, l := range loaders {
+		for clientID, id := range l.acked {
+			acked++
+			st, _, err := db.Prepare(`SELECT count(*), coalesce(max(client_id), ''), coalesce(max(id), 0) FROM messages WHERE client_id = ?`)
+			if err != nil {
+				t.Fatal(err)
+			}
+			st.BindText(1, clientID)
+			st.Step()
+			n, cid, got := st.ColumnInt64(0), st.ColumnText(1), st.ColumnInt64(2)
+			st.Close()
+			if n != 1 || cid != clientID || got != id {
+				t.Errorf("acked %s (message %d): %d rows, id %d", clientID, id, n, got)
+			}
+		}
+	}
+	return acked
 }
 
 // countJobs reads every message of JOBS and counts them by Nats-Msg-Id.
@@ -353,20 +361,7 @@ func TestGracefulStopUnderLoad(t *testing.T) {
 		t.Fatalf("SIGTERM under load: exit %v after %s, want exit 0 within 10s", err, took)
 	}
 	db := edgetest.OpenDB(t, dir)
-	acked := 0
-	for _, l := range loaders {
-		for clientID, id := range l.acked {
-			acked++
-			st, _, _ := db.Prepare(`SELECT count(*) FROM messages WHERE id = ? AND client_id = ?`)
-			st.BindInt64(1, id)
-			st.BindText(2, clientID)
-			st.Step()
-			if st.ColumnInt64(0) != 1 {
-				t.Errorf("acked %s (message %d) not stored", clientID, id)
-			}
-			st.Close()
-		}
-	}
+	acked := checkAcked(t, db, loaders)
 	maxID := edgetest.QueryInt(t, db, `SELECT coalesce(max(id), 0) FROM messages`)
 	wm := edgetest.QueryInt(t, db, `SELECT published_through FROM outbox`)
 	t.Logf("%d acked, stop took %s, max message id %d, watermark %d", acked, took.Round(time.Millisecond), maxID, wm)
