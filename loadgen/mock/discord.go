@@ -89,14 +89,8 @@ func (d *Discord) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, 400, map[string]any{"message": "Webhooks posted to forum channels must have a thread_name or thread_id", "code": 220001})
 		return
 	}
-	if d.opt.Latency > 0 {
-		t := time.NewTimer(d.opt.Latency)
-		select {
-		case <-t.C:
-		case <-r.Context().Done():
-			t.Stop()
-			return
-		}
+	if !answerAfter(r, d.opt.Latency) {
+		return
 	}
 	if strings.HasPrefix(hook, "404/") {
 		writeJSON(w, 404, map[string]any{"message": "Unknown Webhook", "code": 10015})

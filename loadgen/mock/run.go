@@ -148,3 +148,18 @@ func Run(args []string) error {
 		return srv.Shutdown(sctx)
 	}
 }
+
+// answerAfter waits the mock's latency before it answers; false when the client gave up.
+func answerAfter(r *http.Request, latency time.Duration) bool {
+	if latency <= 0 {
+		return true
+	}
+	t := time.NewTimer(latency)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-r.Context().Done():
+		return false
+	}
+}

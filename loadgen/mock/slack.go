@@ -134,14 +134,8 @@ func (s *Slack) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			token = t
 		}
 	}
-	if s.opt.Latency > 0 {
-		t := time.NewTimer(s.opt.Latency)
-		select {
-		case <-t.C:
-		case <-r.Context().Done():
-			t.Stop()
-			return
-		}
+	if !answerAfter(r, s.opt.Latency) {
+		return
 	}
 	if token == "" {
 		writeJSON(w, 200, map[string]any{"ok": false, "error": "not_authed"})
