@@ -293,7 +293,9 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	draining.Store(true)
 	stopAdmin()
 	_ = app.ShutdownWithTimeout(2 * time.Second)
-	wh.CloseAll()
+	if !wh.CloseAll(2 * time.Second) {
+		log.Warn("widget sockets still finishing at stop; their last messages are published at the next start")
+	}
 	inboxHub.CloseAll()
 	slackEvents.Wait()
 	// ctx is already cancelled: give the last commit a context of its own.

@@ -43,14 +43,22 @@ type Handler struct {
 	Brakes  *brakes.Brakes
 	Log     *slog.Logger
 
-	mu    sync.Mutex
-	conns map[*conn]struct{}
+	mu      sync.Mutex
+	conns   map[*conn]struct{}
+	closing bool           // CloseAll has begun: refuse new sockets
+	active  sync.WaitGroup // handlers still running
 }
 
 // CloseAll closes every socket with 1001 (going away), for a graceful stop. Clients
 // reconnect and resume.
-func (h *Handler) CloseAll() {
+//
+// It then waits, at most timeout, until every socket's handler has returned: a handler that
+// had read a frame before its socket closed may still submit it, and the stop must flush
+// after the last submission, or that message's jobs wait for the next start. New sockets are
+// refused from here on. It reports whether every handler returned in time.
+func (h *Handler) CloseAll(timeout time.Duration) bool {
 	h.mu.Lock()
+	h.closing = true
 	list := make([]*conn, 0, len(h.conns))
 	for c := range h.conns {
 		list = append(list, c)
@@ -59,19 +67,34 @@ func (h *Handler) CloseAll() {
 	for _, c := range list {
 		c.closeWith(fws.CloseGoingAway, "server restarting")
 	}
+	done := make(chan struct{})
+	go func() { h.active.Wait(); close(done) }()
+	select {
+	case <-done:
+		return true
+	case <-time.After(timeout):
+		return false
+	}
 }
 
-func (h *Handler) track(c *conn, add bool) {
+// track adds (false once the handler is closing) or removes a socket.
+func (h *Handler) track(c *conn, add bool) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if !add {
 		delete(h.conns, c)
-		return
+		h.active.Done()
+		return true
+	}
+	if h.closing {
+		return false
 	}
 	if h.conns == nil {
 		h.conns = make(map[*conn]struct{})
 	}
 	h.conns[c] = struct{}{}
+	h.active.Add(1)
+	return true
 }
 
 // Register mounts the websocket route on app.
@@ -144,7 +167,11 @@ func (h *Handler) serve(wc *websocket.Conn) {
 	s.ip, _ = wc.Locals("ip").(netip.Addr)
 	h.Metrics.OpenSockets.Inc()
 	defer h.Metrics.OpenSockets.Dec()
-	h.track(s.c, true)
+	if !h.track(s.c, true) {
+		s.c.closeWith(fws.CloseGoingAway, "server restarting")
+		s.c.finish()
+		return
+	}
 	defer h.track(s.c, false)
 	defer s.c.finish()
 	if !s.hello(wc.Query("visitor")) {
