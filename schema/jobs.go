@@ -1,8 +1,13 @@
 package schema
 
 import (
+	"bytes"
+	"encoding/json"
+	"errors"
 	"strconv"
 	"time"
+
+	"spookat/schema/fastjson"
 )
 
 // Lanes: each has its own in-flight limit in the worker, so a slow webhook receiver never
@@ -58,6 +63,67 @@ type Job struct {
 	To string `json:"to,omitempty"`
 }
 
+// DecodeJob reads a job as encoding/json would, without reflection when it can: the worker
+// decodes one per delivery.
+func DecodeJob(b []byte, j *Job) error {
+	var fast Job
+	if fastjson.Object(b, func(key []byte, i int) (int, bool) {
+		return fast.field(b, key, i)
+	}) {
+		*j = fast
+		return nil
+	}
+	*j = Job{}
+	return json.Unmarshal(b, j)
+}
+
+var jobFields = []string{"id", "lane", "target", "site_id", "conversation_id", "message_id", "author",
+	"name", "text", "created_at", "first", "inbox_url", "to"}
+
+func (j *Job) field(b, key []byte, i int) (int, bool) {
+	if next, ok := fastjson.Null(b, i); ok {
+		return next, !fastjson.Unknown(key, "created_at") // a null time is encoding/json's to judge
+	}
+	var ok bool
+	switch string(key) {
+	case "id":
+		j.ID, i, ok = fastjson.String(b, i)
+	case "lane":
+		j.Lane, i, ok = fastjson.String(b, i)
+	case "target":
+		j.Target, i, ok = fastjson.String(b, i)
+	case "site_id":
+		j.SiteID, i, ok = fastjson.Int(b, i)
+	case "conversation_id":
+		j.ConversationID, i, ok = fastjson.Int(b, i)
+	case "message_id":
+		j.MessageID, i, ok = fastjson.Int(b, i)
+	case "author":
+		j.Author, i, ok = fastjson.String(b, i)
+	case "name":
+		j.Name, i, ok = fastjson.String(b, i)
+	case "text":
+		j.Text, i, ok = fastjson.String(b, i)
+	case "first":
+		j.First, i, ok = fastjson.Bool(b, i)
+	case "inbox_url":
+		j.InboxURL, i, ok = fastjson.String(b, i)
+	case "to":
+		j.To, i, ok = fastjson.String(b, i)
+	case "created_at":
+		var s string
+		if s, i, ok = fastjson.String(b, i); ok {
+			ok = j.CreatedAt.UnmarshalText([]byte(s)) == nil // what encoding/json calls
+		}
+	default:
+		if !fastjson.Unknown(key, jobFields...) {
+			return i, false
+		}
+		i, ok = fastjson.SkipValue(b, i)
+	}
+	return i, ok
+}
+
 // JobID is deterministic, so a job published twice (after a crash) is one job to JetStream's
 // duplicate window and one row to the edge.
 func JobID(messageID int64, target string) string {
@@ -94,6 +160,36 @@ type Result struct {
 	// thread's queued posts when its channel is rate limited); 0 or 1 means a post of its own.
 	Merged int       `json:"merged,omitempty"`
 	At     time.Time `json:"at"`
+}
+
+// DecodeResults appends the results of one RESULTS message to dst: a worker batches the
+// results it produces within a few milliseconds into one message, one JSON object per line.
+// A line that does not decode is reported through bad and skipped.
+func DecodeResults(dst []Result, data []byte, bad func(line []byte, err error)) []Result {
+	for len(data) > 0 {
+		line := data
+		if i := bytes.IndexByte(data, '\n'); i >= 0 {
+			line, data = data[:i], data[i+1:]
+		} else {
+			data = nil
+		}
+		if len(bytes.TrimSpace(line)) == 0 {
+			continue
+		}
+		var r Result
+		err := json.Unmarshal(line, &r)
+		if err == nil && (r.MessageID == 0 || r.Target == "" || r.JobID == "") {
+			err = errors.New("missing job_id, target or message_id")
+		}
+		if err != nil {
+			if bad != nil {
+				bad(line, err)
+			}
+			continue
+		}
+		dst = append(dst, r)
+	}
+	return dst
 }
 
 // SiteDelivery is a site's delivery settings as workers read them from the SITES bucket

@@ -11,7 +11,7 @@ import (
 // Stream, bucket and subject names an SRE meets in `nats stream report`.
 const (
 	StreamJobs    = "JOBS"    // work queue: published on jobs.<lane>.<site>.<conversation>, stored as jobs.<lane>.<partition>.<site>.<conversation>
-	StreamResults = "RESULTS" // subjects results.<lane>.<site>.<conversation>, consumed by the edge
+	StreamResults = "RESULTS" // subjects results.<worker>: batches of results (JSON lines), consumed by the edge
 	StreamDead    = "DEAD"    // jobs that used up their attempts: dead.<lane>.<site>.<conversation>
 
 	BucketSites   = "SITES"   // key site.<id> → SiteDelivery JSON (secrets live here, not in jobs)
@@ -75,10 +75,8 @@ func JobSubject(lane string, siteID, conversationID int64) string {
 	return "jobs." + lane + "." + conversationTokens(siteID, conversationID)
 }
 
-// ResultSubject is where a worker publishes the outcome of a job.
-func ResultSubject(lane string, siteID, conversationID int64) string {
-	return "results." + lane + "." + conversationTokens(siteID, conversationID)
-}
+// ResultSubject is where a worker publishes its batches of results (see DecodeResults).
+func ResultSubject(workerID string) string { return "results." + workerID }
 
 // DeadSubject is where a job that used up its attempts is kept.
 func DeadSubject(lane string, siteID, conversationID int64) string {

@@ -220,12 +220,9 @@ func (e *env) collect() *collector {
 		e.t.Fatal(err)
 	}
 	cc, err := cons.Consume(func(m jetstream.Msg) {
-		var r schema.Result
-		if err := json.Unmarshal(m.Data(), &r); err == nil {
-			c.mu.Lock()
-			c.all = append(c.all, r)
-			c.mu.Unlock()
-		}
+		c.mu.Lock()
+		c.all = schema.DecodeResults(c.all, m.Data(), func(line []byte, err error) { e.t.Errorf("bad result %q: %v", line, err) })
+		c.mu.Unlock()
 		_ = m.Ack()
 	})
 	if err != nil {
@@ -340,6 +337,32 @@ func checkOrder(t *testing.T, conv int64, seq []int, n int) (dups int) {
 		t.Errorf("conversation %d: %d of %d messages arrived: %v", conv, next, n, seq)
 	}
 	return dups
+}
+
+// waitForMarkers waits until the mock holds every message of conversations 1..convs (perConv
+// each); on timeout it names the missing ones and the workers' state in the failure.
+func (e *env) waitForMarkers(t *testing.T, d time.Duration, convs, perConv int) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for countMarkers(e.slack.Posts()) < convs*perConv {
+		if time.Now().After(deadline) {
+			seqs := sequences(e.slack.Posts())
+			var missing []string
+			for c := 1; c <= convs; c++ {
+				got := map[int]bool{}
+				for _, k := range seqs[int64(c)] {
+					got[k] = true
+				}
+				for k := 0; k < perConv; k++ {
+					if !got[k] {
+						missing = append(missing, marker(int64(c), k))
+					}
+				}
+			}
+			t.Fatalf("timed out after %s: %d of %d messages at the mock; missing %v", d, countMarkers(e.slack.Posts()), convs*perConv, missing)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 func countMarkers(posts []mock.Post) int {

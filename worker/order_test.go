@@ -50,7 +50,7 @@ func TestOrderAcrossWorkersCrashAndJoin(t *testing.T) {
 	for k := 14; k < perConv; k++ {
 		round(k)
 	}
-	waitFor(t, 60*time.Second, "every message at the mock", func() bool { return countMarkers(e.slack.Posts()) == convs*perConv })
+	e.waitForMarkers(t, 60*time.Second, convs, perConv)
 	waitFor(t, 20*time.Second, "every job recorded delivered", func() bool {
 		return len(e.results.final(schema.StatusDelivered)) == convs*perConv
 	})
@@ -94,7 +94,7 @@ func TestGracefulHandOver(t *testing.T) {
 			b.stop(t) // SIGTERM while jobs are queued
 		}
 	}
-	waitFor(t, 30*time.Second, "every message", func() bool { return countMarkers(e.slack.Posts()) == convs*perConv })
+	e.waitForMarkers(t, 30*time.Second, convs, perConv)
 	dups := 0
 	for conv, seq := range sequences(e.slack.Posts()) {
 		dups += checkOrder(t, conv, seq, perConv)

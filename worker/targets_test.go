@@ -229,7 +229,7 @@ func TestNoSQLiteDependency(t *testing.T) {
 		}
 		t.Skipf("go tool not available: %v", err)
 	}
-	if !strings.Contains(string(out), "github.com/slack-go/slack") {
+	if !strings.Contains(string(out), "github.com/nats-io/nats.go/jetstream") {
 		t.Fatalf("go list output looks wrong:\n%s", out)
 	}
 	for _, line := range strings.Split(string(out), "\n") {

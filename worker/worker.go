@@ -55,8 +55,9 @@ type Config struct {
 	WebhookTimeout time.Duration
 	ChatTimeout    time.Duration
 
-	// H2C speaks HTTP/2 without TLS to http:// Slack and Discord API URLs (mocks that serve
-	// it, like `loadgen mock`). The real APIs are https, where HTTP/2 is negotiated anyway.
+	// H2C speaks HTTP/2 without TLS to an http:// Discord API URL (mocks that serve it, like
+	// `loadgen mock`). The real API is https, where HTTP/2 is negotiated anyway. Slack is
+	// always HTTP/1.1 keep-alive (see internal/slack).
 	H2C bool
 
 	SMTP email.Config
@@ -99,7 +100,7 @@ func DefaultConfig() Config {
 func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.SlackAPI, "slack-api", c.SlackAPI, "Slack Web API base URL (point it at `loadgen mock` for tests)")
 	fs.StringVar(&c.DiscordAPI, "discord-api", c.DiscordAPI, "replace https://discord.com/api in Discord webhook URLs with this base (tests)")
-	fs.BoolVar(&c.H2C, "h2c", c.H2C, "HTTP/2 without TLS to http:// -slack-api/-discord-api (mocks that serve it, e.g. loadgen mock); https uses HTTP/2 regardless")
+	fs.BoolVar(&c.H2C, "h2c", c.H2C, "HTTP/2 without TLS to an http:// -discord-api (mocks that serve it, e.g. loadgen mock); https uses HTTP/2 regardless")
 	fs.IntVar(&c.ChatInFlight, "chat-inflight", c.ChatInFlight, "chat posts (Slack, Discord) in flight at once")
 	fs.IntVar(&c.WebhookInFlight, "webhook-inflight", c.WebhookInFlight, "webhook posts in flight at once")
 	fs.IntVar(&c.EmailInFlight, "email-inflight", c.EmailInFlight, "emails in flight at once")
@@ -120,10 +121,15 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.PullExpiry, "pull-expiry", c.PullExpiry, "expiry of a partition's pull request (an idle partition costs one per expiry; below -pinned-ttl)")
 	fs.DurationVar(&c.MemberTTL, "member-ttl", c.MemberTTL, "how soon a silent worker counts as gone (WORKERS bucket TTL; give every worker the same)")
 	fs.DurationVar(&c.StopTimeout, "stop-timeout", c.StopTimeout, "bound on finishing in-flight deliveries at stop")
-	fs.StringVar(&c.WorkerID, "worker-id", c.WorkerID, "worker id in the WORKERS bucket (default: random)")
+	fs.StringVar(&c.WorkerID, "worker-id", c.WorkerID, "worker id: its key in WORKERS and its subject results.<id> in RESULTS; letters, digits, - and _ (default: random)")
 }
 
 func (c *Config) check() error {
+	for _, r := range c.WorkerID {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_') {
+			return fmt.Errorf("-worker-id %q: use letters, digits, - and _ (it is a NATS subject token and a key)", c.WorkerID)
+		}
+	}
 	if c.ChatInFlight < 1 || c.WebhookInFlight < 1 || c.EmailInFlight < 1 {
 		return errors.New("in-flight limits must be ≥ 1")
 	}
@@ -228,18 +234,17 @@ func Run(ctx context.Context, nc *nats.Conn, cfg Config) error {
 		{Lane: schema.LaneWebhook, InFlight: cfg.WebhookInFlight, SendTimeout: cfg.WebhookTimeout + time.Second},
 		{Lane: schema.LaneEmail, InFlight: cfg.EmailInFlight, SendTimeout: 30 * time.Second},
 	}
-	chatHTTP := httpClient(cfg.ChatInFlight, 0, cfg.H2C)
 	senders := map[string]map[string]deliver.Sender{
 		schema.LaneChat: {
-			schema.TargetSlack: slack.New(slack.Options{APIURL: cfg.SlackAPI, HTTP: chatHTTP,
+			schema.TargetSlack: slack.New(slack.Options{APIURL: cfg.SlackAPI, HTTP: slack.NewHTTP(cfg.ChatInFlight),
 				Threads: threads.New(threadsKV), Pace: cfg.SlackPace, MergeMax: cfg.SlackMerge}),
-			schema.TargetDiscord: discord.New(chatHTTP, cfg.DiscordAPI, threads.New(threadsKV)),
+			schema.TargetDiscord: discord.New(httpClient(cfg.ChatInFlight, 0, cfg.H2C), cfg.DiscordAPI, threads.New(threadsKV)),
 		},
 		schema.LaneWebhook: {schema.TargetWebhook: webhook.New(httpClient(cfg.WebhookInFlight, cfg.WebhookTimeout, false))},
 		schema.LaneEmail:   {schema.TargetEmail: mailer},
 	}
 
-	out := lanes.NewOutbox(js, log)
+	out := lanes.NewOutbox(js, schema.ResultSubject(cfg.WorkerID), log)
 	// Sends outlive ctx: at stop they get StopTimeout to finish.
 	sendCtx, cancelSends := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelSends()

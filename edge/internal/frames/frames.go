@@ -6,58 +6,9 @@ package frames
 import (
 	"strconv"
 	"time"
-	"unicode/utf8"
-)
 
-// AppendString appends s as a JSON string. Invalid UTF-8 becomes U+FFFD.
-func AppendString(b []byte, s string) []byte {
-	const hex = "0123456789abcdef"
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
-				i++
-				continue
-			}
-			b = append(b, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				b = append(b, '\\', c)
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			default: // control characters, and <>& so a frame is safe to embed in HTML
-				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			b = append(b, s[start:i]...)
-			b = append(b, `\ufffd`...)
-			i += size
-			start = i
-			continue
-		}
-		if r == '\u2028' || r == '\u2029' {
-			b = append(b, s[start:i]...)
-			b = append(b, '\\', 'u', '2', '0', '2', hex[r&0xf])
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
-}
+	"spookat/schema/fastjson"
+)
 
 // AppendTime appends a Unix-ms time as an RFC 3339 JSON string in UTC with milliseconds.
 func AppendTime(b []byte, ms int64) []byte {
@@ -69,7 +20,7 @@ func AppendTime(b []byte, ms int64) []byte {
 // Ack is {"type":"ack","client_id":…,"message_id":N,"conversation_id":N,"created_at":…}.
 func Ack(b []byte, clientID string, messageID, conversationID, createdAt int64) []byte {
 	b = append(b, `{"type":"ack","client_id":`...)
-	b = AppendString(b, clientID)
+	b = fastjson.AppendString(b, clientID)
 	b = append(b, `,"message_id":`...)
 	b = strconv.AppendInt(b, messageID, 10)
 	b = append(b, `,"conversation_id":`...)
@@ -84,16 +35,16 @@ func Message(b []byte, id int64, author, name, text, clientID string, createdAt 
 	b = append(b, `{"type":"message","message_id":`...)
 	b = strconv.AppendInt(b, id, 10)
 	b = append(b, `,"author":`...)
-	b = AppendString(b, author)
+	b = fastjson.AppendString(b, author)
 	b = append(b, `,"name":`...)
-	b = AppendString(b, name)
+	b = fastjson.AppendString(b, name)
 	b = append(b, `,"text":`...)
-	b = AppendString(b, text)
+	b = fastjson.AppendString(b, text)
 	b = append(b, `,"created_at":`...)
 	b = AppendTime(b, createdAt)
 	if clientID != "" {
 		b = append(b, `,"client_id":`...)
-		b = AppendString(b, clientID)
+		b = fastjson.AppendString(b, clientID)
 	}
 	return append(b, '}')
 }
@@ -103,12 +54,12 @@ func Error(b []byte, clientID, code, message string, retryAfterMS int64) []byte 
 	b = append(b, `{"type":"error"`...)
 	if clientID != "" {
 		b = append(b, `,"client_id":`...)
-		b = AppendString(b, clientID)
+		b = fastjson.AppendString(b, clientID)
 	}
 	b = append(b, `,"code":`...)
-	b = AppendString(b, code)
+	b = fastjson.AppendString(b, code)
 	b = append(b, `,"message":`...)
-	b = AppendString(b, message)
+	b = fastjson.AppendString(b, message)
 	if retryAfterMS > 0 {
 		b = append(b, `,"retry_after_ms":`...)
 		b = strconv.AppendInt(b, retryAfterMS, 10)
@@ -119,7 +70,7 @@ func Error(b []byte, clientID, code, message string, retryAfterMS int64) []byte 
 // Hello is {"type":"hello","visitor":…,"conversation_id":N|null,"last_message_id":N}.
 func Hello(b []byte, visitor string, conversationID, lastMessageID int64) []byte {
 	b = append(b, `{"type":"hello","visitor":`...)
-	b = AppendString(b, visitor)
+	b = fastjson.AppendString(b, visitor)
 	b = append(b, `,"conversation_id":`...)
 	if conversationID == 0 {
 		b = append(b, "null"...)

@@ -6,9 +6,9 @@ import (
 	"strings"
 	"time"
 
-	"spookat/edge/internal/frames"
 	"spookat/edge/internal/store"
 	"spookat/schema"
+	"spookat/schema/fastjson"
 )
 
 // email stores the email a visitor leaves ("leave your email"), so an operator can answer
@@ -39,7 +39,7 @@ func (s *session) email(addr string) {
 	case !found:
 		s.fail("", schema.CodeInvalid, "Send a message first, then leave your email.", 0)
 	default:
-		b := append([]byte(`{"type":"email_saved","email":`), frames.AppendString(nil, addr)...)
+		b := append([]byte(`{"type":"email_saved","email":`), fastjson.AppendString(nil, addr)...)
 		s.c.send(append(b, '}'))
 	}
 }

@@ -13,7 +13,6 @@ package lanes
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -307,7 +306,7 @@ func (l *Lane) receive(s *Shard, gen int, m jetstream.Msg) {
 		return
 	}
 	it := &item{msg: m, data: m.Data(), seq: meta.Sequence.Stream, attempts: int(meta.NumDelivered) - 1, touched: time.Now()}
-	if err := json.Unmarshal(it.data, &it.job); err != nil || it.job.ID == "" {
+	if err := schema.DecodeJob(it.data, &it.job); err != nil || it.job.ID == "" {
 		// Not a job: nothing can deliver it. Keep it in DEAD for a human.
 		l.dead([]*item{it}, fmt.Errorf("undecodable job: %v", err), nil)
 		return
@@ -612,14 +611,14 @@ func (l *Lane) finish(c *conv, batch []*item, out deliver.Outcome, start time.Ti
 	case deadErr != nil:
 		l.dead(done, deadErr, tm)
 	case done != nil:
-		msgs := make([]*nats.Msg, len(done))
+		results := make([]*schema.Result, len(done))
 		acks := make([]jetstream.Msg, len(done))
 		for i, it := range done {
 			r := l.result(it, schema.StatusDelivered, out, now)
 			if len(done) > 1 {
 				r.Merged = len(done)
 			}
-			msgs[i] = resultMsg(l.cfg.Lane, r, ResultID(r))
+			results[i] = r
 			acks[i] = it.msg
 			if tm != nil {
 				tm.Delivered.Inc()
@@ -629,9 +628,9 @@ func (l *Lane) finish(c *conv, batch []*item, out deliver.Outcome, start time.Ti
 		if tm != nil && len(done) > 1 {
 			tm.Merged.Add(float64(len(done) - 1))
 		}
-		l.env.Out.Publish(msgs, acks)
+		l.env.Out.Publish(results, nil, acks)
 	case retry != nil:
-		l.env.Out.Publish([]*nats.Msg{resultMsg(l.cfg.Lane, retry, ResultID(retry))}, nil)
+		l.env.Out.Publish([]*schema.Result{retry}, nil, nil)
 	}
 }
 
@@ -683,7 +682,8 @@ func (l *Lane) result(it *item, status string, out deliver.Outcome, now time.Tim
 // dead moves jobs to DEAD with the last error, records dead results and acks the jobs.
 func (l *Lane) dead(items []*item, err error, tm *metrics.Target) {
 	now := time.Now()
-	var msgs []*nats.Msg
+	var deadMsgs []*nats.Msg
+	var results []*schema.Result
 	var acks []jetstream.Msg
 	for _, it := range items {
 		d := nats.NewMsg(schema.DeadSubject(l.cfg.Lane, it.job.SiteID, it.job.ConversationID))
@@ -692,11 +692,11 @@ func (l *Lane) dead(items []*item, err error, tm *metrics.Target) {
 		d.Header.Set(schema.HeaderAttempts, strconv.Itoa(max(it.attempts, 1)))
 		d.Header.Set(schema.HeaderTarget, it.job.Target)
 		d.Header.Set(jetstream.MsgIDHeader, it.job.ID+".dead."+strconv.FormatUint(it.seq, 10))
-		msgs = append(msgs, d)
+		deadMsgs = append(deadMsgs, d)
 		if it.job.ID != "" {
 			r := l.result(it, schema.StatusDead, deliver.Outcome{Err: err}, now)
 			r.Attempts = max(it.attempts, 1)
-			msgs = append(msgs, resultMsg(l.cfg.Lane, r, ResultID(r)))
+			results = append(results, r)
 		}
 		acks = append(acks, it.msg)
 		if tm != nil {
@@ -704,7 +704,7 @@ func (l *Lane) dead(items []*item, err error, tm *metrics.Target) {
 		}
 	}
 	l.env.Log.Warn("job dead", "lane", l.cfg.Lane, "job", items[0].job.ID, "n", len(items), "err", err)
-	l.env.Out.Publish(msgs, acks)
+	l.env.Out.Publish(results, deadMsgs, acks)
 }
 
 func oneLine(s string) string {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"strconv"
 	"sync"
 	"time"
 
@@ -18,30 +17,54 @@ import (
 // JetStream has stored what it produced: a job is never acked with its result lost. Entries
 // are confirmed in publish order, so acks of one conversation go out in order.
 //
+// Results are batched: what the lanes produce within batchWindow (at most batchMax results)
+// goes out as one RESULTS message on results.<worker>, one JSON line per result. A message per
+// result cost the worker a publish and a publish ack per delivery, and the edge a stored,
+// delivered and acked message per delivery; a batch costs that once.
+//
 // Confirmation runs in JetStream's publish-ack callbacks: no goroutine, channel or timer per
 // result (waiting on each PubAckFuture's channels cost ~10 % of the worker's CPU).
 type Outbox struct {
-	js  jetstream.JetStream
-	log *slog.Logger
+	js      jetstream.JetStream
+	subject string
+	log     *slog.Logger
+
+	sending sync.Mutex // held while publishing, so messages go out in the order they were sealed
 
 	mu      sync.Mutex
-	queue   []*entry             // in publish order; the head is acked first
-	pending map[*nats.Msg]*entry // published, not yet confirmed
-	retries sync.WaitGroup       // republish goroutines (rare: a failed publish)
-	idle    chan struct{}        // closed when the queue empties (Close waits on it)
+	queue   []*entry               // in publish order; the head is acked first
+	pending map[*nats.Msg][]*entry // published or sealed, not yet confirmed
+	open    *batch                 // results collecting for the next message
+	sealed  []*nats.Msg            // to publish, in order
+	retries sync.WaitGroup         // republish goroutines (rare: a failed publish)
+	idle    chan struct{}          // closed when the queue empties (Close waits on it)
+}
+
+const (
+	// batchWindow is how long results wait for company. The edge records them in batches
+	// of 100 ms anyway; a job's ack waits this much longer.
+	batchWindow = 5 * time.Millisecond
+	batchMax    = 256 // ~80 KB, well under NATS's 1 MB payload
+)
+
+type batch struct {
+	data    []byte
+	n       int
+	entries []*entry
+	timer   *time.Timer
 }
 
 type entry struct {
-	msgs   []*nats.Msg
 	acks   []jetstream.Msg
 	left   int           // messages not yet stored
 	failed bool          // a message could not be stored: leave the jobs unacked
 	done   chan struct{} // a Flush marker
 }
 
-// NewOutbox publishes on its own JetStream context (its ack callbacks are the outbox's).
-func NewOutbox(js jetstream.JetStream, log *slog.Logger) *Outbox {
-	o := &Outbox{log: log, pending: make(map[*nats.Msg]*entry)}
+// NewOutbox publishes results on subject (schema.ResultSubject), on its own JetStream
+// context (its ack callbacks are the outbox's).
+func NewOutbox(js jetstream.JetStream, subject string, log *slog.Logger) *Outbox {
+	o := &Outbox{subject: subject, log: log, pending: make(map[*nats.Msg][]*entry)}
 	ojs, err := jetstream.New(js.Conn(),
 		jetstream.WithPublishAsyncAckHandler(func(_ jetstream.JetStream, m *nats.Msg, _ *jetstream.PubAck) { o.stored(m, true) }),
 		jetstream.WithPublishAsyncErrHandler(o.onErr),
@@ -54,35 +77,77 @@ func NewOutbox(js jetstream.JetStream, log *slog.Logger) *Outbox {
 	return o
 }
 
-// ResultID is the Nats-Msg-Id of a result: a delivered or dead result is one per job even when
-// a redelivered job produces it twice; each retrying result is its own.
-func ResultID(r *schema.Result) string {
-	if r.Status == schema.StatusRetrying {
-		return r.JobID + ".retry." + strconv.Itoa(r.Attempts)
-	}
-	return r.JobID + "." + r.Status
-}
-
-func resultMsg(lane string, r *schema.Result, msgID string) *nats.Msg {
-	m := &nats.Msg{Subject: schema.ResultSubject(lane, r.SiteID, r.ConversationID),
-		Data: appendResult(make([]byte, 0, 320), r), Header: nats.Header{jetstream.MsgIDHeader: []string{msgID}}}
-	return m
-}
-
-// Publish sends results (and dead copies) and acks the jobs once all are stored.
-func (o *Outbox) Publish(msgs []*nats.Msg, acks []jetstream.Msg) {
-	e := &entry{msgs: msgs, acks: acks, left: len(msgs)}
+// Publish queues results and dead copies of jobs, and acks the jobs once all are stored.
+func (o *Outbox) Publish(results []*schema.Result, dead []*nats.Msg, acks []jetstream.Msg) {
+	e := &entry{acks: acks, left: len(dead)}
 	o.mu.Lock()
 	o.queue = append(o.queue, e)
-	for _, m := range msgs {
-		o.pending[m] = e
+	for _, m := range dead {
+		o.pending[m] = []*entry{e}
+		o.sealed = append(o.sealed, m)
 	}
-	if len(msgs) == 0 {
+	if len(results) > 0 {
+		b := o.open
+		if b == nil {
+			b = &batch{data: make([]byte, 0, 16<<10)}
+			b.timer = time.AfterFunc(batchWindow, func() { o.sealIf(b) })
+			o.open = b
+		}
+		for _, r := range results {
+			b.data = append(appendResult(b.data, r), '\n')
+		}
+		b.n += len(results)
+		b.entries = append(b.entries, e)
+		e.left++
+		if b.n >= batchMax {
+			o.seal()
+		}
+	}
+	if e.left == 0 {
 		acks, marks := o.advance()
 		o.mu.Unlock()
 		finish(acks, marks)
 		return
 	}
+	send := len(o.sealed) > 0
+	o.mu.Unlock()
+	if send {
+		o.send()
+	}
+}
+
+// seal turns the open batch into a message to publish. Lock held.
+func (o *Outbox) seal() {
+	b := o.open
+	if b == nil {
+		return
+	}
+	o.open = nil
+	b.timer.Stop()
+	m := &nats.Msg{Subject: o.subject, Data: b.data}
+	o.pending[m] = b.entries
+	o.sealed = append(o.sealed, m)
+}
+
+// sealIf publishes batch b when its window ends, unless it went out already.
+func (o *Outbox) sealIf(b *batch) {
+	o.mu.Lock()
+	if o.open != b {
+		o.mu.Unlock()
+		return
+	}
+	o.seal()
+	o.mu.Unlock()
+	o.send()
+}
+
+// send publishes the sealed messages in order.
+func (o *Outbox) send() {
+	o.sending.Lock()
+	defer o.sending.Unlock()
+	o.mu.Lock()
+	msgs := o.sealed
+	o.sealed = nil
 	o.mu.Unlock()
 	for _, m := range msgs {
 		if _, err := o.js.PublishMsgAsync(m); err != nil {
@@ -91,7 +156,7 @@ func (o *Outbox) Publish(msgs []*nats.Msg, acks []jetstream.Msg) {
 	}
 }
 
-// onErr handles a result JetStream did not store: publish it again synchronously (off the
+// onErr handles a message JetStream did not store: publish it again synchronously (off the
 // callback goroutine), and if that fails too, leave its jobs unacked for redelivery.
 func (o *Outbox) onErr(_ jetstream.JetStream, m *nats.Msg, err error) {
 	o.mu.Lock()
@@ -115,15 +180,17 @@ func (o *Outbox) onErr(_ jetstream.JetStream, m *nats.Msg, err error) {
 // that is complete.
 func (o *Outbox) stored(m *nats.Msg, ok bool) {
 	o.mu.Lock()
-	e := o.pending[m]
-	if e == nil {
+	es := o.pending[m]
+	if es == nil {
 		o.mu.Unlock()
 		return
 	}
 	delete(o.pending, m)
-	e.left--
-	if !ok {
-		e.failed = true
+	for _, e := range es {
+		e.left--
+		if !ok {
+			e.failed = true
+		}
 	}
 	acks, marks := o.advance()
 	o.mu.Unlock()
@@ -181,9 +248,11 @@ func (o *Outbox) Flush(ctx context.Context) {
 		o.mu.Unlock()
 		return
 	}
+	o.seal()
 	e := &entry{done: make(chan struct{})}
 	o.queue = append(o.queue, e)
 	o.mu.Unlock()
+	o.send()
 	select {
 	case <-e.done:
 	case <-ctx.Done():
@@ -194,12 +263,14 @@ func (o *Outbox) Flush(ctx context.Context) {
 // connection nothing more can be confirmed: those jobs come back to their next owner.
 func (o *Outbox) Close() {
 	o.mu.Lock()
+	o.seal()
 	var idle chan struct{}
 	if len(o.queue) > 0 {
 		o.idle = make(chan struct{})
 		idle = o.idle
 	}
 	o.mu.Unlock()
+	o.send()
 	if idle != nil && !o.js.Conn().IsClosed() {
 		select {
 		case <-idle:

@@ -1,20 +1,20 @@
 package lanes
 
 import (
-	"encoding/json"
 	"strconv"
 	"time"
 
 	"spookat/schema"
+	"spookat/schema/fastjson"
 )
 
 // appendResult encodes r as encoding/json would (same fields, names and omitempty), without
 // reflection: one result per delivery made json.Marshal a visible share of the worker's CPU.
 func appendResult(b []byte, r *schema.Result) []byte {
 	b = append(b, `{"job_id":`...)
-	b = appendString(b, r.JobID)
+	b = fastjson.AppendString(b, r.JobID)
 	b = append(b, `,"target":`...)
-	b = appendString(b, r.Target)
+	b = fastjson.AppendString(b, r.Target)
 	b = append(b, `,"site_id":`...)
 	b = strconv.AppendInt(b, r.SiteID, 10)
 	b = append(b, `,"conversation_id":`...)
@@ -22,20 +22,20 @@ func appendResult(b []byte, r *schema.Result) []byte {
 	b = append(b, `,"message_id":`...)
 	b = strconv.AppendInt(b, r.MessageID, 10)
 	b = append(b, `,"status":`...)
-	b = appendString(b, r.Status)
+	b = fastjson.AppendString(b, r.Status)
 	b = append(b, `,"attempts":`...)
 	b = strconv.AppendInt(b, int64(r.Attempts), 10)
 	if r.Error != "" {
 		b = append(b, `,"error":`...)
-		b = appendString(b, r.Error)
+		b = fastjson.AppendString(b, r.Error)
 	}
 	if r.ExternalID != "" {
 		b = append(b, `,"external_id":`...)
-		b = appendString(b, r.ExternalID)
+		b = fastjson.AppendString(b, r.ExternalID)
 	}
 	if r.ThreadID != "" {
 		b = append(b, `,"thread_id":`...)
-		b = appendString(b, r.ThreadID)
+		b = fastjson.AppendString(b, r.ThreadID)
 	}
 	if r.Merged != 0 {
 		b = append(b, `,"merged":`...)
@@ -44,18 +44,4 @@ func appendResult(b []byte, r *schema.Result) []byte {
 	b = append(b, `,"at":"`...)
 	b = r.At.AppendFormat(b, time.RFC3339Nano)
 	return append(b, `"}`...)
-}
-
-// appendString writes a JSON string: plain printable ASCII as is, anything else through
-// encoding/json (errors from targets can hold any text).
-func appendString(b []byte, s string) []byte {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
-			q, _ := json.Marshal(s)
-			return append(b, q...)
-		}
-	}
-	b = append(b, '"')
-	b = append(b, s...)
-	return append(b, '"')
 }

@@ -1,4 +1,4 @@
-// Package slack posts chat jobs to Slack with slack-go (chat.postMessage): the first message of a
+// Package slack posts chat jobs to Slack (chat.postMessage): the first message of a
 // conversation opens a parent post in the site's channel, every later one replies in its thread.
 package slack
 
@@ -6,35 +6,29 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
-	"github.com/slack-go/slack"
+	"github.com/valyala/fasthttp"
 
 	"spookat/schema"
 	"spookat/worker/internal/deliver"
 	"spookat/worker/internal/threads"
 )
 
-// Sender posts to Slack. One slack.Client per bot token, all sharing one HTTP client.
+// Sender posts to Slack, every site's bot token over one keep-alive client.
 type Sender struct {
-	api     string // base URL, ends with "/": slack-go appends the method name
-	http    *http.Client
+	api     api
 	threads *threads.Store
 	limits  *deliver.Limits
 	merge   int
-
-	mu      sync.RWMutex
-	clients map[string]*slack.Client
 }
 
 // Options of the sender.
 type Options struct {
-	APIURL   string       // e.g. https://slack.com/api/ (slack.APIURL)
-	HTTP     *http.Client // shared, keep-alive
+	APIURL   string           // e.g. https://slack.com/api/
+	HTTP     *fasthttp.Client // see NewHTTP
 	Threads  *threads.Store
 	Pace     time.Duration // posts per channel while rate limited (Slack: ~1/s)
 	MergeMax int           // most messages merged into one post
@@ -42,40 +36,22 @@ type Options struct {
 
 // New builds a sender.
 func New(o Options) *Sender {
-	api := o.APIURL
-	if api == "" {
-		api = slack.APIURL
+	base := o.APIURL
+	if base == "" {
+		base = "https://slack.com/api/"
 	}
-	if !strings.HasSuffix(api, "/") {
-		api += "/"
+	if !strings.HasSuffix(base, "/") {
+		base += "/"
 	}
 	if o.Pace <= 0 {
 		o.Pace = time.Second
 	}
 	return &Sender{
-		api:     api,
-		http:    o.HTTP,
+		api:     api{url: base + "chat.postMessage", http: o.HTTP},
 		threads: o.Threads,
 		limits:  deliver.NewLimits(o.Pace, 10*o.Pace),
 		merge:   o.MergeMax,
-		clients: make(map[string]*slack.Client),
 	}
-}
-
-func (s *Sender) client(token string) *slack.Client {
-	s.mu.RLock()
-	c := s.clients[token]
-	s.mu.RUnlock()
-	if c != nil {
-		return c
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if c = s.clients[token]; c == nil {
-		c = slack.New(token, slack.OptionAPIURL(s.api), slack.OptionHTTPClient(s.http))
-		s.clients[token] = c
-	}
-	return c
 }
 
 // MergeMax implements deliver.Merger.
@@ -115,11 +91,7 @@ func (s *Sender) Send(ctx context.Context, site *schema.SiteDelivery, jobs []*sc
 		}
 		writeLine(&b, j)
 	}
-	opts := []slack.MsgOption{slack.MsgOptionText(b.String(), false)}
-	if !parent {
-		opts = append(opts, slack.MsgOptionTS(thread))
-	}
-	_, ts, err := s.client(site.SlackToken).PostMessageContext(ctx, site.SlackChannel, opts...)
+	ts, err := s.api.postMessage(ctx, site.SlackToken, site.SlackChannel, thread, b.String())
 	if err != nil {
 		return s.classify(site, err)
 	}
@@ -144,29 +116,29 @@ var permanent = map[string]bool{
 }
 
 func (s *Sender) classify(site *schema.SiteDelivery, err error) deliver.Outcome {
-	var rl *slack.RateLimitedError
+	var rl *rateLimitedError
 	if errors.As(err, &rl) {
-		after := max(rl.RetryAfter, time.Second)
+		after := max(rl.after, time.Second)
 		s.limits.Block(site.SlackChannel, time.Now(), after)
 		return deliver.RateLimited(after)
 	}
-	var se slack.SlackErrorResponse
-	if errors.As(err, &se) {
-		if se.Err == "ratelimited" {
+	var ae *apiError
+	if errors.As(err, &ae) {
+		if ae.code == "ratelimited" {
 			s.limits.Block(site.SlackChannel, time.Now(), time.Second)
 			return deliver.RateLimited(time.Second)
 		}
-		if permanent[se.Err] {
-			return deliver.Permanent(fmt.Errorf("slack: %s", se.Err))
+		if permanent[ae.code] {
+			return deliver.Permanent(err)
 		}
-		return deliver.Fail(fmt.Errorf("slack: %s", se.Err))
+		return deliver.Fail(err)
 	}
-	var sc slack.StatusCodeError
-	if errors.As(err, &sc) {
-		if sc.Code >= 400 && sc.Code < 500 && sc.Code != http.StatusRequestTimeout {
-			return deliver.Permanent(fmt.Errorf("slack: http %d", sc.Code))
+	var se *statusError
+	if errors.As(err, &se) {
+		if se.status >= 400 && se.status < 500 && se.status != fasthttp.StatusRequestTimeout {
+			return deliver.Permanent(err)
 		}
-		return deliver.Fail(fmt.Errorf("slack: http %d", sc.Code))
+		return deliver.Fail(err)
 	}
 	return deliver.Fail(err)
 }
