@@ -79,7 +79,9 @@ type allowedMentions struct {
 }
 
 // Send posts one message.
-func (s *Sender) Send(ctx context.Context, site *schema.SiteDelivery, jobs []*schema.Job) deliver.Outcome {
+func (s *Sender) Send(ctx context.Context, deadline time.Time, site *schema.SiteDelivery, jobs []*schema.Job) deliver.Outcome {
+	ctx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
 	if site.DiscordWebhook == "" {
 		return deliver.Permanent(deliver.ErrNotConfigured)
 	}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	mail "github.com/wneessen/go-mail"
 
@@ -59,7 +60,9 @@ func (s *Sender) client() (*mail.Client, error) {
 
 // Send mails the first message of a conversation to the site's notify address, or, for a job
 // with To set, an operator's reply to a visitor who left that address and was not connected.
-func (s *Sender) Send(ctx context.Context, site *schema.SiteDelivery, jobs []*schema.Job) deliver.Outcome {
+func (s *Sender) Send(ctx context.Context, deadline time.Time, site *schema.SiteDelivery, jobs []*schema.Job) deliver.Outcome {
+	ctx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
 	j := jobs[0]
 	to := j.To
 	if to == "" {

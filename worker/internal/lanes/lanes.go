@@ -516,15 +516,17 @@ func (l *Lane) pump() {
 }
 
 func (l *Lane) send(c *conv, batch []*item, sender deliver.Sender, site *schema.SiteDelivery) {
-	ctx, cancel := context.WithTimeout(l.sendCtx, l.cfg.SendTimeout)
 	start := time.Now()
+	deadline := start.Add(l.cfg.SendTimeout)
 	var out deliver.Outcome
 	if sender == nil {
 		out = deliver.Permanent(fmt.Errorf("no sender for target %q", batch[0].job.Target))
 	} else {
 		if site == nil {
+			ctx, cancel := context.WithDeadline(l.sendCtx, deadline)
 			var err error
 			site, err = l.env.Sites.Get(ctx, batch[0].job.SiteID)
+			cancel()
 			if err == nil && site == nil {
 				err = deliver.ErrNoSite
 			}
@@ -537,10 +539,9 @@ func (l *Lane) send(c *conv, batch []*item, sender deliver.Sender, site *schema.
 			for i, it := range batch {
 				jobs[i] = &it.job
 			}
-			out = sender.Send(ctx, site, jobs)
+			out = sender.Send(l.sendCtx, deadline, site, jobs)
 		}
 	}
-	cancel()
 	l.finish(c, batch, out, start)
 }
 

@@ -57,7 +57,8 @@ func (e *rateLimitedError) Error() string { return "slack: rate limited for " + 
 var bodies = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
 
 // postMessage posts text to channel (in thread when it is not "") and returns the post's ts.
-func (a *api) postMessage(ctx context.Context, token, channel, thread, text string) (string, error) {
+// ctx is checked first (a hard stop); the post itself ends by deadline.
+func (a *api) postMessage(ctx context.Context, deadline time.Time, token, channel, thread, text string) (string, error) {
 	if err := ctx.Err(); err != nil {
 		return "", err
 	}
@@ -83,13 +84,7 @@ func (a *api) postMessage(ctx context.Context, token, channel, thread, text stri
 	req.SetBodyRaw(body)
 	*bp = body[:0]
 
-	var err error
-	if d, ok := ctx.Deadline(); ok {
-		err = a.http.DoDeadline(req, resp, d)
-	} else {
-		err = a.http.Do(req, resp)
-	}
-	if err != nil {
+	if err := a.http.DoDeadline(req, resp, deadline); err != nil {
 		return "", fmt.Errorf("slack: %w", err)
 	}
 	switch status := resp.StatusCode(); status {

@@ -63,7 +63,7 @@ func (s *Sender) Wait(site *schema.SiteDelivery, _ *schema.Job) (time.Duration, 
 }
 
 // Send posts jobs (one, or several of one conversation merged) as one message.
-func (s *Sender) Send(ctx context.Context, site *schema.SiteDelivery, jobs []*schema.Job) deliver.Outcome {
+func (s *Sender) Send(ctx context.Context, deadline time.Time, site *schema.SiteDelivery, jobs []*schema.Job) deliver.Outcome {
 	if site.SlackToken == "" || site.SlackChannel == "" {
 		return deliver.Permanent(deliver.ErrNotConfigured)
 	}
@@ -91,7 +91,7 @@ func (s *Sender) Send(ctx context.Context, site *schema.SiteDelivery, jobs []*sc
 		}
 		writeLine(&b, j)
 	}
-	ts, err := s.api.postMessage(ctx, site.SlackToken, site.SlackChannel, thread, b.String())
+	ts, err := s.api.postMessage(ctx, deadline, site.SlackToken, site.SlackChannel, thread, b.String())
 	if err != nil {
 		return s.classify(site, err)
 	}

@@ -93,7 +93,9 @@ func Sign(key []byte, id string, ts int64, body []byte) string {
 }
 
 // Send posts one event.
-func (s *Sender) Send(ctx context.Context, site *schema.SiteDelivery, jobs []*schema.Job) deliver.Outcome {
+func (s *Sender) Send(ctx context.Context, deadline time.Time, site *schema.SiteDelivery, jobs []*schema.Job) deliver.Outcome {
+	ctx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
 	if site.WebhookURL == "" {
 		return deliver.Permanent(deliver.ErrNotConfigured)
 	}
