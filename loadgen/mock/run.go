@@ -98,9 +98,9 @@ func (s *Server) Handler() http.Handler {
 	return mux
 }
 
-// Protocols is what the mocks serve: HTTP/1.1, and HTTP/2 without TLS (h2c, prior knowledge)
-// for a worker run with -h2c, which then multiplexes its posts over a few connections as it
-// does over TLS with the real Slack.
+// Protocols is what the mocks serve: HTTP/1.1 (the worker's Slack client), and HTTP/2 without
+// TLS (h2c, prior knowledge) for a worker run with -h2c, whose Discord posts then share a few
+// connections as they do over TLS with the real Discord.
 func Protocols() *http.Protocols {
 	p := new(http.Protocols)
 	p.SetHTTP1(true)

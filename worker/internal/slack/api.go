@@ -31,7 +31,7 @@ func NewHTTP(maxConns int) *fasthttp.Client {
 		Name:                "spookat-worker",
 		MaxConnsPerHost:     maxConns,
 		MaxConnWaitTimeout:  10 * time.Second,
-		MaxIdleConnDuration: 90 * time.Second,
+		MaxIdleConnDuration: 30 * time.Second, // under the usual 60 s idle timeouts of load balancers
 		Dial:                fasthttpproxy.FasthttpProxyHTTPDialerTimeout(5 * time.Second),
 		// Never retry a post on another connection: a post is not idempotent (the lane
 		// retries it, in order, after classifying the failure).
