@@ -16,8 +16,9 @@ import (
 // TestPerfSlack measures a real bin/worker process against the 50 ms Slack mock: deliveries/s
 // and the worker's CPU per delivery from /proc (the mock and NATS live in this test process, so
 // they are not counted). Run with SPOOKAT_PERF=1 (N=jobs, WORKERS=processes, WORKER_ARGS=extra
-// flags such as "-chat-inflight 128", CPUPROFILE=file for the first worker's CPU profile,
-// PPROF=addr to serve its /debug/pprof, WORKER_BIN=path to measure another build).
+// flags such as "-chat-inflight 128", WORKER_CPUS=cpus to pin the workers with taskset (run the
+// test itself under taskset on the other CPUs), CPUPROFILE=file for the first worker's CPU
+// profile, PPROF=addr to serve its /debug/pprof, WORKER_BIN=path to measure another build).
 func TestPerfSlack(t *testing.T) {
 	if os.Getenv("SPOOKAT_PERF") == "" {
 		t.Skip("set SPOOKAT_PERF=1 to measure")
@@ -55,6 +56,10 @@ func TestPerfSlack(t *testing.T) {
 			args = append(args, "-cpuprofile", p)
 		}
 		cmd := exec.Command(bin, args...)
+		if cpus := os.Getenv("WORKER_CPUS"); cpus != "" {
+			// Its own core, as in production: Go then runs it with GOMAXPROCS 1 (from the affinity).
+			cmd = exec.Command("taskset", append([]string{"-c", cpus, bin}, args...)...)
+		}
 		cmd.Stderr = os.Stderr
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
