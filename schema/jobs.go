@@ -66,15 +66,7 @@ type Job struct {
 // DecodeJob reads a job as encoding/json would, without reflection when it can: the worker
 // decodes one per delivery.
 func DecodeJob(b []byte, j *Job) error {
-	var fast Job
-	if fastjson.Object(b, func(key []byte, i int) (int, bool) {
-		return fast.field(b, key, i)
-	}) {
-		*j = fast
-		return nil
-	}
-	*j = Job{}
-	return json.Unmarshal(b, j)
+	return fastjson.Decode(b, j, (*Job).field)
 }
 
 var jobFields = []string{"id", "lane", "target", "site_id", "conversation_id", "message_id", "author",

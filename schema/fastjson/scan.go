@@ -6,15 +6,27 @@ package fastjson
 
 import (
 	"bytes"
+	"encoding/json"
 	"strconv"
 	"unicode/utf16"
 	"unicode/utf8"
 )
 
-// Object calls field for each member of the object in b, with the key and the index of its
-// value; field returns the index after the value. It reports whether b is one object
-// (surrounding space allowed) that every field call accepted.
-func Object(b []byte, field func(key []byte, i int) (next int, ok bool)) bool {
+// Decode reads the object in b into v, calling field for each member with its key and the
+// index of its value; field returns the index after the value, or !ok to decline. When
+// field declines anything, or b is not one object, encoding/json reads b instead. field is
+// a plain function, not a closure, and v is written in place: no allocation of its own.
+func Decode[T any](b []byte, v *T, field func(v *T, b, key []byte, i int) (next int, ok bool)) error {
+	var zero T
+	*v = zero
+	if object(b, v, field) {
+		return nil
+	}
+	*v = zero
+	return json.Unmarshal(b, v)
+}
+
+func object[T any](b []byte, v *T, field func(v *T, b, key []byte, i int) (next int, ok bool)) bool {
 	i := SkipSpace(b, 0)
 	if i >= len(b) || b[i] != '{' {
 		return false
@@ -24,7 +36,7 @@ func Object(b []byte, field func(key []byte, i int) (next int, ok bool)) bool {
 		return SkipSpace(b, i+1) == len(b)
 	}
 	for {
-		key, j, ok := rawString(b, i)
+		key, j, ok := Plain(b, i)
 		if !ok {
 			return false
 		}
@@ -32,7 +44,7 @@ func Object(b []byte, field func(key []byte, i int) (next int, ok bool)) bool {
 		if i >= len(b) || b[i] != ':' {
 			return false
 		}
-		if i, ok = field(key, SkipSpace(b, i+1)); !ok {
+		if i, ok = field(v, b, key, SkipSpace(b, i+1)); !ok {
 			return false
 		}
 		i = SkipSpace(b, i)
@@ -58,8 +70,9 @@ func SkipSpace(b []byte, i int) int {
 	return i
 }
 
-// rawString returns the bytes of a string without escapes (a key), !ok otherwise.
-func rawString(b []byte, i int) (s []byte, next int, ok bool) {
+// Plain returns the bytes of the string at b[i] (they alias b) when it has no escapes,
+// control characters or invalid UTF-8, !ok otherwise. Keys are read with it.
+func Plain(b []byte, i int) (s []byte, next int, ok bool) {
 	if i >= len(b) || b[i] != '"' {
 		return nil, i, false
 	}

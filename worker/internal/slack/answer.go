@@ -1,10 +1,6 @@
 package slack
 
-import (
-	"encoding/json"
-
-	"spookat/schema/fastjson"
-)
+import "spookat/schema/fastjson"
 
 // answer is what the worker needs from chat.postMessage's answer.
 type answer struct {
@@ -19,26 +15,23 @@ type answer struct {
 // encoding/json.
 func decodeAnswer(b []byte) (answer, error) {
 	var a answer
-	if fastjson.Object(b, func(key []byte, i int) (int, bool) {
-		var ok bool
-		switch string(key) {
-		case "ok":
-			a.OK, i, ok = fastjson.Bool(b, i)
-		case "ts":
-			a.TS, i, ok = fastjson.String(b, i)
-		case "error":
-			a.Error, i, ok = fastjson.String(b, i)
-		default:
-			if !fastjson.Unknown(key, "ok", "ts", "error") {
-				return i, false
-			}
-			i, ok = fastjson.SkipValue(b, i)
-		}
-		return i, ok
-	}) {
-		return a, nil
-	}
-	a = answer{}
-	err := json.Unmarshal(b, &a)
+	err := fastjson.Decode(b, &a, answerField)
 	return a, err
+}
+
+func answerField(a *answer, b, key []byte, i int) (next int, ok bool) {
+	switch string(key) {
+	case "ok":
+		a.OK, next, ok = fastjson.Bool(b, i)
+	case "ts":
+		a.TS, next, ok = fastjson.String(b, i)
+	case "error":
+		a.Error, next, ok = fastjson.String(b, i)
+	default:
+		if !fastjson.Unknown(key, "ok", "ts", "error") {
+			return i, false
+		}
+		next, ok = fastjson.SkipValue(b, i)
+	}
+	return next, ok
 }
