@@ -20,8 +20,16 @@ import (
 // answers are kept: 200 with "ok": false and an error code, 429 with Retry-After, other
 // statuses.
 type api struct {
-	url  string
+	uri  *fasthttp.URI // parsed once; copied into each request
 	http *fasthttp.Client
+}
+
+func newAPI(url string, c *fasthttp.Client) api {
+	u := fasthttp.AcquireURI()
+	if err := u.Parse(nil, []byte(url)); err != nil {
+		panic(err) // fasthttp's parser accepts any string
+	}
+	return api{uri: u, http: c}
 }
 
 // NewHTTP is the keep-alive client for Slack: one connection per post in flight (Slack
@@ -68,7 +76,7 @@ func (a *api) postMessage(ctx context.Context, deadline time.Time, token, channe
 	bp := bodies.Get().(*[]byte)
 	defer bodies.Put(bp)
 
-	req.SetRequestURI(a.url)
+	req.SetURI(a.uri)
 	req.Header.SetMethod(fasthttp.MethodPost)
 	req.Header.SetContentType("application/json; charset=utf-8")
 	req.Header.SetBytesV("Authorization", append(append((*bp)[:0], "Bearer "...), token...)) // copied

@@ -47,7 +47,7 @@ func New(o Options) *Sender {
 		o.Pace = time.Second
 	}
 	return &Sender{
-		api:     api{url: base + "chat.postMessage", http: o.HTTP},
+		api:     newAPI(base+"chat.postMessage", o.HTTP),
 		threads: o.Threads,
 		limits:  deliver.NewLimits(o.Pace, 10*o.Pace),
 		merge:   o.MergeMax,
