@@ -28,7 +28,8 @@ type Recorder struct {
 	Store   *store.Store
 	Metrics *metrics.Edge
 	Log     *slog.Logger
-	// OnRecorded, if set, is called after each batch is committed (live delivery states).
+	// OnRecorded, if set, is called after each batch is committed (live delivery states), with
+	// each result's status and attempts replaced by what is now stored.
 	OnRecorded func([]schema.Result)
 }
 
@@ -84,11 +85,18 @@ func (r *Recorder) record(ctx context.Context, batch []jetstream.Msg) {
 			r.Log.Error("unreadable result; dropped after logging", "subject", m.Subject(), "err", err, "line", string(line))
 		})
 	}
+	type state struct {
+		status   string
+		attempts int
+	}
+	stored := make([]state, len(results))
 	err := r.Store.Write(ctx, func(tx *store.Tx) error {
 		for i := range results {
-			if err := tx.RecordDelivery(&results[i]); err != nil {
+			s, n, err := tx.RecordDelivery(&results[i])
+			if err != nil {
 				return err
 			}
+			stored[i] = state{s, n}
 		}
 		return nil
 	})
@@ -102,6 +110,8 @@ func (r *Recorder) record(ctx context.Context, batch []jetstream.Msg) {
 	}
 	for i := range results {
 		r.Metrics.ResultsRecords.WithLabelValues(results[i].Target, results[i].Status).Inc()
+		// The live view shows what is stored: a late "retrying" stays "delivered".
+		results[i].Status, results[i].Attempts = stored[i].status, stored[i].attempts
 	}
 	if r.OnRecorded != nil {
 		r.OnRecorded(results)

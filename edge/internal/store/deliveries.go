@@ -2,10 +2,12 @@ package store
 
 import "spookat/schema"
 
-// RecordDelivery stores a worker's result. A final state (delivered, dead) is never
-// overwritten by a late "retrying"; the first external id and thread id learnt are kept.
-func (tx *Tx) RecordDelivery(r *schema.Result) error {
-	if err := tx.exec(`INSERT INTO deliveries (message_id, target, status, attempts, last_error, external_id, updated_at)
+// RecordDelivery stores a worker's result and returns the state now stored. A final state
+// (delivered, dead) is never overwritten by a late "retrying" (a redelivered job, results of
+// two workers), so the stored state is what the inbox must show, not the result's; the first
+// external id and thread id learnt are kept.
+func (tx *Tx) RecordDelivery(r *schema.Result) (status string, attempts int, err error) {
+	if _, err := tx.QueryRow(`INSERT INTO deliveries (message_id, target, status, attempts, last_error, external_id, updated_at)
 		VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
 		ON CONFLICT (message_id, target) DO UPDATE SET
 			status = CASE WHEN excluded.status = 'retrying' AND deliveries.status IN ('delivered', 'dead')
@@ -13,14 +15,15 @@ func (tx *Tx) RecordDelivery(r *schema.Result) error {
 			attempts = max(deliveries.attempts, excluded.attempts),
 			last_error = CASE WHEN excluded.last_error != '' THEN excluded.last_error ELSE deliveries.last_error END,
 			external_id = CASE WHEN deliveries.external_id = '' THEN excluded.external_id ELSE deliveries.external_id END,
-			updated_at = excluded.updated_at`,
-		r.MessageID, r.Target, r.Status, r.Attempts, r.Error, r.ExternalID, tx.now); err != nil {
-		return err
+			updated_at = excluded.updated_at
+		RETURNING status, attempts`,
+		[]any{r.MessageID, r.Target, r.Status, r.Attempts, r.Error, r.ExternalID, tx.now}, &status, &attempts); err != nil {
+		return "", 0, err
 	}
 	if r.Target == schema.TargetSlack && r.ThreadID != "" {
-		return tx.exec(`UPDATE conversations SET slack_thread = ? WHERE id = ? AND slack_thread = ''`, r.ThreadID, r.ConversationID)
+		err = tx.exec(`UPDATE conversations SET slack_thread = ? WHERE id = ? AND slack_thread = ''`, r.ThreadID, r.ConversationID)
 	}
-	return nil
+	return status, attempts, err
 }
 
 // Delivery is one message's delivery state for one target.

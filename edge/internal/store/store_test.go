@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+
+	"spookat/schema"
 )
 
 func openTest(t *testing.T, dir string, opts Options) *Store {
@@ -169,5 +171,44 @@ func TestFullQueueRefusesAtOnce(t *testing.T) {
 		if r := <-results; r.Err != nil || r.MessageID == 0 {
 			t.Fatalf("queued message: %+v", r)
 		}
+	}
+}
+
+// A late "retrying" (a redelivered job, two workers' results) never undoes "delivered", and
+// RecordDelivery says what is stored, which is what the inbox shows live.
+func TestRecordDeliveryKeepsFinalState(t *testing.T) {
+	s := openTest(t, t.TempDir(), Options{})
+	defer s.Close()
+	site := addSite(t, s)
+	m := submit(t, s, MessageRequest{SiteID: site.ID, TokenHash: []byte("0123456789abcdef0123456789abcdef"),
+		Author: "visitor", Text: "hi", ClientID: "c1"})
+	record := func(status string, attempts int, external string) (string, int) {
+		t.Helper()
+		var st string
+		var n int
+		err := s.Write(context.Background(), func(tx *Tx) error {
+			var err error
+			st, n, err = tx.RecordDelivery(&schema.Result{JobID: "j", Target: schema.TargetSlack, SiteID: site.ID,
+				ConversationID: m.ConversationID, MessageID: m.MessageID, Status: status, Attempts: attempts,
+				ExternalID: external, ThreadID: external})
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st, n
+	}
+	if st, n := record(schema.StatusRetrying, 1, ""); st != schema.StatusRetrying || n != 1 {
+		t.Fatalf("first retry stored as %s/%d", st, n)
+	}
+	if st, n := record(schema.StatusDelivered, 2, "1.000100"); st != schema.StatusDelivered || n != 2 {
+		t.Fatalf("delivery stored as %s/%d", st, n)
+	}
+	if st, n := record(schema.StatusRetrying, 1, ""); st != schema.StatusDelivered || n != 2 {
+		t.Fatalf("a late retry turned the delivery into %s/%d", st, n)
+	}
+	ds, err := s.Deliveries(context.Background(), m.ConversationID)
+	if err != nil || len(ds) != 1 || ds[0].Status != schema.StatusDelivered || ds[0].ExternalID != "1.000100" {
+		t.Fatalf("deliveries = %+v, %v", ds, err)
 	}
 }
