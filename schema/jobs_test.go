@@ -69,3 +69,11 @@ func BenchmarkDecodeJobEncodingJSON(b *testing.B) {
 		_ = json.Unmarshal(in, &j)
 	}
 }
+
+func TestResultSubjectIsOneToken(t *testing.T) {
+	for id, want := range map[string]string{"w1": "results.w1", "box1.example.com-2": "results.box1_example_com-2", "a b>*": "results.a_b__", "é": "results.__"} {
+		if got := ResultSubject(id); got != want {
+			t.Errorf("ResultSubject(%q) = %q, want %q", id, got, want)
+		}
+	}
+}

@@ -75,8 +75,18 @@ func JobSubject(lane string, siteID, conversationID int64) string {
 	return "jobs." + lane + "." + conversationTokens(siteID, conversationID)
 }
 
-// ResultSubject is where a worker publishes its batches of results (see DecodeResults).
-func ResultSubject(workerID string) string { return "results." + workerID }
+// ResultSubject is where a worker publishes its batches of results (see DecodeResults). The
+// worker id becomes one subject token: characters other than letters, digits, - and _ (the
+// dots of a host name, say) are replaced with _.
+func ResultSubject(workerID string) string {
+	b := []byte("results." + workerID)
+	for i := len("results."); i < len(b); i++ {
+		if c := b[i]; !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+			b[i] = '_'
+		}
+	}
+	return string(b)
+}
 
 // DeadSubject is where a job that used up its attempts is kept.
 func DeadSubject(lane string, siteID, conversationID int64) string {

@@ -121,15 +121,10 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.PullExpiry, "pull-expiry", c.PullExpiry, "expiry of a partition's pull request (an idle partition costs one per expiry; below -pinned-ttl)")
 	fs.DurationVar(&c.MemberTTL, "member-ttl", c.MemberTTL, "how soon a silent worker counts as gone (WORKERS bucket TTL; give every worker the same)")
 	fs.DurationVar(&c.StopTimeout, "stop-timeout", c.StopTimeout, "bound on finishing in-flight deliveries at stop")
-	fs.StringVar(&c.WorkerID, "worker-id", c.WorkerID, "worker id: its key in WORKERS and its subject results.<id> in RESULTS; letters, digits, - and _ (default: random)")
+	fs.StringVar(&c.WorkerID, "worker-id", c.WorkerID, "worker id: its key in WORKERS and its subject results.<id> in RESULTS (other characters than letters, digits, - and _ become _ there) (default: random)")
 }
 
 func (c *Config) check() error {
-	for _, r := range c.WorkerID {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_') {
-			return fmt.Errorf("-worker-id %q: use letters, digits, - and _ (it is a NATS subject token and a key)", c.WorkerID)
-		}
-	}
 	if c.ChatInFlight < 1 || c.WebhookInFlight < 1 || c.EmailInFlight < 1 {
 		return errors.New("in-flight limits must be ≥ 1")
 	}
