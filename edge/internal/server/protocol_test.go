@@ -10,6 +10,7 @@ import (
 	"time"
 
 	fws "github.com/fasthttp/websocket"
+	"github.com/ncruces/go-sqlite3"
 
 	"spookat/edge/internal/brakes"
 	"spookat/edge/internal/edgetest"
@@ -236,5 +237,68 @@ func TestBrakesAnswerWithCodes(t *testing.T) {
 	}
 	if n := edgetest.QueryInt(t, db, `SELECT count(*) FROM conversations WHERE site_id = ?`, flooded.ID); n != 2 {
 		t.Fatalf("flooded site has %d conversations, want 2", n)
+	}
+}
+
+// A writer that cannot keep up (here the database is locked by another process, as a stuck
+// disk would hold it) fills the write queue. Past it each message is refused at once with
+// "unavailable", its client id and a retry delay, the socket stays open, nothing refused is
+// stored, what was queued is stored once the writer moves again, and a resend is stored once.
+func TestFullWriteQueueAnswersUnavailable(t *testing.T) {
+	e := edgetest.Start(t, "", server.Config{WriteQueue: 2})
+	site := edgetest.AddSite(t, e.DataDir, &store.Site{Name: "busy", Origins: []string{"http://site.test"}})
+	c := edgetest.Dial(t, e.Addr, site.Key, "")
+	c.Message(t, "c-0", "before the stall")
+	if f := c.Read(t); f.Type != "ack" {
+		t.Fatalf("first message: %+v", f)
+	}
+
+	locker, err := sqlite3.Open(e.DataDir + "/" + store.FileName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer locker.Close()
+	if err := locker.Exec(`BEGIN IMMEDIATE`); err != nil { // the write lock: the edge's writer waits
+		t.Fatal(err)
+	}
+	const n = 8
+	for i := 1; i <= n; i++ {
+		c.Message(t, fmt.Sprintf("c-%d", i), fmt.Sprintf("during the stall %d", i))
+	}
+	// A resume is answered from a reader (not blocked by the lock) after the frames before it:
+	// every refusal is in by the time its replay of c-0 arrives.
+	c.Send(t, map[string]any{"type": "resume", "after_message_id": 0})
+	refused := map[string]bool{}
+	for {
+		f := c.Read(t)
+		if f.Type == "message" && f.Text == "before the stall" {
+			break
+		}
+		if f.Type != "error" || f.Code != schema.CodeUnavailable || f.ClientID == "" || f.RetryAfterMS <= 0 || f.Message == "" {
+			t.Fatalf("while the writer is stuck: %+v", f)
+		}
+		refused[f.ClientID] = true
+	}
+	if len(refused) == 0 || len(refused) >= n {
+		t.Fatalf("refused %d of %d messages with a queue of 2; want some refused and some queued", len(refused), n)
+	}
+	if err := locker.Exec(`ROLLBACK`); err != nil {
+		t.Fatal(err)
+	}
+	// The queued ones are acked now; then the refused ones are sent again, as the widget does.
+	for i := 0; i < n-len(refused); i++ {
+		if f := c.Read(t); f.Type != "ack" || refused[f.ClientID] {
+			t.Fatalf("after the stall: %+v", f)
+		}
+	}
+	for id := range refused {
+		c.Message(t, id, "during the stall, again")
+		if f := c.Read(t); f.Type != "ack" || f.ClientID != id {
+			t.Fatalf("resend of %s: %+v", id, f)
+		}
+	}
+	db := edgetest.OpenDB(t, e.DataDir)
+	if got := edgetest.QueryInt(t, db, `SELECT count(*) FROM messages`); got != n+1 {
+		t.Fatalf("%d messages stored, want %d (each once)", got, n+1)
 	}
 }

@@ -44,6 +44,7 @@ type Config struct {
 	NATSURL     string
 	Replicas    int // stream replicas on an external NATS cluster (1 on one box)
 	SyncFull    bool
+	WriteQueue  int // writes that may wait for the SQLite writer; past it, "unavailable" (0: 50,000)
 	Brakes      brakes.Config
 	ProxyHeader string // header carrying the client IP behind a trusted proxy ("": the peer)
 	PublicURL   string // how browsers and operators reach this edge (links in Slack posts)
@@ -75,6 +76,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	var pub atomic.Pointer[outbox.Publisher]
 	st, err := store.Open(cfg.DataDir, store.Options{
 		SyncFull: cfg.SyncFull,
+		MaxQueue: cfg.WriteQueue,
 		OnCommit: func(c []store.Committed) {
 			m.MessagesSaved.Add(float64(len(c)))
 			hub.Publish(c)
