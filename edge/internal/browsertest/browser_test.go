@@ -24,6 +24,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"spookat/edge/internal/assets"
+	"spookat/edge/internal/brakes"
 	"spookat/edge/internal/edgetest"
 	"spookat/edge/internal/server"
 	"spookat/edge/internal/store"
@@ -641,4 +642,34 @@ func TestReconnectMissesNothing(t *testing.T) {
 		t.Fatalf("after reload %d messages, want 3", n)
 	}
 	v.shot("after-reload")
+}
+
+// 7. A visitor who sends too fast is told why and for how long: the message is marked not
+// sent, a countdown says when sending works again, Retry waits for it, and then goes through.
+func TestTooFastShowsCountdownThenRetry(t *testing.T) {
+	e := startEdge(t, server.Config{Brakes: brakes.Config{ConnMsgRate: 0.25, ConnMsgBurst: 2}})
+	site := e.site(&store.Site{Name: "Brakes"})
+	v := newTab(t, "visitor")
+	v.do("phone viewport", chromedp.EmulateViewport(390, 844, chromedp.EmulateScale(2)))
+	v.openDemo(e.base, site.Key)
+	v.openChat()
+	v.typeAndSend("one")
+	v.waitSent("one")
+	v.typeAndSend("two")
+	v.waitSent("two")
+	v.typeAndSend("three") // past the burst of 2: refused with rate_limited and a wait of ~4 s
+
+	three := `Array.from(` + W + `.querySelectorAll('li.me')).find(li => li.querySelector('.bubble').textContent === 'three')`
+	v.waitJS("three marked not sent, Retry held back", three+`?.querySelector('.state[data-state=failed] button')?.disabled === true`)
+	v.waitJS("the countdown", `/^You are sending messages too fast\. You can send again in [1-5] s\.$/.test(`+W+`.querySelector('.banner.on')?.textContent)`)
+	first := eval[string](v, W+`.querySelector('.banner').textContent`)
+	v.shot("countdown")
+	v.waitJS("the countdown moving", W+`.querySelector('.banner').textContent !== `+js(first))
+	v.waitJS("Retry free once the countdown is over", three+`.querySelector('.state button').disabled === false && !`+W+`.querySelector('.banner.on')`)
+	v.do("retry", chromedp.Click(chromedp.JSPath(three+`.querySelector('.state button')`)))
+	v.waitSent("three")
+	if n := eval[int](v, bubbleCount("three")); n != 1 {
+		t.Fatalf("three shows %d times after the retry, want once", n)
+	}
+	v.shot("retried")
 }
