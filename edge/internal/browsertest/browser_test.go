@@ -22,6 +22,7 @@ import (
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 	"github.com/nats-io/nats.go"
+	"github.com/ncruces/go-sqlite3"
 
 	"spookat/edge/internal/assets"
 	"spookat/edge/internal/brakes"
@@ -672,4 +673,55 @@ func TestTooFastShowsCountdownThenRetry(t *testing.T) {
 		t.Fatalf("three shows %d times after the retry, want once", n)
 	}
 	v.shot("retried")
+}
+
+// 8. When the server cannot take a message for a moment (its writer is stuck: here another
+// process holds the database's write lock), the widget sends it again by itself. The visitor
+// sees "Sending…" and then "Sent", no failure to deal with, and each message is stored once.
+func TestBusyServerResendsByItself(t *testing.T) {
+	e := startEdge(t, server.Config{WriteQueue: 1})
+	site := e.site(&store.Site{Name: "Busy"})
+	v := newTab(t, "visitor")
+	v.openDemo(e.base, site.Key)
+	v.openChat()
+	v.typeAndSend("hello")
+	v.waitSent("hello")
+
+	locker, err := sqlite3.Open(e.edge.DataDir + "/" + store.FileName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer locker.Close()
+	if err := locker.Exec(`BEGIN IMMEDIATE`); err != nil {
+		t.Fatal(err)
+	}
+	texts := []string{"while busy 1", "while busy 2", "while busy 3", "while busy 4"}
+	for _, text := range texts {
+		v.typeAndSend(text)
+	}
+	// With one write allowed to wait, some of the four were refused with "unavailable".
+	deadline := time.Now().Add(stepTimeout)
+	for !strings.Contains(e.metrics(), `spookat_frame_errors_total{code="unavailable"}`) {
+		if time.Now().After(deadline) {
+			t.Fatal("no message was refused as unavailable while the database was locked")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if n := eval[int](v, W+`.querySelectorAll('li.failed').length`); n != 0 {
+		t.Fatalf("%d messages shown as failed; the widget should be sending them again", n)
+	}
+	v.shot("busy")
+	if err := locker.Exec(`ROLLBACK`); err != nil {
+		t.Fatal(err)
+	}
+	for _, text := range texts {
+		v.waitSent(text)
+	}
+	if n := eval[int](v, W+`.querySelectorAll('li.failed').length`); n != 0 {
+		t.Fatalf("%d messages shown as failed after the server recovered", n)
+	}
+	db := edgetest.OpenDB(t, e.edge.DataDir)
+	if n := edgetest.QueryInt(t, db, `SELECT count(*) FROM messages`); n != int64(len(texts)+1) {
+		t.Fatalf("%d messages stored, want %d (each once)", n, len(texts)+1)
+	}
 }

@@ -211,6 +211,18 @@ func startEdge(t *testing.T, cfg server.Config) *env {
 	return &env{t: t, edge: e, base: "http://" + e.Addr}
 }
 
+// metrics returns the edge's /metrics page.
+func (e *env) metrics() string {
+	e.t.Helper()
+	resp, err := http.Get(e.base + "/metrics")
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return string(b)
+}
+
 func (e *env) site(s *store.Site) *store.Site {
 	e.t.Helper()
 	if len(s.Origins) == 0 {

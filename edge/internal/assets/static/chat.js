@@ -187,6 +187,12 @@
               ? 'This chat is receiving too many messages right now.'
               : 'You are sending messages too fast.');
           }
+          if (p && f.code === 'unavailable' && (p.tries = (p.tries || 0) + 1) <= 5) {
+            // The server could not take it for a moment: send it again by itself, later each time.
+            clearTimeout(p.timer);
+            p.timer = setTimeout(function () { if (p.st === 'sending') transmit(p); }, Math.max(f.retry_after_ms || 1000, 500) * p.tries);
+            break;
+          }
           if (p) setState(p, 'failed', f.message);
           else if (f.code !== 'rate_limited' && f.code !== 'braked') { banner.textContent = f.message; banner.classList.add('on'); }
           break;
