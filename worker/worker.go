@@ -15,6 +15,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"sync"
 	"time"
 
@@ -124,7 +125,11 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.WorkerID, "worker-id", c.WorkerID, "worker id: its key in WORKERS and its subject results.<id> in RESULTS (other characters than letters, digits, - and _ become _ there) (default: random)")
 }
 
-func (c *Config) check() error {
+// Check validates the configuration (and fills in what follows from it); Run calls it too.
+func (c *Config) Check() error {
+	if u, err := url.Parse(c.SlackAPI); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("-slack-api %q: want an http(s) URL such as https://slack.com/api/", c.SlackAPI)
+	}
 	if c.ChatInFlight < 1 || c.WebhookInFlight < 1 || c.EmailInFlight < 1 {
 		return errors.New("in-flight limits must be ≥ 1")
 	}
@@ -172,7 +177,7 @@ func httpClient(perHost int, timeout time.Duration, h2c bool) *http.Client {
 // in-flight deliveries finish (bounded by StopTimeout), acks what is done and returns nil.
 // nc stays open (it belongs to the caller).
 func Run(ctx context.Context, nc *nats.Conn, cfg Config) error {
-	if err := cfg.check(); err != nil {
+	if err := cfg.Check(); err != nil {
 		return err
 	}
 	log := cfg.Logger

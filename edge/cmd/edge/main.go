@@ -110,6 +110,9 @@ func serve(args []string) error {
 	}
 	switch *workerMode {
 	case "inproc":
+		if err := wcfg.Check(); err != nil {
+			return err
+		}
 		wcfg.Logger = log.With("part", "worker")
 		cfg.Worker = func(ctx context.Context, nc *nats.Conn) error { return worker.Run(ctx, nc, wcfg) }
 	case "none":

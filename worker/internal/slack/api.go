@@ -27,7 +27,7 @@ type api struct {
 func newAPI(url string, c *fasthttp.Client) api {
 	u := fasthttp.AcquireURI()
 	if err := u.Parse(nil, []byte(url)); err != nil {
-		panic(err) // fasthttp's parser accepts any string
+		panic(err) // the worker checked -slack-api at start
 	}
 	return api{uri: u, http: c}
 }
