@@ -96,22 +96,8 @@ func (tx *Tx) DeleteAPIToken(operatorID, id int64) error {
 
 // APITokens lists an operator's tokens.
 func (s *Store) APITokens(ctx context.Context, operatorID int64) ([]APIToken, error) {
-	out := []APIToken{}
-	err := s.Read(ctx, func(q Querier) error {
-		st, err := q.Stmt(`SELECT id, name, created_at FROM api_tokens WHERE operator_id = ? ORDER BY id`)
-		if err != nil {
-			return err
-		}
-		return eachRow(st, []any{operatorID}, func() error {
-			var t APIToken
-			if err := scan(st, &t.ID, &t.Name, &t.CreatedAt); err != nil {
-				return err
-			}
-			out = append(out, t)
-			return nil
-		})
-	})
-	return out, err
+	return readList(ctx, s, `SELECT id, name, created_at FROM api_tokens WHERE operator_id = ? ORDER BY id`,
+		[]any{operatorID}, func(t *APIToken) []any { return []any{&t.ID, &t.Name, &t.CreatedAt} })
 }
 
 // TokenOperator finds the operator an API token belongs to.
@@ -142,23 +128,9 @@ type SiteRef struct {
 
 // OperatorSites lists the sites an operator is a member of.
 func (s *Store) OperatorSites(ctx context.Context, operatorID int64) ([]SiteRef, error) {
-	out := []SiteRef{}
-	err := s.Read(ctx, func(q Querier) error {
-		st, err := q.Stmt(`SELECT s.id, s.key, s.name FROM site_members m JOIN sites s ON s.id = m.site_id
-			WHERE m.operator_id = ? ORDER BY s.name, s.id`)
-		if err != nil {
-			return err
-		}
-		return eachRow(st, []any{operatorID}, func() error {
-			var r SiteRef
-			if err := scan(st, &r.ID, &r.Key, &r.Name); err != nil {
-				return err
-			}
-			out = append(out, r)
-			return nil
-		})
-	})
-	return out, err
+	return readList(ctx, s, `SELECT s.id, s.key, s.name FROM site_members m JOIN sites s ON s.id = m.site_id
+			WHERE m.operator_id = ? ORDER BY s.name, s.id`,
+		[]any{operatorID}, func(r *SiteRef) []any { return []any{&r.ID, &r.Key, &r.Name} })
 }
 
 // IsMember reports whether an operator is a member of a site.
@@ -202,29 +174,15 @@ func (c *ConversationSummary) dest() []any {
 // Conversations lists a site's conversations, newest activity first. status is open, closed
 // or "" for both. The operator must be a member of the site (checked in the query: no rows).
 func (s *Store) Conversations(ctx context.Context, operatorID, siteID int64, status string, limit int) ([]ConversationSummary, error) {
-	out := []ConversationSummary{}
-	err := s.Read(ctx, func(q Querier) error {
-		st, err := q.Stmt(`SELECT ` + summaryColumns + `
+	return readList(ctx, s, `SELECT `+summaryColumns+`
 			FROM conversations c
 			JOIN site_members sm ON sm.site_id = c.site_id AND sm.operator_id = ?1
 			JOIN visitors v ON v.id = c.visitor_id
 			LEFT JOIN messages m ON m.id = c.last_message_id
 			LEFT JOIN conversation_reads r ON r.conversation_id = c.id AND r.operator_id = ?1
 			WHERE c.site_id = ?2 AND (?3 = '' OR c.status = ?3)
-			ORDER BY c.updated_at DESC, c.id DESC LIMIT ?4`)
-		if err != nil {
-			return err
-		}
-		return eachRow(st, []any{operatorID, siteID, status, limit}, func() error {
-			var c ConversationSummary
-			if err := scan(st, c.dest()...); err != nil {
-				return err
-			}
-			out = append(out, c)
-			return nil
-		})
-	})
-	return out, err
+			ORDER BY c.updated_at DESC, c.id DESC LIMIT ?4`,
+		[]any{operatorID, siteID, status, limit}, (*ConversationSummary).dest)
 }
 
 // Conversation reads one conversation the operator may see; ErrNotFound otherwise.
@@ -242,14 +200,8 @@ func (s *Store) Conversation(ctx context.Context, operatorID, conversationID int
 		if err != nil {
 			return err
 		}
-		if err := bind(st, []any{operatorID, conversationID}); err != nil {
-			return err
-		}
-		if !st.Step() {
-			return st.Err()
-		}
-		found = true
-		return scan(st, c.dest()...)
+		found, err = queryRow(st, []any{operatorID, conversationID}, c.dest()...)
+		return err
 	})
 	if err == nil && !found {
 		err = ErrNotFound
@@ -259,23 +211,11 @@ func (s *Store) Conversation(ctx context.Context, operatorID, conversationID int
 
 // Deliveries lists the delivery state of every message of a conversation.
 func (s *Store) Deliveries(ctx context.Context, conversationID int64) ([]Delivery, error) {
-	out := []Delivery{}
-	err := s.Read(ctx, func(q Querier) error {
-		st, err := q.Stmt(`SELECT d.message_id, d.target, d.status, d.attempts, d.last_error, d.external_id
-			FROM deliveries d JOIN messages m ON m.id = d.message_id WHERE m.conversation_id = ? ORDER BY d.message_id, d.target`)
-		if err != nil {
-			return err
-		}
-		return eachRow(st, []any{conversationID}, func() error {
-			var d Delivery
-			if err := scan(st, &d.MessageID, &d.Target, &d.Status, &d.Attempts, &d.LastError, &d.ExternalID); err != nil {
-				return err
-			}
-			out = append(out, d)
-			return nil
+	return readList(ctx, s, `SELECT d.message_id, d.target, d.status, d.attempts, d.last_error, d.external_id
+			FROM deliveries d JOIN messages m ON m.id = d.message_id WHERE m.conversation_id = ? ORDER BY d.message_id, d.target`,
+		[]any{conversationID}, func(d *Delivery) []any {
+			return []any{&d.MessageID, &d.Target, &d.Status, &d.Attempts, &d.LastError, &d.ExternalID}
 		})
-	})
-	return out, err
 }
 
 // SetConversationStatus closes or reopens a conversation.

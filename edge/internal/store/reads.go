@@ -61,25 +61,14 @@ func (s *Store) Unpublished(ctx context.Context, after int64, fn func([]Committe
 	const page = 1000
 	total := 0
 	for {
-		var batch []Committed
-		err := s.Read(ctx, func(q Querier) error {
-			st, err := q.Stmt(`SELECT m.id, m.conversation_id, c.site_id, c.visitor_id, m.author, m.name, m.text,
+		batch, err := readList(ctx, s, `SELECT m.id, m.conversation_id, c.site_id, c.visitor_id, m.author, m.name, m.text,
 				coalesce(m.client_id, ''), m.internal, m.created_at, c.first_message_id = m.id
 				FROM messages m JOIN conversations c ON c.id = m.conversation_id
-				WHERE m.id > ? ORDER BY m.id LIMIT ?`)
-			if err != nil {
-				return err
-			}
-			return eachRow(st, []any{after, page}, func() error {
-				var c Committed
-				if err := scan(st, &c.MessageID, &c.ConversationID, &c.SiteID, &c.VisitorID, &c.Author, &c.Name,
-					&c.Text, &c.ClientID, &c.Internal, &c.CreatedAt, &c.First); err != nil {
-					return err
-				}
-				batch = append(batch, c)
-				return nil
+				WHERE m.id > ? ORDER BY m.id LIMIT ?`,
+			[]any{after, page}, func(c *Committed) []any {
+				return []any{&c.MessageID, &c.ConversationID, &c.SiteID, &c.VisitorID, &c.Author, &c.Name,
+					&c.Text, &c.ClientID, &c.Internal, &c.CreatedAt, &c.First}
 			})
-		})
 		if err != nil {
 			return total, err
 		}

@@ -416,6 +416,27 @@ func queryRow(st *sqlite3.Stmt, args []any, dest ...any) (found bool, err error)
 	return true, scan(st, dest...)
 }
 
+// readList runs a query on a reader and returns one T per row, read into the pointers dest
+// gives for it. No rows is an empty list, not nil (the API shows [], not null).
+func readList[T any](ctx context.Context, s *Store, sql string, args []any, dest func(*T) []any) ([]T, error) {
+	out := []T{}
+	err := s.Read(ctx, func(q Querier) error {
+		st, err := q.Stmt(sql)
+		if err != nil {
+			return err
+		}
+		return eachRow(st, args, func() error {
+			var v T
+			if err := scan(st, dest(&v)...); err != nil {
+				return err
+			}
+			out = append(out, v)
+			return nil
+		})
+	})
+	return out, err
+}
+
 // eachRow binds args and calls fn once per row of st (fn reads it with scan).
 func eachRow(st *sqlite3.Stmt, args []any, fn func() error) error {
 	if err := bind(st, args); err != nil {
