@@ -136,17 +136,6 @@ func (l *loader) run(t *testing.T, w *world, total *atomic.Int64) error {
 	return nil
 }
 
-func waitFor(t *testing.T, what string, timeout time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", timeout, what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 func metric(addr, name string) (float64, bool) {
 	resp, err := http.Get("http://" + addr + "/metrics")
 	if err != nil {
@@ -210,7 +199,7 @@ func TestCrashLosesNothing(t *testing.T) {
 	const kills = 3
 	for round := range kills {
 		target := total.Load() + 300 + rand.Int64N(700)
-		waitFor(t, fmt.Sprintf("%d acks before kill %d", target, round+1), 60*time.Second, func() bool { return total.Load() >= target })
+		edgetest.WaitFor(t, fmt.Sprintf("%d acks before kill %d", target, round+1), 60*time.Second, func() bool { return total.Load() >= target })
 		w.restarting()
 		p.Kill()
 		t.Logf("kill %d after %d acks", round+1, total.Load())
@@ -218,7 +207,7 @@ func TestCrashLosesNothing(t *testing.T) {
 		w.back(p.Addr)
 	}
 	target := total.Load() + 300
-	waitFor(t, "acks after the last restart", 60*time.Second, func() bool { return total.Load() >= target })
+	edgetest.WaitFor(t, "acks after the last restart", 60*time.Second, func() bool { return total.Load() >= target })
 	w.stop.Store(true)
 	wg.Wait()
 	close(errs)
@@ -227,7 +216,7 @@ func TestCrashLosesNothing(t *testing.T) {
 	}
 
 	// Every job the edge owes is in JOBS (backlog 0), then count them by job id.
-	waitFor(t, "publish backlog 0", 30*time.Second, func() bool {
+	edgetest.WaitFor(t, "publish backlog 0", 30*time.Second, func() bool {
 		v, ok := metric(p.Addr, "spookat_publish_backlog")
 		return ok && v == 0
 	})
@@ -352,7 +341,7 @@ func TestGracefulStopUnderLoad(t *testing.T) {
 			loaders[i].run(t, w, &total) // ends with an error when the edge goes away: expected here
 		}()
 	}
-	waitFor(t, "500 acks", 60*time.Second, func() bool { return total.Load() >= 500 })
+	edgetest.WaitFor(t, "500 acks", 60*time.Second, func() bool { return total.Load() >= 500 })
 	w.restarting() // the edge will not come back: loaders stop at their next failure
 	took, err := p.Stop(15 * time.Second)
 	w.stop.Store(true)

@@ -105,7 +105,7 @@ func runE2E(t *testing.T, twoProcesses bool) {
 		}
 	}
 	wantMembers := max(len(workers), 1)
-	waitFor(t, fmt.Sprintf("%d workers in WORKERS", wantMembers), 15*time.Second, func() bool {
+	edgetest.WaitFor(t, fmt.Sprintf("%d workers in WORKERS", wantMembers), 15*time.Second, func() bool {
 		return len(members(nc)) == wantMembers
 	})
 	t.Logf("edge, workers and %d sites up after %s", len(sites), time.Since(start).Round(time.Millisecond))
@@ -128,7 +128,7 @@ func runE2E(t *testing.T, twoProcesses bool) {
 	var killAt time.Time
 	var takenAtKill int
 	if twoProcesses {
-		waitFor(t, "a quarter of the posts", 20*time.Second, func() bool { return slack.Count() >= e2eMessages/4 })
+		edgetest.WaitFor(t, "a quarter of the posts", 20*time.Second, func() bool { return slack.Count() >= e2eMessages/4 })
 		workers[0].Kill()
 		killAt = time.Now()
 		takenAtKill = ackPending(t, js)
@@ -176,7 +176,7 @@ func runE2E(t *testing.T, twoProcesses bool) {
 		}
 		return n
 	}
-	waitFor(t, "every message at the Slack mock", 25*time.Second, func() bool {
+	edgetest.WaitFor(t, "every message at the Slack mock", 25*time.Second, func() bool {
 		byConv, _ := parse(slack.Posts())
 		return distinct(byConv) == e2eMessages
 	})
@@ -184,10 +184,10 @@ func runE2E(t *testing.T, twoProcesses bool) {
 
 	// Every delivery recorded by the edge, while it runs.
 	db := edgetest.OpenDB(t, dir)
-	waitFor(t, "2,000 delivered Slack results in SQLite", 15*time.Second, func() bool {
+	edgetest.WaitFor(t, "2,000 delivered Slack results in SQLite", 15*time.Second, func() bool {
 		return edgetest.QueryInt(t, db, `SELECT count(*) FROM deliveries WHERE target = 'slack' AND status = 'delivered'`) == e2eMessages
 	})
-	waitFor(t, "JOBS drained", 10*time.Second, func() bool { return streamMsgs(t, js, schema.StreamJobs) == 0 })
+	edgetest.WaitFor(t, "JOBS drained", 10*time.Second, func() bool { return streamMsgs(t, js, schema.StreamJobs) == 0 })
 	if n := streamMsgs(t, js, schema.StreamDead); n != 0 {
 		t.Errorf("%d jobs in DEAD, want none", n)
 	}

@@ -430,35 +430,25 @@ func TestSlackReplyReachesVisitor(t *testing.T) {
 	// The worker opens the thread in the mock; the edge learns its ts from the result.
 	var parent string
 	deadline := time.Now().Add(15 * time.Second)
-	for parent == "" {
+	edgetest.WaitFor(t, "a parent post in the Slack mock", time.Until(deadline), func() bool {
 		for _, p := range slack.Posts() {
 			if p.Channel == channel && p.ThreadTS == "" {
 				parent = p.TS
 			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("no parent post in the Slack mock")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return parent != ""
+	})
 	db := edgetest.OpenDB(t, e.edge.DataDir)
-	for {
+	edgetest.WaitFor(t, "the conversation to learn its Slack thread", time.Until(deadline), func() bool {
 		st, _, err := db.Prepare(`SELECT count(*) FROM conversations WHERE slack_thread = ?`)
 		if err != nil {
 			t.Fatal(err)
 		}
+		defer st.Close()
 		st.BindText(1, parent)
 		st.Step()
-		n := st.ColumnInt(0)
-		st.Close()
-		if n == 1 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the conversation never learnt its Slack thread")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return st.ColumnInt(0) == 1
+	})
 
 	seq := 0
 	event := func(text, user, botID string) (string, []byte) {
@@ -700,13 +690,9 @@ func TestBusyServerResendsByItself(t *testing.T) {
 		v.typeAndSend(text)
 	}
 	// With one write allowed to wait, some of the four were refused with "unavailable".
-	deadline := time.Now().Add(stepTimeout)
-	for !strings.Contains(e.metrics(), `spookat_frame_errors_total{code="unavailable"}`) {
-		if time.Now().After(deadline) {
-			t.Fatal("no message was refused as unavailable while the database was locked")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	edgetest.WaitFor(t, "a message refused as unavailable while the database is locked", stepTimeout, func() bool {
+		return strings.Contains(e.metrics(), `spookat_frame_errors_total{code="unavailable"}`)
+	})
 	if n := eval[int](v, W+`.querySelectorAll('li.failed').length`); n != 0 {
 		t.Fatalf("%d messages shown as failed; the widget should be sending them again", n)
 	}

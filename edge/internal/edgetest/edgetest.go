@@ -225,3 +225,15 @@ func QueryInt(t testing.TB, db *sqlite3.Conn, sql string, args ...int64) int64 {
 	}
 	return st.ColumnInt64(0)
 }
+
+// WaitFor polls cond every 10 ms until it holds, failing the test after timeout.
+func WaitFor(t testing.TB, what string, timeout time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", timeout, what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
