@@ -373,6 +373,13 @@ func (l *Lane) checkTaint(s *Shard, gen int) {
 		cancel()
 		l.mu.Lock()
 		if s.gen != gen {
+			if s.owned && s.tainted {
+				// Released and taken again while we slept: the new ownership is held back
+				// too, and this is its only checker (receive starts none while one runs).
+				gen = s.gen
+				l.mu.Unlock()
+				continue
+			}
 			s.checking = false
 			l.mu.Unlock()
 			return
