@@ -8,9 +8,12 @@ export CGO_ENABLED := 0
 
 .PHONY: build run test vet fmt nats bench clean chromium
 
+# nats-server is the version the edge embeds (go.mod), as a binary for clusters and the
+# cluster test.
 build:
 	@mkdir -p $(BIN)
 	$(GO) build -trimpath -o $(BIN)/ ./edge/cmd/edge ./worker/cmd/worker ./loadgen/cmd/loadgen
+	$(GO) build -trimpath -o $(BIN)/nats-server github.com/nats-io/nats-server/v2
 
 # One process: the edge with embedded NATS and the worker in-process. Creates data/, a demo
 # site and a demo operator on first run, prints the URLs.
@@ -19,11 +22,13 @@ run: build
 	$(BIN)/edge demo -data $(DATA)
 	exec $(BIN)/edge -data $(DATA)
 
-# Tests use the binaries (crash tests run bin/edge as a subprocess), so build first, and a
-# real browser (Debian's chromium) for the widget and inbox tests.
-test: build chromium
+# Tests use the binaries (crash tests run bin/edge as a subprocess, the cluster test three
+# bin/nats-server), so build first; a real browser (Debian's chromium) for the widget and
+# inbox tests; the nats CLI for the ops identity's test, as an SRE runs it.
+test: build chromium nats
 	$(GO) vet $(addprefix ./,$(addsuffix /...,$(MODULES)))
-	SPOOKAT_BIN=$(BIN) $(GO) test -count=1 -timeout 15m $(addprefix ./,$(addsuffix /...,$(MODULES)))
+	set -o pipefail; SPOOKAT_BIN=$(BIN) $(GO) test -count=1 -v -timeout 15m $(addprefix ./,$(addsuffix /...,$(MODULES))) 2>&1 \
+		| tee $(BIN)/test.log | awk -f .ci/testsummary.awk
 
 vet:
 	$(GO) vet $(addprefix ./,$(addsuffix /...,$(MODULES)))

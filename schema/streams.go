@@ -76,17 +76,8 @@ func JobSubject(lane string, siteID, conversationID int64) string {
 }
 
 // ResultSubject is where a worker publishes its batches of results (see DecodeResults). The
-// worker id becomes one subject token: characters other than letters, digits, - and _ (the
-// dots of a host name, say) are replaced with _.
-func ResultSubject(workerID string) string {
-	b := []byte("results." + workerID)
-	for i := len("results."); i < len(b); i++ {
-		if c := b[i]; !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
-			b[i] = '_'
-		}
-	}
-	return string(b)
-}
+// worker id becomes one subject token (see Token).
+func ResultSubject(workerID string) string { return "results." + Token(workerID) }
 
 // DeadSubject is where a job that used up its attempts is kept.
 func DeadSubject(lane string, siteID, conversationID int64) string {

@@ -3,10 +3,12 @@ package worker_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"sync"
@@ -16,17 +18,23 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nuid"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"spookat/loadgen/mock"
 	"spookat/schema"
+	"spookat/schema/natsauth"
 	"spookat/worker"
 )
 
-// env is one test's world: a real embedded JetStream server with the edge's streams, the
-// mocks over HTTP, and a collector standing in for the edge's RESULTS consumer.
+// env is one test's world: a real embedded JetStream server that trusts only identities of
+// a natsauth authority (as the edge's does), the edge's streams and consumers, the mocks over
+// HTTP, and a collector standing in for the edge's RESULTS consumer. The test speaks as the
+// edge; each worker connects with a worker identity of its own, so every subject a lane uses
+// must be in the worker's permissions.
 type env struct {
 	t       *testing.T
+	auth    *natsauth.Authority
 	srv     *server.Server
 	url     string
 	nc      *nats.Conn
@@ -38,8 +46,22 @@ type env struct {
 
 func newEnv(t *testing.T, slackOpt mock.SlackOptions) *env {
 	t.Helper()
-	srv, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, JetStream: true,
-		StoreDir: t.TempDir(), NoLog: true, NoSigs: true})
+	dir := t.TempDir()
+	auth, err := natsauth.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The server is configured as a cluster node would be: from `edge nats-config`'s text.
+	conf := filepath.Join(dir, "server.conf")
+	if err := os.WriteFile(conf, []byte(auth.ServerConfig()+"listen: 127.0.0.1:-1\njetstream { store_dir: \""+filepath.Join(dir, "js")+"\" }\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	opts, err := server.ProcessConfigFile(conf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts.NoLog, opts.NoSigs = true, true
+	srv, err := server.NewServer(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,8 +70,8 @@ func newEnv(t *testing.T, slackOpt mock.SlackOptions) *env {
 		t.Fatal("nats-server not ready")
 	}
 	t.Cleanup(srv.Shutdown)
-	e := &env{t: t, srv: srv, url: srv.ClientURL()}
-	e.nc = e.connect()
+	e := &env{t: t, auth: auth, srv: srv, url: srv.ClientURL()}
+	e.nc = e.connect(schema.RoleEdge, "")
 	e.js, err = jetstream.New(e.nc, jetstream.WithPublishAsyncMaxPending(16384))
 	if err != nil {
 		t.Fatal(err)
@@ -68,8 +90,31 @@ func newEnv(t *testing.T, slackOpt mock.SlackOptions) *env {
 	return e
 }
 
-func (e *env) connect() *nats.Conn {
-	nc, err := nats.Connect(e.url, nats.MaxReconnects(-1))
+// connect opens a connection with a fresh identity of role.
+func (e *env) connect(role schema.Role, workerID string) *nats.Conn {
+	e.t.Helper()
+	id, err := e.auth.Issue(role, workerID)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	// A subject the worker needs and its permissions lack shows here, not as a silent stall.
+	var mu sync.Mutex
+	var violations []string
+	onErr := nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
+		if errors.Is(err, nats.ErrPermissionViolation) {
+			mu.Lock()
+			violations = append(violations, err.Error())
+			mu.Unlock()
+		}
+	})
+	e.t.Cleanup(func() {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, v := range violations {
+			e.t.Errorf("%s identity: %s", role, v)
+		}
+	})
+	nc, err := nats.Connect(e.url, append(id.Options(), nats.MaxReconnects(-1), onErr)...)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -90,7 +135,7 @@ func (e *env) config() worker.Config {
 	cfg.MaxAttempts = 4
 	cfg.StopTimeout = 3 * time.Second
 	cfg.Registerer = prometheus.NewRegistry()
-	cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: testLogLevel()}))
 	return cfg
 }
 
@@ -138,9 +183,18 @@ type running struct {
 	reg    *prometheus.Registry
 }
 
+// start provisions the consumers and buckets as the edge does, then runs a worker.
 func (e *env) start(cfg worker.Config) *running {
 	e.t.Helper()
-	w := &running{nc: e.connect(), done: make(chan error, 1)}
+	pctx, pcancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer pcancel()
+	if err := worker.Provision(pctx, e.js, 1, cfg); err != nil {
+		e.t.Fatal(err)
+	}
+	if cfg.WorkerID == "" {
+		cfg.WorkerID = nuid.Next()
+	}
+	w := &running{nc: e.connect(schema.RoleWorker, cfg.WorkerID), done: make(chan error, 1)}
 	w.reg, _ = cfg.Registerer.(*prometheus.Registry)
 	ctx, cancel := context.WithCancel(context.Background())
 	w.cancel = cancel
@@ -373,4 +427,12 @@ func countMarkers(posts []mock.Post) int {
 		}
 	}
 	return len(seen)
+}
+
+// testLogLevel is warn; SPOOKAT_DEBUG=1 shows the workers' debug logs.
+func testLogLevel() slog.Level {
+	if os.Getenv("SPOOKAT_DEBUG") != "" {
+		return slog.LevelDebug
+	}
+	return slog.LevelWarn
 }

@@ -47,7 +47,15 @@ func TestPerfSlack(t *testing.T) {
 	}
 	var procs []*exec.Cmd
 	for i := range workers {
-		args := []string{"-nats-url", e.url, "-metrics-addr", "", "-slack-api", e.slackTS.URL + "/api/"}
+		id, err := e.auth.Issue(schema.RoleWorker, "perf-"+strconv.Itoa(i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		creds := filepath.Join(t.TempDir(), "worker.creds")
+		if err := os.WriteFile(creds, id.Creds(), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		args := []string{"-nats-url", e.url, "-nats-creds", creds, "-metrics-addr", "", "-slack-api", e.slackTS.URL + "/api/"}
 		args = append(args, strings.Fields(os.Getenv("WORKER_ARGS"))...)
 		if a := os.Getenv("PPROF"); a != "" && i == 0 {
 			args = append(args, "-pprof", a)

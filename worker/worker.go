@@ -63,10 +63,13 @@ type Config struct {
 
 	SMTP email.Config
 
-	AckWait     time.Duration // consumer ack wait: how soon a crashed worker's jobs come back
-	PinnedTTL   time.Duration // how soon a crashed worker's partitions can be taken
+	// The queue's timers are the edge's to set (Provision): a worker reads them from the job
+	// consumers and the WORKERS bucket, so every worker runs with the same.
+	AckWait   time.Duration // consumer ack wait: how soon a crashed worker's jobs come back
+	PinnedTTL time.Duration // how soon a crashed worker's partitions can be taken
+	MemberTTL time.Duration // how soon a crashed worker is noticed (WORKERS bucket TTL)
+
 	PullExpiry  time.Duration // an idle shard costs one pull request per expiry
-	MemberTTL   time.Duration // how soon a crashed worker is noticed
 	StopTimeout time.Duration // bound on finishing in-flight deliveries at stop
 
 	WorkerID   string                // unique per worker; random by default
@@ -117,12 +120,17 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.SMTP.Password, "smtp-password", c.SMTP.Password, "SMTP password (or env SPOOKAT_SMTP_PASSWORD)")
 	fs.StringVar(&c.SMTP.TLS, "smtp-tls", c.SMTP.TLS, "none | starttls (if offered) | mandatory (STARTTLS required) | tls (implicit)")
 	fs.StringVar(&c.SMTP.From, "smtp-from", c.SMTP.From, "From address of notifications")
-	fs.DurationVar(&c.AckWait, "ack-wait", c.AckWait, "JetStream ack wait of job consumers (crash recovery time)")
-	fs.DurationVar(&c.PinnedTTL, "pinned-ttl", c.PinnedTTL, "how long a silent worker keeps its partitions pinned")
-	fs.DurationVar(&c.PullExpiry, "pull-expiry", c.PullExpiry, "expiry of a partition's pull request (an idle partition costs one per expiry; below -pinned-ttl)")
-	fs.DurationVar(&c.MemberTTL, "member-ttl", c.MemberTTL, "how soon a silent worker counts as gone (WORKERS bucket TTL; give every worker the same)")
+	fs.DurationVar(&c.PullExpiry, "pull-expiry", c.PullExpiry, "expiry of a partition's pull request (an idle partition costs one per expiry; kept below the edge's -pinned-ttl)")
 	fs.DurationVar(&c.StopTimeout, "stop-timeout", c.StopTimeout, "bound on finishing in-flight deliveries at stop")
-	fs.StringVar(&c.WorkerID, "worker-id", c.WorkerID, "worker id: its key in WORKERS and its subject results.<id> in RESULTS (other characters than letters, digits, - and _ become _ there) (default: random)")
+	fs.StringVar(&c.WorkerID, "worker-id", c.WorkerID, "worker id: its key in WORKERS and its subject results.<id> in RESULTS (other characters than letters, digits, - and _ become _ there) (default: the id its -nats-creds were issued for; random in the edge's process)")
+}
+
+// RegisterQueueFlags adds the flags of what Provision creates (the edge's: workers read
+// them from the server).
+func (c *Config) RegisterQueueFlags(fs *flag.FlagSet) {
+	fs.DurationVar(&c.AckWait, "ack-wait", c.AckWait, "JetStream ack wait of the job consumers (how soon a crashed worker's jobs come back)")
+	fs.DurationVar(&c.PinnedTTL, "pinned-ttl", c.PinnedTTL, "how long a silent worker keeps its partitions pinned")
+	fs.DurationVar(&c.MemberTTL, "member-ttl", c.MemberTTL, "how soon a silent worker counts as gone (the WORKERS bucket's TTL)")
 }
 
 // Check validates the configuration (and fills in what follows from it); Run calls it too.
@@ -136,19 +144,55 @@ func (c *Config) Check() error {
 	if c.MaxAttempts < 1 {
 		return errors.New("-max-attempts must be ≥ 1")
 	}
+	if c.MemberTTL < time.Second {
+		c.MemberTTL = time.Second
+	}
+	return c.fitPull()
+}
+
+// fitPull keeps the pull expiry below the pinned TTL: the owner must renew its pull well
+// within the TTL to stay pinned. A short pinned TTL (tests, fast failover) brings the pull
+// expiry down with it.
+func (c *Config) fitPull() error {
 	if c.PullExpiry < time.Second {
 		c.PullExpiry = time.Second
 	}
 	if c.PinnedTTL <= c.PullExpiry && c.PinnedTTL >= 2*time.Second {
-		// A short pinned TTL (tests, fast failover) brings the pull expiry down with it: the
-		// owner must renew its pull well within the TTL to stay pinned.
 		c.PullExpiry = c.PinnedTTL / 2
 	}
 	if c.PinnedTTL <= c.PullExpiry {
 		return fmt.Errorf("pinned TTL %s must be longer than the pull expiry %s", c.PinnedTTL, c.PullExpiry)
 	}
-	if c.MemberTTL < time.Second {
-		c.MemberTTL = time.Second
+	return nil
+}
+
+// laneConfigs are the lanes with their in-flight limits and timeouts.
+func (c *Config) laneConfigs() []lanes.Config {
+	return []lanes.Config{
+		{Lane: schema.LaneChat, InFlight: c.ChatInFlight, SendTimeout: c.ChatTimeout},
+		{Lane: schema.LaneWebhook, InFlight: c.WebhookInFlight, SendTimeout: c.WebhookTimeout + time.Second},
+		{Lane: schema.LaneEmail, InFlight: c.EmailInFlight, SendTimeout: 30 * time.Second},
+	}
+}
+
+// Provision creates or updates what workers use and may not create themselves (their
+// credentials do not allow it): the THREADS and WORKERS buckets and every lane's job
+// consumers, with the queue's timers from cfg. The edge calls it at start, after the streams.
+func Provision(ctx context.Context, js jetstream.JetStream, replicas int, cfg Config) error {
+	if err := cfg.Check(); err != nil {
+		return err
+	}
+	if err := schema.EnsureWorkerBuckets(ctx, js, replicas, cfg.MemberTTL); err != nil {
+		return fmt.Errorf("worker buckets: %w", err)
+	}
+	for _, lc := range cfg.laneConfigs() {
+		maxAckPending := max(4*lc.InFlight, 1000)
+		for i := range schema.JobShards(lc.Lane) {
+			cc := lanes.ConsumerConfig(lc.Lane, i, cfg.AckWait, cfg.PinnedTTL, maxAckPending)
+			if _, err := js.CreateOrUpdateConsumer(ctx, schema.StreamJobs, cc); err != nil {
+				return fmt.Errorf("consumer %s: %w", schema.JobConsumer(lc.Lane, i), err)
+			}
+		}
 	}
 	return nil
 }
@@ -205,16 +249,11 @@ func Run(ctx context.Context, nc *nats.Conn, cfg Config) error {
 		}
 		return err
 	}
-	replicas := stream.CachedInfo().Config.Replicas
-	if err := schema.EnsureWorkerBuckets(ctx, js, replicas, cfg.MemberTTL); err != nil {
-		return fmt.Errorf("worker buckets: %w", err)
-	}
-	threadsKV, err := js.KeyValue(ctx, schema.BucketThreads)
+	threadsKV, workersKV, err := waitQueue(ctx, js, stream, &cfg, log)
 	if err != nil {
-		return err
-	}
-	workersKV, err := js.KeyValue(ctx, schema.BucketWorkers)
-	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
 		return err
 	}
 	siteCache, err := sites.Open(ctx, js, log)
@@ -229,11 +268,6 @@ func Run(ctx context.Context, nc *nats.Conn, cfg Config) error {
 		return err
 	}
 
-	laneCfgs := []lanes.Config{
-		{Lane: schema.LaneChat, InFlight: cfg.ChatInFlight, SendTimeout: cfg.ChatTimeout},
-		{Lane: schema.LaneWebhook, InFlight: cfg.WebhookInFlight, SendTimeout: cfg.WebhookTimeout + time.Second},
-		{Lane: schema.LaneEmail, InFlight: cfg.EmailInFlight, SendTimeout: 30 * time.Second},
-	}
 	senders := map[string]map[string]deliver.Sender{
 		schema.LaneChat: {
 			schema.TargetSlack: slack.New(slack.Options{APIURL: cfg.SlackAPI, HTTP: slack.NewHTTP(cfg.ChatInFlight),
@@ -249,21 +283,10 @@ func Run(ctx context.Context, nc *nats.Conn, cfg Config) error {
 	sendCtx, cancelSends := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelSends()
 	var all []*lanes.Lane
-	for _, lc := range laneCfgs {
+	for _, lc := range cfg.laneConfigs() {
 		lc.MaxAttempts, lc.RetryBase, lc.RetryMax = cfg.MaxAttempts, cfg.RetryBase, cfg.RetryMax
 		lc.AckWait, lc.PullExpiry = cfg.AckWait, cfg.PullExpiry
 		lc.PullBatch = min(max(lc.InFlight/4, 32), 256)
-		maxAckPending := max(4*lc.InFlight, 1000)
-		for i := range schema.JobShards(lc.Lane) {
-			if _, err := js.CreateOrUpdateConsumer(ctx, schema.StreamJobs,
-				lanes.ConsumerConfig(lc.Lane, i, cfg.AckWait, cfg.PinnedTTL, maxAckPending)); err != nil {
-				out.Close()
-				if ctx.Err() != nil {
-					return nil
-				}
-				return fmt.Errorf("consumer %s: %w", schema.JobConsumer(lc.Lane, i), err)
-			}
-		}
 		all = append(all, lanes.New(lc, lanes.Env{JS: js, Stream: stream, Sites: siteCache,
 			Senders: senders[lc.Lane], Out: out, M: m, Log: log}, sendCtx))
 	}
@@ -275,7 +298,7 @@ func Run(ctx context.Context, nc *nats.Conn, cfg Config) error {
 		for _, l := range all {
 			for _, s := range l.Shards() {
 				owner := members.Owner(live, s.Name)
-				s.SetWant(ctx, owner == cfg.WorkerID, cfg.StopTimeout)
+				s.SetWant(ctx, owner == group.ID, cfg.StopTimeout)
 			}
 		}
 	})
@@ -305,6 +328,51 @@ func Run(ctx context.Context, nc *nats.Conn, cfg Config) error {
 		return err
 	}
 	return nil
+}
+
+// waitQueue waits for what the edge provisions (buckets, then the job consumers; a worker
+// may start first) and takes the queue's timers from it.
+func waitQueue(ctx context.Context, js jetstream.JetStream, stream jetstream.Stream, cfg *Config, log *slog.Logger) (threadsKV, workersKV jetstream.KeyValue, err error) {
+	last := schema.JobConsumer(schema.LaneEmail, schema.JobShards(schema.LaneEmail)-1)
+	warned := false
+	for {
+		threadsKV, err = js.KeyValue(ctx, schema.BucketThreads)
+		if err == nil {
+			workersKV, err = js.KeyValue(ctx, schema.BucketWorkers)
+		}
+		var first jetstream.Consumer
+		if err == nil {
+			first, err = stream.Consumer(ctx, schema.JobConsumer(schema.LaneChat, 0))
+		}
+		if err == nil {
+			_, err = stream.Consumer(ctx, last)
+		}
+		if err == nil {
+			cc := first.CachedInfo().Config
+			cfg.AckWait, cfg.PinnedTTL = cc.AckWait, cc.PinnedTTL
+			if st, serr := workersKV.Status(ctx); serr == nil && st.TTL() > 0 {
+				cfg.MemberTTL = st.TTL()
+			}
+			if err := cfg.fitPull(); err != nil {
+				return nil, nil, err
+			}
+			log.Debug("queue timers from the edge", "ack_wait", cfg.AckWait, "pinned_ttl", cfg.PinnedTTL, "member_ttl", cfg.MemberTTL)
+			return threadsKV, workersKV, nil
+		}
+		if !errors.Is(err, jetstream.ErrConsumerNotFound) && !errors.Is(err, jetstream.ErrBucketNotFound) &&
+			!errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, nats.ErrTimeout) {
+			return nil, nil, err
+		}
+		if !warned {
+			log.Info("waiting for the job consumers and buckets (the edge creates them)", "err", err)
+			warned = true
+		}
+		select {
+		case <-ctx.Done():
+			return nil, nil, ctx.Err()
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
 }
 
 // waitStream waits for the edge to create JOBS (a worker may start first).

@@ -17,6 +17,8 @@ import (
 
 	"spookat/edge/internal/admin"
 	"spookat/edge/internal/store"
+	"spookat/schema"
+	"spookat/schema/natsauth"
 )
 
 // multi is a repeatable string flag.
@@ -44,7 +46,11 @@ func withAPI(dataDir string, fn func(ctx context.Context, api admin.API) error) 
 		return err
 	}
 	defer st.Close()
-	return fn(ctx, &admin.Ops{Store: st})
+	auth, err := natsauth.Open(dataDir)
+	if err != nil {
+		return err
+	}
+	return fn(ctx, &admin.Ops{Store: st, Auth: auth})
 }
 
 func printJSON(v any) error {
@@ -218,6 +224,24 @@ func demo(args []string) error {
 			return err
 		}
 	}
+	// An SRE's read-only NATS identity, so `nats stream report` works from the first run.
+	opsCreds := filepath.Join(*dataDir, "ops.creds")
+	if _, err := os.Stat(opsCreds); errors.Is(err, os.ErrNotExist) {
+		auth, err := natsauth.Open(*dataDir)
+		if err != nil {
+			return err
+		}
+		id, err := auth.Issue(schema.RoleOps, "")
+		if err != nil {
+			return err
+		}
+		if err := writeSecret(opsCreds, id.Creds()); err != nil {
+			return err
+		}
+		if err := auth.Record(id); err != nil {
+			return err
+		}
+	}
 	u := strings.TrimRight(*public, "/")
 	fmt.Printf(`
 spookat demo
@@ -228,8 +252,10 @@ spookat demo
   operator inbox  %s/app
   websocket       %s/v1/widget/ws?site=%s
   health          %s/readyz   metrics %s/metrics
-  NATS            nats://127.0.0.1:4222   (make nats; bin/nats stream report)
+  NATS            nats://127.0.0.1:4222, credentials only (read-only ones in %s):
+                  make nats; bin/nats --creds %s --inbox-prefix %s stream report
 
-`, d.SiteKey, d.Email, d.Password, path, u, d.SiteKey, u, strings.Replace(u, "http", "ws", 1), d.SiteKey, u, u)
+`, d.SiteKey, d.Email, d.Password, path, u, d.SiteKey, u, strings.Replace(u, "http", "ws", 1), d.SiteKey, u, u,
+		opsCreds, opsCreds, schema.InboxPrefix(schema.RoleOps, ""))
 	return nil
 }

@@ -4,16 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"math/rand/v2"
-	"net/http"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/ncruces/go-sqlite3"
 
@@ -136,26 +132,6 @@ func (l *loader) run(t *testing.T, w *world, total *atomic.Int64) error {
 	return nil
 }
 
-func metric(addr, name string) (float64, bool) {
-	resp, err := http.Get("http://" + addr + "/metrics")
-	if err != nil {
-		return 0, false
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return 0, false
-	}
-	for _, line := range strings.Split(string(body), "\n") {
-		if v, ok := strings.CutPrefix(line, name+" "); ok {
-			var f float64
-			_, err := fmt.Sscan(v, &f)
-			return f, err == nil
-		}
-	}
-	return 0, false
-}
-
 // TestCrashLosesNothing: 50 sockets send as fast as acks return; the edge is SIGKILLed
 // mid-stream three times and restarted on the same data. Every acked message is in SQLite
 // exactly once, and every message of the site with a target has exactly one job in JOBS.
@@ -217,10 +193,10 @@ func TestCrashLosesNothing(t *testing.T) {
 
 	// Every job the edge owes is in JOBS (backlog 0), then count them by job id.
 	edgetest.WaitFor(t, "publish backlog 0", 30*time.Second, func() bool {
-		v, ok := metric(p.Addr, "spookat_publish_backlog")
+		v, ok := edgetest.Metric(p.Addr, "spookat_publish_backlog")
 		return ok && v == 0
 	})
-	jobs := countJobs(t, p.NATSAddr)
+	jobs := countJobs(t, bin, dir, p.NATSAddr)
 
 	took, err := p.Stop(15 * time.Second)
 	if err != nil || took > 10*time.Second {
@@ -287,13 +263,8 @@ func checkAcked(t *testing.T, db *sqlite3.Conn, loaders []*loader) (acked int) {
 }
 
 // countJobs reads every message of JOBS and counts them by Nats-Msg-Id.
-func countJobs(t *testing.T, natsAddr string) map[string]int {
-	nc, err := nats.Connect("nats://" + natsAddr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, _ := jetstream.New(nc)
+func countJobs(t *testing.T, bin, dataDir, natsAddr string) map[string]int {
+	js, _ := jetstream.New(edgetest.ConnectOps(t, bin, dataDir, "nats://"+natsAddr))
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	s, err := js.Stream(ctx, schema.StreamJobs)

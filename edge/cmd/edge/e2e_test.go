@@ -31,11 +31,12 @@ const (
 	e2eMessages = e2eConvs * e2ePerConv
 )
 
-// e2eWorkerFlags shrink the worker's timers so a killed worker's partitions and jobs come back
-// within seconds.
+// e2eQueueFlags shrink the queue's timers (the edge provisions them) so a killed worker's
+// partitions and jobs come back within seconds; e2eWorkerFlags are the worker's own.
+var e2eQueueFlags = []string{"-ack-wait", "2s", "-pinned-ttl", "3s", "-member-ttl", "2s"}
+
 func e2eWorkerFlags(slackAPI string) []string {
-	return []string{"-slack-api", slackAPI, "-ack-wait", "2s", "-pinned-ttl", "3s", "-pull-expiry", "1s",
-		"-member-ttl", "2s", "-stop-timeout", "3s", "-retry-base", "100ms", "-retry-max", "1s"}
+	return []string{"-slack-api", slackAPI, "-pull-expiry", "1s", "-stop-timeout", "3s", "-retry-base", "100ms", "-retry-max", "1s"}
 }
 
 // TestE2ETwoProcesses: bin/edge -worker none, two bin/worker processes and the Slack mock;
@@ -62,9 +63,9 @@ func runE2E(t *testing.T, twoProcesses bool) {
 	dir := t.TempDir()
 	var p *edgetest.Proc
 	if twoProcesses {
-		p = edgetest.StartProc(t, bin, dir, "-worker", "none")
+		p = edgetest.StartProc(t, bin, dir, append([]string{"-worker", "none"}, e2eQueueFlags...)...)
 	} else {
-		p = edgetest.StartProc(t, bin, dir, append([]string{"-worker", "inproc"}, wflags...)...)
+		p = edgetest.StartProc(t, bin, dir, append(append([]string{"-worker", "inproc"}, e2eQueueFlags...), wflags...)...)
 	}
 
 	// Sites with Slack, each its own channel.
@@ -90,18 +91,15 @@ func runE2E(t *testing.T, twoProcesses bool) {
 		t.Fatalf("%d sites with Slack, want %d: %+v", len(sites), e2eSites, list)
 	}
 
-	nc, err := nats.Connect("nats://"+p.NATSAddr, nats.MaxReconnects(-1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
+	nc := edgetest.ConnectOps(t, bin, dir, "nats://"+p.NATSAddr)
 	js, _ := jetstream.New(nc)
 
 	var workers []*edgetest.WorkerProc
 	if twoProcesses {
 		for _, id := range []string{"w1", "w2"} {
+			creds := edgetest.Creds(t, bin, dir, "worker", id)
 			workers = append(workers, edgetest.StartWorker(t, workerBin, dir, id,
-				append([]string{"-nats-url", "nats://" + p.NATSAddr}, wflags...)...))
+				append([]string{"-nats-url", "nats://" + p.NATSAddr, "-nats-creds", creds}, wflags...)...))
 		}
 	}
 	wantMembers := max(len(workers), 1)

@@ -7,6 +7,9 @@
 //	edge operator add -email E -password-stdin -site KEY
 //	edge seed -sites N                create N test sites (load tests)
 //	edge demo                         create the demo site and operator, print the URLs
+//	edge creds worker -id ID -out F   NATS credentials of a worker (ops, edge: see -h)
+//	edge creds list | revoke          credentials issued, revoke one
+//	edge nats-config -out F           what a NATS cluster needs to trust this edge
 package main
 
 import (
@@ -21,8 +24,6 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
-
-	"github.com/nats-io/nats.go"
 
 	"spookat/edge/internal/brakes"
 	"spookat/edge/internal/server"
@@ -58,6 +59,10 @@ func run(args []string) error {
 			return seed(args[1:])
 		case "demo":
 			return demo(args[1:])
+		case "creds":
+			return creds(args[1:])
+		case "nats-config":
+			return natsConfig(args[1:])
 		}
 	}
 	return serve(args)
@@ -70,7 +75,12 @@ func serve(args []string) error {
 	fs.StringVar(&cfg.DataDir, "data", "data", "data directory: SQLite file, JetStream store, admin socket")
 	fs.StringVar(&cfg.NATSListen, "nats-listen", "127.0.0.1:4222", "embedded NATS client address (workers and the nats CLI connect here)")
 	fs.StringVar(&cfg.NATSMonitor, "nats-monitor", "127.0.0.1:8222", "embedded NATS HTTP monitoring address (empty: off)")
-	fs.StringVar(&cfg.NATSURL, "nats-url", "", "use this external NATS instead of embedding one")
+	fs.StringVar(&cfg.NATSURL, "nats-url", "", "use this external NATS (a cluster: comma-separated URLs) instead of embedding one")
+	fs.StringVar(&cfg.NATSCreds, "nats-creds", "", "the edge's credentials file for -nats-url (default: signed by this data directory's authority, which the cluster trusts through `edge nats-config`)")
+	fs.StringVar(&cfg.NATSTLS.Cert, "nats-tls-cert", "", "embedded NATS: the server's TLS certificate (required to listen beyond loopback); external: the edge's client certificate")
+	fs.StringVar(&cfg.NATSTLS.Key, "nats-tls-key", "", "key of -nats-tls-cert")
+	fs.StringVar(&cfg.NATSTLS.CA, "nats-tls-ca", "", "embedded NATS: clients must present a certificate from this CA; external: verify the server with this CA")
+	fs.BoolVar(&cfg.NATSInsecure, "nats-insecure", false, "labs only: allow the embedded NATS beyond loopback without TLS, and an external NATS that asks for no credentials")
 	fs.IntVar(&cfg.Replicas, "nats-replicas", 1, "replicas of the streams and buckets (3 on a NATS cluster)")
 	fs.StringVar(&cfg.PublicURL, "public-url", "", "URL browsers use to reach this edge (default http://localhost:<port>)")
 	fs.IntVar(&cfg.WriteQueue, "write-queue", 50_000, "writes that may wait for the SQLite writer; past it a message is refused with \"unavailable\" at once instead of waiting")
@@ -93,6 +103,7 @@ func serve(args []string) error {
 	fs.StringVar(&cfg.ProxyHeader, "proxy-header", "", "take the client's IP from this header (e.g. X-Forwarded-For) behind a trusted proxy")
 	wcfg := worker.DefaultConfig()
 	wcfg.RegisterFlags(fs)
+	wcfg.RegisterQueueFlags(fs)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -108,13 +119,14 @@ func serve(args []string) error {
 	if *pprofAddr != "" {
 		go func() { log.Error("pprof", "err", http.ListenAndServe(*pprofAddr, nil)) }()
 	}
+	if err := wcfg.Check(); err != nil {
+		return err
+	}
+	cfg.Worker = &wcfg
 	switch *workerMode {
 	case "inproc":
-		if err := wcfg.Check(); err != nil {
-			return err
-		}
 		wcfg.Logger = log.With("part", "worker")
-		cfg.Worker = func(ctx context.Context, nc *nats.Conn) error { return worker.Run(ctx, nc, wcfg) }
+		cfg.InprocWorker = true
 	case "none":
 	default:
 		return fmt.Errorf("-worker must be inproc or none, not %q", *workerMode)

@@ -14,6 +14,7 @@ import (
 
 	"spookat/edge/internal/sites"
 	"spookat/edge/internal/store"
+	"spookat/schema/natsauth"
 )
 
 // SocketName and LockName are files in the data directory.
@@ -28,6 +29,7 @@ type API interface {
 	ListSites(ctx context.Context) ([]SiteInfo, error)
 	AddOperator(ctx context.Context, req OperatorRequest) (*store.Operator, error)
 	Seed(ctx context.Context, req SeedRequest) (*SeedResult, error)
+	RevokeCreds(ctx context.Context, req RevokeRequest) (*RevokeResult, error)
 }
 
 // SiteInfo is a site as `edge site list` shows it: secrets are reported as set or not.
@@ -71,11 +73,14 @@ type SeedSite struct {
 	Key string `json:"key"`
 }
 
-// Ops runs admin operations on a store. Registry is the running edge's (nil when the file
-// is opened directly): sites added are put there so they serve at once.
+// Ops runs admin operations on a store. Registry and NATS are the running edge's (nil when
+// the file is opened directly): sites added are put there so they serve at once, and a
+// revocation reaches the embedded NATS server at once.
 type Ops struct {
 	Store    *store.Store
 	Registry *sites.Registry
+	Auth     *natsauth.Authority
+	NATS     AuthApplier
 }
 
 // AddSite stores a site.

@@ -38,6 +38,7 @@ func Serve(ctx context.Context, ln net.Listener, api API) error {
 	handle(mux, "GET /sites", func(ctx context.Context, _ *struct{}) (any, error) { return api.ListSites(ctx) })
 	handle(mux, "POST /operators", func(ctx context.Context, r *OperatorRequest) (any, error) { return api.AddOperator(ctx, *r) })
 	handle(mux, "POST /seed", func(ctx context.Context, r *SeedRequest) (any, error) { return api.Seed(ctx, *r) })
+	handle(mux, "POST /creds/revoke", func(ctx context.Context, r *RevokeRequest) (any, error) { return api.RevokeCreds(ctx, *r) })
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go func() {
 		<-ctx.Done()

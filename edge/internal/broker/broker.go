@@ -11,21 +11,45 @@ import (
 	"strconv"
 	"time"
 
+	"log/slog"
+
+	"github.com/nats-io/jwt/v2"
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"spookat/schema"
+	"spookat/schema/natsauth"
 )
 
-// Options say where NATS is.
+// Options say where NATS is and how the edge proves who it is.
 type Options struct {
 	Listen   string // embedded server's client address, e.g. 127.0.0.1:4222
 	Monitor  string // embedded server's HTTP monitor address; "" for none
 	URL      string // external NATS; when set nothing is embedded
 	DataDir  string // JetStream store goes under DataDir/nats
 	Replicas int    // stream replicas (1 on one box)
+
+	// Auth signs every identity; the embedded server trusts it and nothing else.
+	Auth *natsauth.Authority
+	// Creds is the edge's credentials file for an external NATS ("": an identity signed by
+	// Auth, for a cluster that trusts it; see `edge nats-config`).
+	Creds string
+	TLS   TLS
+	// Insecure allows, for labs, an embedded server beyond loopback without TLS and an
+	// external one that asks for no credentials. Loudly logged.
+	Insecure bool
+	Log      *slog.Logger
 }
+
+// TLS of the NATS client port. Embedded: Cert and Key are the server's, CA (optional) the
+// authority client certificates must come from. External: CA verifies the server, Cert and
+// Key are the edge's client certificate (optional).
+type TLS struct {
+	Cert, Key, CA string
+}
+
+func (t TLS) enabled() bool { return t.Cert != "" || t.CA != "" }
 
 // Broker is a NATS connection for the edge, with the embedded server when there is one.
 type Broker struct {
@@ -37,18 +61,43 @@ type Broker struct {
 
 // Start embeds or connects, then creates or updates the streams and buckets.
 func Start(ctx context.Context, opts Options) (*Broker, error) {
+	if opts.Auth == nil {
+		return nil, errors.New("broker: no NATS authority")
+	}
+	if opts.Log == nil {
+		opts.Log = slog.Default()
+	}
 	b := &Broker{opts: opts, closed: make(chan struct{})}
 	if opts.URL == "" {
 		if err := b.embed(); err != nil {
 			return nil, err
 		}
 	}
-	nc, err := b.Connect("spookat-edge", nats.ClosedHandler(func(*nats.Conn) { close(b.closed) }))
+	var self []nats.Option
+	if opts.URL != "" && opts.Creds != "" {
+		self = []nats.Option{nats.UserCredentials(opts.Creds), nats.CustomInboxPrefix(schema.InboxPrefix(schema.RoleEdge, ""))}
+	} else {
+		id, err := opts.Auth.Issue(schema.RoleEdge, "")
+		if err != nil {
+			return nil, err
+		}
+		self = id.Options()
+	}
+	self = append(self, nats.ClosedHandler(func(*nats.Conn) { close(b.closed) }))
+	nc, err := b.connect("spookat-edge", self...)
 	if err != nil {
 		b.Close()
 		return nil, err
 	}
 	b.NC = nc
+	if b.srv == nil && !nc.AuthRequired() {
+		if !opts.Insecure {
+			b.Close()
+			return nil, fmt.Errorf("the NATS server at -nats-url %s accepts clients without credentials: anyone who reaches it could read every job and site secret; "+
+				"configure it to trust this edge (edge nats-config -out auth.conf, then include auth.conf in its configuration), or pass -nats-insecure in a lab", opts.URL)
+		}
+		opts.Log.Warn("INSECURE: the external NATS server asks for no credentials (-nats-insecure)", "url", opts.URL)
+	}
 	js, err := jetstream.New(nc)
 	if err != nil {
 		b.Close()
@@ -60,6 +109,15 @@ func Start(ctx context.Context, opts Options) (*Broker, error) {
 		return nil, fmt.Errorf("create streams: %w", err)
 	}
 	return b, nil
+}
+
+// loopback reports whether host only listens on this machine.
+func loopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 func (b *Broker) embed() error {
@@ -77,10 +135,39 @@ func (b *Broker) embed() error {
 		NoLog:      true,
 		MaxPayload: 1 << 20,
 	}
+	if err := b.trust(o); err != nil {
+		return fmt.Errorf("embedded NATS auth: %w", err)
+	}
+	t := b.opts.TLS
+	switch {
+	case t.Cert != "" || t.Key != "":
+		if t.Cert == "" || t.Key == "" {
+			return errors.New("-nats-tls-cert and -nats-tls-key go together (the embedded server's certificate and its key)")
+		}
+		tc, err := server.GenTLSConfig(&server.TLSConfigOpts{CertFile: t.Cert, KeyFile: t.Key, CaFile: t.CA, Verify: t.CA != ""})
+		if err != nil {
+			return fmt.Errorf("-nats-tls-cert/-nats-tls-key: %w", err)
+		}
+		o.TLSConfig, o.TLS, o.TLSVerify, o.TLSTimeout = tc, true, t.CA != "", 2
+	case t.CA != "":
+		return errors.New("-nats-tls-ca without -nats-tls-cert/-nats-tls-key: the embedded server needs its own certificate to serve TLS")
+	case !loopback(host):
+		if !b.opts.Insecure {
+			return fmt.Errorf("-nats-listen %s reaches beyond this machine without TLS: workers' credentials and every job would cross the network in clear; "+
+				"pass -nats-tls-cert and -nats-tls-key (and give workers -nats-tls-ca), listen on 127.0.0.1, or pass -nats-insecure in a lab", b.opts.Listen)
+		}
+		b.opts.Log.Warn("INSECURE: embedded NATS listens beyond loopback without TLS (-nats-insecure)", "listen", b.opts.Listen)
+	}
 	if b.opts.Monitor != "" {
-		if o.HTTPHost, o.HTTPPort, err = splitHostPort(b.opts.Monitor, 8222); err != nil {
+		mhost := ""
+		if mhost, o.HTTPPort, err = splitHostPort(b.opts.Monitor, 8222); err != nil {
 			return fmt.Errorf("-nats-monitor: %w", err)
 		}
+		if !loopback(mhost) && !b.opts.Insecure {
+			return fmt.Errorf("-nats-monitor %s reaches beyond this machine: NATS's monitoring pages need no credentials and list every connection and stream; "+
+				"keep it on 127.0.0.1 (and reach it over ssh), or pass -nats-insecure in a lab", b.opts.Monitor)
+		}
+		o.HTTPHost = mhost
 	}
 	if port > 0 { // say plainly when the port is taken, rather than time out below
 		ln, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(port)))
@@ -109,15 +196,81 @@ func (b *Broker) embed() error {
 	return nil
 }
 
-// Connect opens a new connection: in-process to the embedded server (no TCP), or to the
-// external URL.
-func (b *Broker) Connect(name string, extra ...nats.Option) (*nats.Conn, error) {
+// Connect opens a new connection as id (the in-process worker): in-process to the embedded
+// server (no TCP), or to the external URL.
+func (b *Broker) Connect(name string, id *natsauth.Identity, extra ...nats.Option) (*nats.Conn, error) {
+	return b.connect(name, append(id.Options(), extra...)...)
+}
+
+func (b *Broker) connect(name string, extra ...nats.Option) (*nats.Conn, error) {
 	opts := append([]nats.Option{nats.Name(name), nats.MaxReconnects(-1)}, extra...)
 	if b.srv != nil {
 		opts = append(opts, nats.InProcessServer(b.srv))
 		return nats.Connect("", opts...)
 	}
-	return nats.Connect(b.opts.URL, opts...)
+	if t := b.opts.TLS; t.CA != "" {
+		opts = append(opts, nats.RootCAs(t.CA))
+	}
+	if t := b.opts.TLS; t.Cert != "" {
+		opts = append(opts, nats.ClientCert(t.Cert, t.Key))
+	}
+	if b.opts.TLS.enabled() {
+		opts = append(opts, nats.Secure())
+	}
+	nc, err := nats.Connect(b.opts.URL, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("connect to -nats-url %s: %w", b.opts.URL, err)
+	}
+	return nc, nil
+}
+
+// trust makes the embedded server trust the authority's operator, with its accounts in a
+// memory resolver, so it accepts only identities the authority signed.
+func (b *Broker) trust(o *server.Options) error {
+	oc, sys, accounts, err := b.opts.Auth.Trust()
+	if err != nil {
+		return err
+	}
+	res := &server.MemAccResolver{}
+	for pub, claims := range accounts {
+		if err := res.Store(pub, claims); err != nil {
+			return err
+		}
+	}
+	o.TrustedOperators = []*jwt.OperatorClaims{oc}
+	o.AccountResolver = res
+	o.SystemAccount = sys
+	return nil
+}
+
+// ApplyAuth hands a changed account JWT (a revocation) to the embedded server. With an
+// external NATS it returns false: the cluster applies it when reloaded with the new
+// `edge nats-config`.
+func (b *Broker) ApplyAuth() (bool, error) {
+	if b.srv == nil {
+		return false, nil
+	}
+	_, _, accounts, err := b.opts.Auth.Trust()
+	if err != nil {
+		return true, err
+	}
+	pub := b.opts.Auth.AccountPublicKey()
+	ac, err := jwt.DecodeAccountClaims(accounts[pub])
+	if err != nil {
+		return true, err
+	}
+	if r, ok := b.srv.AccountResolver().(*server.MemAccResolver); ok {
+		if err := r.Store(pub, accounts[pub]); err != nil {
+			return true, err
+		}
+	}
+	acc, err := b.srv.LookupAccount(pub)
+	if err != nil {
+		return true, err
+	}
+	// Connections of revoked users are closed at once and cannot come back.
+	b.srv.UpdateAccountClaims(acc, ac)
+	return true, nil
 }
 
 // Embedded reports whether the NATS server runs inside this process.

@@ -21,7 +21,6 @@ import (
 	"github.com/chromedp/cdproto/input"
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
-	"github.com/nats-io/nats.go"
 	"github.com/ncruces/go-sqlite3"
 
 	"spookat/edge/internal/assets"
@@ -416,7 +415,7 @@ func TestSlackReplyReachesVisitor(t *testing.T) {
 	wcfg := worker.DefaultConfig()
 	wcfg.SlackAPI = srv.URL + "/api/"
 	wcfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
-	e := startEdge(t, server.Config{Worker: func(ctx context.Context, nc *nats.Conn) error { return worker.Run(ctx, nc, wcfg) }})
+	e := startEdge(t, server.Config{Worker: &wcfg, InprocWorker: true})
 	const secret, channel = "8f742231b10e8888abcd99yyyzzz85a5", "CSPOOKAT1"
 	site := e.site(&store.Site{Name: "Slacky", SlackToken: "xoxb-test", SlackChannel: channel, SlackSigningSecret: secret})
 	e.operator("sam@slack.test", "Sam", "correct horse battery", site.Key)

@@ -24,6 +24,7 @@ import (
 // Edge is a running in-process edge.
 type Edge struct {
 	Addr    string // host:port of HTTP/websocket
+	NATSURL string // its embedded NATS (credentials: natsauth.Open(DataDir))
 	DataDir string
 	stop    context.CancelFunc
 	done    chan error
@@ -41,7 +42,7 @@ func Start(t testing.TB, dataDir string, cfg server.Config) *Edge {
 		cfg.Addr = "127.0.0.1:0"
 	}
 	if cfg.NATSListen == "" {
-		cfg.NATSListen = "127.0.0.1:0"
+		cfg.NATSListen = FreePort(t)
 	}
 	ready := make(chan string, 1)
 	cfg.Ready = func(addr string) { ready <- addr }
@@ -49,7 +50,7 @@ func Start(t testing.TB, dataDir string, cfg server.Config) *Edge {
 		cfg.PublicURL = "http://edge.test"
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	e := &Edge{DataDir: dataDir, stop: cancel, done: make(chan error, 1)}
+	e := &Edge{DataDir: dataDir, NATSURL: "nats://" + cfg.NATSListen, stop: cancel, done: make(chan error, 1)}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	if testing.Verbose() {
 		log = slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
@@ -224,6 +225,28 @@ func QueryInt(t testing.TB, db *sqlite3.Conn, sql string, args ...int64) int64 {
 		t.Fatalf("%s: no row (%v)", sql, st.Err())
 	}
 	return st.ColumnInt64(0)
+}
+
+// Metric reads one series from an edge's /metrics, e.g. `spookat_publish_backlog` or
+// `spookat_results_rejected_total{reason="site_mismatch"}`.
+func Metric(addr, series string) (float64, bool) {
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		return 0, false
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return 0, false
+	}
+	for _, line := range strings.Split(string(body), "\n") {
+		if v, ok := strings.CutPrefix(line, series+" "); ok {
+			var f float64
+			_, err := fmt.Sscan(v, &f)
+			return f, err == nil
+		}
+	}
+	return 0, false
 }
 
 // WaitFor polls cond every 10 ms until it holds, failing the test after timeout.

@@ -10,6 +10,10 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"spookat/schema"
 )
 
 // Bin returns the path of a built binary from $SPOOKAT_BIN (set by `make test`). Without it
@@ -92,4 +96,32 @@ func Admin(t testing.TB, bin, dataDir string, args ...string) string {
 		t.Fatalf("edge %s: %v %s", strings.Join(args, " "), err, stderr)
 	}
 	return string(out)
+}
+
+// Creds issues NATS credentials with `edge creds` (role worker, ops or edge; id for a worker)
+// into the data directory and returns the file's path.
+func Creds(t testing.TB, bin, dataDir, role, id string) string {
+	t.Helper()
+	name := role
+	args := []string{"creds", role}
+	if id != "" {
+		name += "-" + id
+		args = append(args, "-id", id)
+	}
+	path := filepath.Join(dataDir, name+".creds")
+	Admin(t, bin, dataDir, append(args, "-out", path)...)
+	return path
+}
+
+// ConnectOps connects to NATS with fresh ops credentials (read-only: reports, stream gets),
+// as an SRE's nats CLI does. It is closed at the end of the test.
+func ConnectOps(t testing.TB, bin, dataDir, url string) *nats.Conn {
+	t.Helper()
+	nc, err := nats.Connect(url, nats.UserCredentials(Creds(t, bin, dataDir, "ops", "")),
+		nats.CustomInboxPrefix(schema.InboxPrefix(schema.RoleOps, "")), nats.MaxReconnects(-1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	return nc
 }

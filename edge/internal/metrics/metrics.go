@@ -18,6 +18,9 @@ type Edge struct {
 	OpenSockets    prometheus.Gauge
 	FrameErrors    *prometheus.CounterVec
 	ResultsRecords *prometheus.CounterVec
+	// ResultsRejected counts results refused because they do not match what the edge
+	// published, by reason (see results.Reasons).
+	ResultsRejected *prometheus.CounterVec
 }
 
 // New registers every metric, the Go runtime's (scheduler latency included: loadgen reads
@@ -50,8 +53,11 @@ func New() *Edge {
 		ResultsRecords: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "spookat_delivery_results_total", Help: "Delivery results recorded from the RESULTS stream, by target and status.",
 		}, []string{"target", "status"}),
+		ResultsRejected: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "spookat_results_rejected_total", Help: "Results refused and not recorded: they do not match a message, conversation, site and target the edge published for.",
+		}, []string{"reason"}),
 	}
-	reg.MustRegister(m.MessagesSaved, m.AckLatency, m.CommitBatch, m.CommitDuration, m.OpenSockets, m.FrameErrors, m.ResultsRecords,
+	reg.MustRegister(m.MessagesSaved, m.AckLatency, m.CommitBatch, m.CommitDuration, m.OpenSockets, m.FrameErrors, m.ResultsRecords, m.ResultsRejected,
 		collectors.NewGoCollector(collectors.WithGoCollectorRuntimeMetrics(collectors.MetricsScheduler, collectors.MetricsGC)),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m

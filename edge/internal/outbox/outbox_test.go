@@ -15,11 +15,17 @@ import (
 	"spookat/edge/internal/outbox"
 	"spookat/edge/internal/store"
 	"spookat/schema"
+	"spookat/schema/natsauth"
 )
 
 func TestJobsPerMessageAndWatermark(t *testing.T) {
 	ctx := context.Background()
-	br, err := broker.Start(ctx, broker.Options{Listen: "127.0.0.1:0", DataDir: t.TempDir()})
+	dir := t.TempDir()
+	auth, err := natsauth.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	br, err := broker.Start(ctx, broker.Options{Listen: "127.0.0.1:0", DataDir: dir, Auth: auth})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"spookat/edge/internal/metrics"
+	"spookat/edge/internal/sites"
 	"spookat/edge/internal/store"
 	"spookat/schema"
 )
@@ -23,14 +24,20 @@ const (
 	maxWait = 100 * time.Millisecond
 )
 
-// Recorder consumes RESULTS with a durable consumer and writes results in batches.
+// Recorder consumes RESULTS with a durable consumer and writes results in batches. A result
+// is applied only when it matches what the edge published (see check.go); anything else is
+// refused, counted (spookat_results_rejected_total{reason}) and logged once a minute per
+// reason, never written.
 type Recorder struct {
 	Store   *store.Store
+	Sites   *sites.Registry // the delivery targets each site has
 	Metrics *metrics.Edge
 	Log     *slog.Logger
 	// OnRecorded, if set, is called after each batch is committed (live delivery states), with
 	// each result's status and attempts replaced by what is now stored.
 	OnRecorded func([]schema.Result)
+
+	logs logLimit
 }
 
 // Run consumes until ctx is done. Results are acked (AckAll: one ack per batch) only after
@@ -82,21 +89,40 @@ func (r *Recorder) record(ctx context.Context, batch []jetstream.Msg) {
 	results := make([]schema.Result, 0, len(batch)*8)
 	for _, m := range batch {
 		results = schema.DecodeResults(results, m.Data(), func(line []byte, err error) {
-			r.Log.Error("unreadable result; dropped after logging", "subject", m.Subject(), "err", err, "line", string(line))
+			r.reject(RejectMalformed, m.Subject(), nil, err.Error())
 		})
 	}
 	type state struct {
 		status   string
 		attempts int
+		rejected string
 	}
 	stored := make([]state, len(results))
 	err := r.Store.Write(ctx, func(tx *store.Tx) error {
 		for i := range results {
-			s, n, err := tx.RecordDelivery(&results[i])
+			res := &results[i]
+			stored[i] = state{}
+			if reason := checkShape(res); reason != "" {
+				stored[i].rejected = reason
+				continue
+			}
+			o, found, err := tx.MessageOrigin(res.MessageID)
 			if err != nil {
 				return err
 			}
-			stored[i] = state{s, n}
+			var d *schema.SiteDelivery
+			if s := r.Sites.ByID(res.SiteID); s != nil {
+				d = s.Delivery
+			}
+			if reason := checkOrigin(res, o, found, d); reason != "" {
+				stored[i].rejected = reason
+				continue
+			}
+			s, n, err := tx.RecordDelivery(res)
+			if err != nil {
+				return err
+			}
+			stored[i].status, stored[i].attempts = s, n
 		}
 		return nil
 	})
@@ -108,12 +134,34 @@ func (r *Recorder) record(ctx context.Context, batch []jetstream.Msg) {
 	if err := batch[len(batch)-1].Ack(); err != nil {
 		r.Log.Warn("ack results", "err", err)
 	}
+	accepted := results[:0]
 	for i := range results {
+		if reason := stored[i].rejected; reason != "" {
+			r.reject(reason, "", &results[i], "")
+			continue
+		}
 		r.Metrics.ResultsRecords.WithLabelValues(results[i].Target, results[i].Status).Inc()
 		// The live view shows what is stored: a late "retrying" stays "delivered".
 		results[i].Status, results[i].Attempts = stored[i].status, stored[i].attempts
+		accepted = append(accepted, results[i])
 	}
-	if r.OnRecorded != nil {
-		r.OnRecorded(results)
+	if r.OnRecorded != nil && len(accepted) > 0 {
+		r.OnRecorded(accepted)
 	}
+}
+
+// reject counts a refused result and logs it, once a minute per reason. The log names ids
+// only: a forged result's text is not worth a line, nor is a visitor's.
+func (r *Recorder) reject(reason, subject string, res *schema.Result, detail string) {
+	r.Metrics.ResultsRejected.WithLabelValues(reason).Inc()
+	if !r.logs.allow(reason, time.Now()) {
+		return
+	}
+	args := []any{"reason", reason}
+	if res != nil {
+		args = append(args, "job", res.JobID, "site", res.SiteID, "conversation", res.ConversationID, "message", res.MessageID)
+	} else {
+		args = append(args, "subject", subject, "err", detail)
+	}
+	r.Log.Warn("result refused, not recorded (more of this reason within a minute are only counted)", args...)
 }

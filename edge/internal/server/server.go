@@ -15,8 +15,8 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/gofiber/fiber/v2/middleware/adaptor"
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nuid"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"spookat/edge/internal/admin"
@@ -33,6 +33,8 @@ import (
 	"spookat/edge/internal/store"
 	"spookat/edge/internal/widget"
 	"spookat/schema"
+	"spookat/schema/natsauth"
+	"spookat/worker"
 )
 
 // Config is the edge's configuration (flags and env vars, see cmd/edge).
@@ -42,15 +44,23 @@ type Config struct {
 	NATSListen  string
 	NATSMonitor string
 	NATSURL     string
-	Replicas    int // stream replicas on an external NATS cluster (1 on one box)
-	SyncFull    bool
-	WriteQueue  int // writes that may wait for the SQLite writer; past it, "unavailable" (0: 50,000)
-	Brakes      brakes.Config
-	ProxyHeader string // header carrying the client IP behind a trusted proxy ("": the peer)
-	PublicURL   string // how browsers and operators reach this edge (links in Slack posts)
-	// Worker runs the delivery worker in-process on its own NATS connection (nil: none,
-	// workers run as separate processes).
-	Worker func(ctx context.Context, nc *nats.Conn) error
+	NATSCreds   string     // the edge's credentials for an external NATS ("": signed by its own authority)
+	NATSTLS     broker.TLS // TLS of the NATS client port (see broker.TLS)
+	// NATSInsecure allows an embedded NATS beyond loopback without TLS and an external NATS
+	// without auth (labs).
+	NATSInsecure bool
+	Replicas     int // stream replicas on an external NATS cluster (1 on one box)
+	SyncFull     bool
+	WriteQueue   int // writes that may wait for the SQLite writer; past it, "unavailable" (0: 50,000)
+	Brakes       brakes.Config
+	ProxyHeader  string // header carrying the client IP behind a trusted proxy ("": the peer)
+	PublicURL    string // how browsers and operators reach this edge (links in Slack posts)
+	// Worker is the workers' configuration: the edge provisions the job consumers and
+	// buckets with its queue timers and in-flight limits (nil: worker.DefaultConfig()).
+	Worker *worker.Config
+	// InprocWorker runs a worker with that configuration in this process, on its own NATS
+	// connection and identity (false: workers run as separate processes).
+	InprocWorker bool
 	// Ready, if set, is called once the edge serves, with the address it listens on.
 	Ready func(addr string)
 }
@@ -102,9 +112,13 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		}
 	}()
 
+	auth, err := natsauth.Open(cfg.DataDir)
+	if err != nil {
+		return fmt.Errorf("NATS credentials in %s: %w", cfg.DataDir, err)
+	}
 	br, err := broker.Start(ctx, broker.Options{
 		Listen: cfg.NATSListen, Monitor: cfg.NATSMonitor, URL: cfg.NATSURL, DataDir: cfg.DataDir,
-		Replicas: cfg.Replicas,
+		Replicas: cfg.Replicas, Auth: auth, Creds: cfg.NATSCreds, TLS: cfg.NATSTLS, Insecure: cfg.NATSInsecure, Log: log,
 	})
 	if err != nil {
 		return err
@@ -113,6 +127,13 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	js, err := jetstream.New(br.NC)
 	if err != nil {
 		return err
+	}
+	wcfg := worker.DefaultConfig()
+	if cfg.Worker != nil {
+		wcfg = *cfg.Worker
+	}
+	if err := worker.Provision(ctx, js, max(cfg.Replicas, 1), wcfg); err != nil {
+		return fmt.Errorf("job consumers: %w", err)
 	}
 
 	siteList, err := st.Sites(ctx)
@@ -178,7 +199,10 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 
 	bg, stopBG := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
-	rec := &results.Recorder{Store: st, Metrics: m, Log: log, OnRecorded: inboxHub.Deliveries}
+	rec := &results.Recorder{Store: st, Sites: reg, Metrics: m, Log: log, OnRecorded: inboxHub.Deliveries}
+	for _, reason := range results.Reasons {
+		m.ResultsRejected.WithLabelValues(reason)
+	}
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
@@ -189,17 +213,26 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 
 	workerCtx, stopWorker := context.WithCancel(context.Background())
 	workerDone := make(chan struct{})
-	if cfg.Worker != nil {
-		wnc, err := br.Connect("spookat-worker-inproc")
+	if cfg.InprocWorker {
+		if wcfg.WorkerID == "" {
+			wcfg.WorkerID = "inproc-" + nuid.Next()
+		}
+		id, err := auth.Issue(schema.RoleWorker, wcfg.WorkerID)
 		if err != nil {
 			stopWorker()
 			stopBG()
 			return err
 		}
+		wnc, err := br.Connect("spookat-worker-inproc", id)
+		if err != nil {
+			stopWorker()
+			stopBG()
+			return fmt.Errorf("in-process worker: %w", err)
+		}
 		go func() {
 			defer close(workerDone)
 			defer wnc.Close()
-			if err := cfg.Worker(workerCtx, wnc); err != nil {
+			if err := worker.Run(workerCtx, wnc, wcfg); err != nil {
 				log.Error("in-process worker stopped", "err", err)
 			}
 		}()
@@ -274,12 +307,12 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	go func() { serveErr <- app.Listener(ln) }()
 	adminCtx, stopAdmin := context.WithCancel(context.Background())
 	go func() {
-		if err := admin.Serve(adminCtx, adminLn, &admin.Ops{Store: st, Registry: reg}); err != nil {
+		if err := admin.Serve(adminCtx, adminLn, &admin.Ops{Store: st, Registry: reg, Auth: auth, NATS: br}); err != nil {
 			log.Error("admin socket", "err", err)
 		}
 	}()
 	log.Info("edge serving", "addr", ln.Addr().String(), "nats", br.ClientURL(), "embedded_nats", br.Embedded(),
-		"worker_inproc", cfg.Worker != nil, "data", cfg.DataDir)
+		"worker_inproc", cfg.InprocWorker, "data", cfg.DataDir)
 	if cfg.Ready != nil {
 		cfg.Ready(ln.Addr().String())
 	}

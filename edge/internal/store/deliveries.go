@@ -2,6 +2,22 @@ package store
 
 import "spookat/schema"
 
+// MessageOrigin is where a stored message belongs: what a result about it must match.
+type MessageOrigin struct {
+	ConversationID int64
+	SiteID         int64
+	Author         string
+}
+
+// MessageOrigin looks a message up in the writer's transaction (found is false when there
+// is no such message).
+func (tx *Tx) MessageOrigin(messageID int64) (o MessageOrigin, found bool, err error) {
+	found, err = tx.QueryRow(`SELECT m.conversation_id, c.site_id, m.author
+		FROM messages m JOIN conversations c ON c.id = m.conversation_id WHERE m.id = ?`,
+		[]any{messageID}, &o.ConversationID, &o.SiteID, &o.Author)
+	return o, found, err
+}
+
 // RecordDelivery stores a worker's result and returns the state now stored. A final state
 // (delivered, dead) is never overwritten by a late "retrying" (a redelivered job, results of
 // two workers), so the stored state is what the inbox must show, not the result's; the first

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
@@ -244,7 +245,13 @@ func runSetup(ctx context.Context, cfg Config, s Setup) (res Result) {
 	}
 	var workerPIDs []int
 	if s.TwoProcess {
-		argv := append([]string{cfg.WorkerBin}, expand(cfg.WorkerArgs, map[string]string{"nats": "nats://" + natsAddr})...)
+		// Every NATS client authenticates: the worker gets credentials of its own from the
+		// edge's authority, as an operator would issue them.
+		creds := filepath.Join(dir, "worker.creds")
+		if out, err := exec.CommandContext(ctx, cfg.EdgeBin, "creds", "worker", "-id", "loadgen-1", "-out", creds, "-data", data).CombinedOutput(); err != nil {
+			return fail(fmt.Errorf("edge creds worker: %v: %s", err, out))
+		}
+		argv := append([]string{cfg.WorkerBin, "-nats-creds", creds}, expand(cfg.WorkerArgs, map[string]string{"nats": "nats://" + natsAddr})...)
 		if s.Slack {
 			argv = append(argv, slackArgs...)
 		}

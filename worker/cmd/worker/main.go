@@ -17,13 +17,37 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/nats-io/jwt/v2"
 	"github.com/nats-io/nats.go"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"spookat/schema"
 	"spookat/worker"
 )
+
+// credsWorkerID reads the worker id a credentials file was issued for (its JWT's name, see
+// schema.IdentityName).
+func credsWorkerID(path string) (string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", fmt.Errorf("-nats-creds: %w", err)
+	}
+	tok, err := jwt.ParseDecoratedJWT(b)
+	if err != nil {
+		return "", fmt.Errorf("-nats-creds %s: not a NATS credentials file: %w", path, err)
+	}
+	uc, err := jwt.DecodeUserClaims(tok)
+	if err != nil {
+		return "", fmt.Errorf("-nats-creds %s: %w", path, err)
+	}
+	role, id := schema.ParseIdentityName(uc.Name)
+	if role != schema.RoleWorker || id == "" {
+		return "", fmt.Errorf("-nats-creds %s holds %q credentials, not a worker's: issue them with `edge creds worker -id <id> -out FILE`", path, uc.Name)
+	}
+	return id, nil
+}
 
 func main() {
 	if err := run(os.Args[1:]); err != nil {
@@ -42,7 +66,10 @@ func env(name, def string) string {
 func run(args []string) error {
 	fs := flag.NewFlagSet("worker", flag.ContinueOnError)
 	natsURL := fs.String("nats-url", env("SPOOKAT_NATS_URL", nats.DefaultURL), "NATS server(s), comma separated")
-	natsCreds := fs.String("nats-creds", env("SPOOKAT_NATS_CREDS", ""), "NATS credentials file")
+	natsCreds := fs.String("nats-creds", env("SPOOKAT_NATS_CREDS", ""), "this worker's NATS credentials (edge creds worker -id ID -out FILE); its id comes from them")
+	tlsCA := fs.String("nats-tls-ca", env("SPOOKAT_NATS_TLS_CA", ""), "verify the NATS server's certificate with this CA (the edge's -nats-tls-cert beyond loopback)")
+	tlsCert := fs.String("nats-tls-cert", env("SPOOKAT_NATS_TLS_CERT", ""), "client certificate, when the server asks for one (edge -nats-tls-ca)")
+	tlsKey := fs.String("nats-tls-key", env("SPOOKAT_NATS_TLS_KEY", ""), "key of -nats-tls-cert")
 	metricsAddr := fs.String("metrics-addr", env("SPOOKAT_WORKER_METRICS", "127.0.0.1:9101"), "serve /metrics here (empty: off)")
 	verbose := fs.Bool("v", false, "debug logging")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile here until exit (performance work)")
@@ -89,12 +116,38 @@ func run(args []string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 
-	opts := []nats.Option{nats.Name("spookat-worker"), nats.MaxReconnects(-1), nats.ReconnectWait(time.Second)}
-	if *natsCreds != "" {
-		opts = append(opts, nats.UserCredentials(*natsCreds))
+	if *natsCreds == "" {
+		return errors.New("-nats-creds is required: every NATS client authenticates. Issue this worker's with " +
+			"`edge creds worker -id <id> -out worker.creds` on the edge's box and pass -nats-creds worker.creds")
+	}
+	id, err := credsWorkerID(*natsCreds)
+	if err != nil {
+		return err
+	}
+	switch {
+	case cfg.WorkerID == "":
+		cfg.WorkerID = id
+	case schema.Token(cfg.WorkerID) != schema.Token(id):
+		return fmt.Errorf("-worker-id %q does not match %s, which was issued for worker %q: drop -worker-id, or issue credentials for it with `edge creds worker -id %s -out FILE`",
+			cfg.WorkerID, *natsCreds, id, cfg.WorkerID)
+	}
+	opts := []nats.Option{nats.Name("spookat-worker " + cfg.WorkerID), nats.MaxReconnects(-1), nats.ReconnectWait(time.Second),
+		nats.UserCredentials(*natsCreds), nats.CustomInboxPrefix(schema.InboxPrefix(schema.RoleWorker, cfg.WorkerID))}
+	if *tlsCA != "" {
+		opts = append(opts, nats.RootCAs(*tlsCA), nats.Secure())
+	}
+	if *tlsCert != "" || *tlsKey != "" {
+		if *tlsCert == "" || *tlsKey == "" {
+			return errors.New("-nats-tls-cert and -nats-tls-key go together")
+		}
+		opts = append(opts, nats.ClientCert(*tlsCert, *tlsKey))
 	}
 	nc, err := nats.Connect(*natsURL, opts...)
 	if err != nil {
+		if errors.Is(err, nats.ErrAuthorization) {
+			return fmt.Errorf("connect %s: the server refused %s (revoked, or signed by another edge's authority: issue new ones with `edge creds worker -id %s`): %w",
+				*natsURL, *natsCreds, cfg.WorkerID, err)
+		}
 		return fmt.Errorf("connect %s: %w", *natsURL, err)
 	}
 	defer nc.Close()

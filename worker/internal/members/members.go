@@ -16,11 +16,14 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"spookat/schema"
 )
 
-// Group is this worker's membership.
+// Group is this worker's membership. Members are known by their id as one subject token
+// (schema.Token): that is what their WORKERS key holds and what Owner returns.
 type Group struct {
-	ID  string
+	ID  string // schema.Token of the worker id
 	kv  jetstream.KeyValue
 	ttl time.Duration
 	log *slog.Logger
@@ -28,10 +31,8 @@ type Group struct {
 
 // New joins nobody yet; Run does.
 func New(kv jetstream.KeyValue, id string, ttl time.Duration, log *slog.Logger) *Group {
-	return &Group{ID: id, kv: kv, ttl: ttl, log: log}
+	return &Group{ID: schema.Token(id), kv: kv, ttl: ttl, log: log}
 }
-
-func key(id string) string { return "w." + id }
 
 type beat struct {
 	Host    string    `json:"host"`
@@ -45,7 +46,7 @@ type beat struct {
 func (g *Group) Run(ctx context.Context, onChange func(live []string)) error {
 	host, _ := os.Hostname()
 	val, _ := json.Marshal(beat{Host: host, PID: os.Getpid(), Started: time.Now().UTC()})
-	if _, err := g.kv.Put(ctx, key(g.ID), val); err != nil {
+	if _, err := g.kv.Put(ctx, schema.WorkerKey(g.ID), val); err != nil {
 		return err
 	}
 	w, err := g.kv.Watch(ctx, "w.*")
@@ -73,11 +74,11 @@ func (g *Group) Run(ctx context.Context, onChange func(live []string)) error {
 		select {
 		case <-ctx.Done():
 			dctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-			_ = g.kv.Delete(dctx, key(g.ID))
+			_ = g.kv.Delete(dctx, schema.WorkerKey(g.ID))
 			cancel()
 			return nil
 		case <-t.C:
-			if _, err := g.kv.Put(ctx, key(g.ID), val); err != nil && ctx.Err() == nil {
+			if _, err := g.kv.Put(ctx, schema.WorkerKey(g.ID), val); err != nil && ctx.Err() == nil {
 				g.log.Warn("heartbeat", "err", err)
 			}
 			// Another worker (or the edge) may have set the bucket's TTL shorter than ours:
@@ -104,7 +105,7 @@ func (g *Group) Run(ctx context.Context, onChange func(live []string)) error {
 				delete(live, id)
 				if id == g.ID {
 					// Our key expired (we were stalled): put it back; until then we own nothing.
-					_, _ = g.kv.Put(ctx, key(g.ID), val)
+					_, _ = g.kv.Put(ctx, schema.WorkerKey(g.ID), val)
 				}
 			}
 			if !initial {

@@ -1,0 +1,186 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"text/tabwriter"
+
+	"spookat/edge/internal/admin"
+	"spookat/schema"
+	"spookat/schema/natsauth"
+)
+
+const credsUsage = `usage:
+  edge creds worker -id ID -out FILE   credentials of one worker (its id is in them)
+  edge creds ops -out FILE             read-only credentials for an SRE's nats CLI
+  edge creds edge -out FILE            the edge's own, for an external NATS (-nats-creds)
+  edge creds list [-json]              every credential issued, and which are revoked
+  edge creds revoke -key U… | -id ID   revoke one credential, or every one of a worker`
+
+// creds issues, lists and revokes NATS credentials (see internal/natsauth).
+func creds(args []string) error {
+	if len(args) == 0 {
+		return errors.New(credsUsage)
+	}
+	switch args[0] {
+	case "list":
+		return credsList(args[1:])
+	case "revoke":
+		return credsRevoke(args[1:])
+	case string(schema.RoleEdge), string(schema.RoleWorker), string(schema.RoleOps):
+		return credsIssue(schema.Role(args[0]), args[1:])
+	}
+	return fmt.Errorf("edge creds %s: unknown; want worker, ops, edge, list or revoke\n%s", args[0], credsUsage)
+}
+
+func credsIssue(role schema.Role, args []string) error {
+	fs := flag.NewFlagSet("edge creds "+string(role), flag.ContinueOnError)
+	dataDir := fs.String("data", "data", "data directory (its nats-auth/ folder signs the credentials)")
+	out := fs.String("out", "", "write the credentials file here (owner-only; - for standard output)")
+	id := ""
+	if role == schema.RoleWorker {
+		fs.StringVar(&id, "id", "", "the worker's id (its WORKERS key and results.<id>), e.g. box1-1")
+	}
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if *out == "" {
+		return fmt.Errorf("edge creds %s: -out FILE is required (the file holds a secret key: keep it owner-only)", role)
+	}
+	if role == schema.RoleWorker && id == "" {
+		return errors.New("edge creds worker: -id is required, e.g. -id box1-1 (a worker may publish only its own results and heartbeat)")
+	}
+	auth, err := natsauth.Open(*dataDir)
+	if err != nil {
+		return err
+	}
+	ident, err := auth.Issue(role, id)
+	if err != nil {
+		return err
+	}
+	if *out == "-" {
+		if _, err := os.Stdout.Write(ident.Creds()); err != nil {
+			return err
+		}
+	} else if err := writeSecret(*out, ident.Creds()); err != nil {
+		return err
+	}
+	if err := auth.Record(ident); err != nil {
+		return err
+	}
+	if *out != "-" {
+		fmt.Fprintf(os.Stderr, "%s credentials written to %s (key %s)\n", ident.Name, *out, ident.Key)
+	}
+	return nil
+}
+
+// writeSecret writes a file only its owner can read, replacing what was there.
+func writeSecret(path string, data []byte) error {
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, data, 0o600); err != nil {
+		return err
+	}
+	if err := os.Chmod(tmp, 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+func credsList(args []string) error {
+	fs := flag.NewFlagSet("edge creds list", flag.ContinueOnError)
+	dataDir := fs.String("data", "data", "data directory")
+	asJSON := fs.Bool("json", false, "print JSON")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	auth, err := natsauth.Open(*dataDir)
+	if err != nil {
+		return err
+	}
+	list, err := auth.Issued()
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		if list == nil {
+			list = []natsauth.Record{}
+		}
+		return printJSON(list)
+	}
+	tw := tabwriter.NewWriter(os.Stdout, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "KEY\tROLE\tWORKER\tISSUED\tREVOKED")
+	for _, r := range list {
+		revoked := ""
+		if r.RevokedAt != nil {
+			revoked = r.RevokedAt.Format("2006-01-02 15:04:05Z")
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.Key, r.Role, r.WorkerID, r.IssuedAt.Format("2006-01-02 15:04:05Z"), revoked)
+	}
+	return tw.Flush()
+}
+
+func credsRevoke(args []string) error {
+	fs := flag.NewFlagSet("edge creds revoke", flag.ContinueOnError)
+	dataDir := fs.String("data", "data", "data directory")
+	req := admin.RevokeRequest{}
+	fs.StringVar(&req.Key, "key", "", "public key of the credential (U…, from `edge creds list`)")
+	fs.StringVar(&req.WorkerID, "id", "", "revoke every credential issued to this worker id")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if (req.Key == "") == (req.WorkerID == "") {
+		return errors.New("edge creds revoke: give exactly one of -key U… (see `edge creds list`) or -id <worker id>")
+	}
+	return withAPI(*dataDir, func(ctx context.Context, api admin.API) error {
+		res, err := api.RevokeCreds(ctx, req)
+		if err != nil {
+			return err
+		}
+		for _, r := range res.Revoked {
+			name := string(r.Role)
+			if r.WorkerID != "" {
+				name += " " + r.WorkerID
+			}
+			fmt.Printf("revoked %s (%s, issued %s)\n", r.Key, name, r.IssuedAt.Format("2006-01-02 15:04:05Z"))
+		}
+		switch {
+		case res.Applied:
+			fmt.Println("the running edge's NATS server applied it: those connections are closed and cannot come back")
+		case res.External:
+			fmt.Println("this edge uses an external NATS: write its auth again and reload every node:\n" +
+				"  edge nats-config -data " + *dataDir + " -out auth.conf   # copy to each node\n" +
+				"  nats-server --signal reload=<pid>                      # on each node")
+		default:
+			fmt.Println("no edge is running: its embedded NATS applies it at the next start")
+		}
+		return nil
+	})
+}
+
+// natsConfig writes the part of a nats-server configuration that trusts this edge's
+// operator, for a cluster (ops/nats/cluster.conf includes it).
+func natsConfig(args []string) error {
+	fs := flag.NewFlagSet("edge nats-config", flag.ContinueOnError)
+	dataDir := fs.String("data", "data", "data directory (created with its nats-auth/ folder if new)")
+	out := fs.String("out", "-", "write it here (- for standard output)")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	auth, err := natsauth.Open(*dataDir)
+	if err != nil {
+		return err
+	}
+	conf := auth.ServerConfig()
+	if *out == "-" {
+		_, err := os.Stdout.WriteString(conf)
+		return err
+	}
+	if err := writeSecret(*out, []byte(conf)); err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "nats-server auth written to %s (account %s)\n", *out, auth.AccountPublicKey())
+	return nil
+}

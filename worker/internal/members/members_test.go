@@ -1,0 +1,79 @@
+package members
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"spookat/schema"
+)
+
+// A worker id with dots (systemd's %H-%i) is one token in WORKERS: workers with plain and
+// dotted ids see each other, and both agree on every partition's owner.
+func TestDottedIDsSeeEachOther(t *testing.T) {
+	srv, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, JetStream: true,
+		StoreDir: t.TempDir(), NoLog: true, NoSigs: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Start()
+	if !srv.ReadyForConnections(10 * time.Second) {
+		t.Fatal("nats-server not ready")
+	}
+	t.Cleanup(srv.Shutdown)
+	nc, err := nats.Connect(srv.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, _ := jetstream.New(nc)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	if err := schema.EnsureWorkerBuckets(ctx, js, 1, 2*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	kv, err := js.KeyValue(ctx, schema.BucketWorkers)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	ids := []string{"plain-2", "box1.example.com-1"}
+	seen := make([]chan []string, len(ids))
+	groups := make([]*Group, len(ids))
+	for i, id := range ids {
+		seen[i] = make(chan []string, 16)
+		groups[i] = New(kv, id, 2*time.Second, log)
+		go groups[i].Run(ctx, func(live []string) { seen[i] <- live })
+	}
+	want := []string{"box1_example_com-1", "plain-2"}
+	for i := range ids {
+		deadline := time.After(10 * time.Second)
+		for {
+			var live []string
+			select {
+			case live = <-seen[i]:
+			case <-deadline:
+				t.Fatalf("worker %q never saw both members %v", ids[i], want)
+			}
+			if slices.Equal(live, want) {
+				break
+			}
+		}
+	}
+	if groups[1].ID != "box1_example_com-1" {
+		t.Fatalf("group id = %q, want the id as one token", groups[1].ID)
+	}
+	for p := range 16 {
+		name := schema.JobConsumer(schema.LaneChat, p)
+		if o := Owner(want, name); o != want[0] && o != want[1] {
+			t.Fatalf("partition %s owned by %q, not a member", name, o)
+		}
+	}
+}
