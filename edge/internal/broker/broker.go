@@ -104,11 +104,45 @@ func Start(ctx context.Context, opts Options) (*Broker, error) {
 		return nil, err
 	}
 	replicas := max(opts.Replicas, 1)
-	if err := schema.EnsureStreams(ctx, js, replicas); err != nil {
+	if err := Settle(ctx, opts.Log, "create streams", func(ctx context.Context) error {
+		return schema.EnsureStreams(ctx, js, replicas)
+	}); err != nil {
 		b.Close()
-		return nil, fmt.Errorf("create streams: %w", err)
+		return nil, err
 	}
 	return b, nil
+}
+
+// SettleTimeout bounds how long Settle waits for a cluster that is still electing leaders.
+const SettleTimeout = 90 * time.Second
+
+// Settle runs fn until it succeeds, while JetStream answers "not yet" (a cluster just started
+// or electing a leader: timeouts, no responders), up to SettleTimeout. Other errors return
+// at once.
+func Settle(ctx context.Context, log *slog.Logger, what string, fn func(ctx context.Context) error) error {
+	deadline := time.Now().Add(SettleTimeout)
+	warned := false
+	for {
+		err := fn(ctx)
+		if err == nil {
+			return nil
+		}
+		transient := errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) ||
+			errors.Is(err, nats.ErrNoResponders) || errors.Is(err, jetstream.ErrJetStreamNotEnabled) ||
+			errors.Is(err, jetstream.ErrNoStreamResponse)
+		if !transient || ctx.Err() != nil || time.Now().After(deadline) {
+			return fmt.Errorf("%s: %w", what, err)
+		}
+		if !warned {
+			log.Info("JetStream not ready yet; retrying", "what", what, "err", err)
+			warned = true
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%s: %w", what, ctx.Err())
+		case <-time.After(time.Second):
+		}
+	}
 }
 
 // loopback reports whether host only listens on this machine.
@@ -203,7 +237,17 @@ func (b *Broker) Connect(name string, id *natsauth.Identity, extra ...nats.Optio
 }
 
 func (b *Broker) connect(name string, extra ...nats.Option) (*nats.Conn, error) {
-	opts := append([]nats.Option{nats.Name(name), nats.MaxReconnects(-1)}, extra...)
+	log := b.opts.Log.With("nats_conn", name)
+	opts := append([]nats.Option{nats.Name(name), nats.MaxReconnects(-1), nats.ReconnectWait(time.Second),
+		// A subject its permissions lack shows in the log, not as a silent stall.
+		nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) { log.Warn("NATS", "err", err) }),
+		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
+			if err != nil {
+				log.Warn("NATS connection lost; reconnecting (visitors' messages are still committed and acked)", "err", err)
+			}
+		}),
+		nats.ReconnectHandler(func(nc *nats.Conn) { log.Info("NATS reconnected", "server", nc.ConnectedUrlRedacted()) }),
+	}, extra...)
 	if b.srv != nil {
 		opts = append(opts, nats.InProcessServer(b.srv))
 		return nats.Connect("", opts...)

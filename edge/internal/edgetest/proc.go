@@ -115,10 +115,10 @@ func Creds(t testing.TB, bin, dataDir, role, id string) string {
 
 // ConnectOps connects to NATS with fresh ops credentials (read-only: reports, stream gets),
 // as an SRE's nats CLI does. It is closed at the end of the test.
-func ConnectOps(t testing.TB, bin, dataDir, url string) *nats.Conn {
+func ConnectOps(t testing.TB, bin, dataDir, url string, extra ...nats.Option) *nats.Conn {
 	t.Helper()
-	nc, err := nats.Connect(url, nats.UserCredentials(Creds(t, bin, dataDir, "ops", "")),
-		nats.CustomInboxPrefix(schema.InboxPrefix(schema.RoleOps, "")), nats.MaxReconnects(-1))
+	nc, err := nats.Connect(url, append([]nats.Option{nats.UserCredentials(Creds(t, bin, dataDir, "ops", "")),
+		nats.CustomInboxPrefix(schema.InboxPrefix(schema.RoleOps, "")), nats.MaxReconnects(-1)}, extra...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

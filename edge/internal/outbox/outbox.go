@@ -7,6 +7,12 @@
 // table with its commits. After a crash, the edge re-publishes the jobs of every message above
 // the persisted watermark; jobs that had made it are dropped by JetStream's duplicate window.
 // This costs no outbox row per message.
+//
+// Order: JOBS must hold a conversation's jobs in the order of its messages, or a worker posts
+// them out of order. Publishing many jobs at once and retrying the ones that fail would break
+// that whenever a publish fails and a later one succeeds (a cluster's stream leader dying, a
+// timeout), so a subject (lane, site, conversation) has at most one job in flight: the next
+// goes out when JetStream has stored the previous one. Conversations proceed in parallel.
 package outbox
 
 import (
@@ -50,13 +56,22 @@ type Publisher struct {
 	queue     []store.Committed // handed over by the writer, not yet taken by the loop
 	unhandled int               // messages handed over whose jobs are not yet published
 	retry     []*nats.Msg       // publishes that failed, to send again
+	ready     []*nats.Msg       // next jobs of subjects whose previous job was stored
+	subjects  map[string]*line  // subjects with a job in flight
 	pending   map[int64]int     // message id → jobs not yet acked by JetStream
 	order     []int64           // message ids with pending jobs, ascending
 	handled   int64             // highest message id taken from the queue
 	published int64             // jobs published, for metrics
+	failed    int               // publishes failed since the last log line about them
+	lastLog   time.Time
 	wake      chan struct{}
 	stop      chan struct{}
 	done      chan struct{}
+}
+
+// line is one subject's jobs: the head is in flight, the rest wait for it.
+type line struct {
+	waiting []*nats.Msg
 }
 
 // New creates a publisher on its own JetStream context (its ack handlers are the publisher's).
@@ -64,7 +79,8 @@ func New(nc *nats.Conn, cfg Config) (*Publisher, error) {
 	p := &Publisher{
 		cfg:     cfg,
 		log:     cfg.Log,
-		pending: make(map[int64]int),
+		pending:  make(map[int64]int),
+		subjects: make(map[string]*line),
 		handled: cfg.PublishedThrough,
 		wake:    make(chan struct{}, 1),
 		stop:    make(chan struct{}),
@@ -74,7 +90,9 @@ func New(nc *nats.Conn, cfg Config) (*Publisher, error) {
 		jetstream.WithPublishAsyncAckHandler(p.onAck),
 		jetstream.WithPublishAsyncErrHandler(p.onErr),
 		jetstream.WithPublishAsyncMaxPending(16384),
-		jetstream.WithPublishAsyncTimeout(30*time.Second))
+		// A publish lost in flight (a cluster's stream leader died, the connection dropped)
+		// is retried after this; the duplicate window swallows it if it had been stored.
+		jetstream.WithPublishAsyncTimeout(5*time.Second))
 	if err != nil {
 		return nil, err
 	}
@@ -109,7 +127,7 @@ func (p *Publisher) Watermark() int64 {
 func (p *Publisher) Backlog() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	n := p.unhandled + len(p.retry)
+	n := p.unhandled
 	for _, c := range p.pending {
 		n += c
 	}
@@ -156,12 +174,20 @@ func (p *Publisher) loop() {
 		case <-p.wake:
 		case <-retryTick.C:
 		}
+		if !p.js.Conn().IsConnected() {
+			// NATS is away: visitors' messages are committed and acked regardless, and wait
+			// here (and above the persisted watermark) until it is back.
+			continue
+		}
 		p.mu.Lock()
 		batch, p.queue = p.queue, batch[:0]
-		retry := p.retry
-		p.retry = nil
+		retry, ready := p.retry, p.ready
+		p.retry, p.ready = nil, nil
 		p.mu.Unlock()
 		for _, m := range retry {
+			p.send(m)
+		}
+		for _, m := range ready {
 			p.send(m)
 		}
 		for i := range batch {
@@ -226,6 +252,15 @@ func (p *Publisher) publish(c *store.Committed) {
 			Data:    body,
 			Header:  nats.Header{jetstream.MsgIDHeader: []string{job.ID}},
 		}
+		p.mu.Lock()
+		l := p.subjects[m.Subject]
+		if l != nil { // the subject's previous job is in flight: this one waits for it
+			l.waiting = append(l.waiting, m)
+			p.mu.Unlock()
+			continue
+		}
+		p.subjects[m.Subject] = &line{}
+		p.mu.Unlock()
 		p.send(m)
 	}
 }
@@ -247,6 +282,20 @@ func (p *Publisher) onAck(_ jetstream.JetStream, m *nats.Msg, _ *jetstream.PubAc
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	// The subject's next job may go. The loop sends it: publishing from this callback could
+	// block on the in-flight limit while acks wait for this very goroutine.
+	if l := p.subjects[m.Subject]; l != nil {
+		if len(l.waiting) == 0 {
+			delete(p.subjects, m.Subject)
+		} else {
+			p.ready = append(p.ready, l.waiting[0])
+			l.waiting = l.waiting[1:]
+			select {
+			case p.wake <- struct{}{}:
+			default:
+			}
+		}
+	}
 	n, ok := p.pending[id]
 	if !ok {
 		return
@@ -267,13 +316,24 @@ func (p *Publisher) onAck(_ jetstream.JetStream, m *nats.Msg, _ *jetstream.PubAc
 	p.order = p.order[i:]
 }
 
-// onErr re-queues a publish that failed (no stream yet, NATS restarting, ack timeout). The
-// watermark does not pass it, so it is published again after a crash too.
+// onErr re-queues a publish that failed (no stream yet, NATS restarting, ack timeout). It
+// stays its subject's job in flight, so nothing overtakes it. The watermark does not pass it,
+// so it is published again after a crash too.
+// It logs once per 5 s at most, with the count: an outage fails every job, and one line each
+// would flood the log.
 func (p *Publisher) onErr(_ jetstream.JetStream, m *nats.Msg, err error) {
-	p.log.Warn("publish job failed; will retry", "job", m.Header.Get(jetstream.MsgIDHeader), "err", err)
 	p.mu.Lock()
 	p.retry = append(p.retry, &nats.Msg{Subject: m.Subject, Data: m.Data, Header: m.Header})
+	p.failed++
+	now := time.Now()
+	var n int
+	if now.Sub(p.lastLog) >= 5*time.Second {
+		n, p.failed, p.lastLog = p.failed, 0, now
+	}
 	p.mu.Unlock()
+	if n > 0 {
+		p.log.Warn("publishing jobs failed; they are retried", "failed", n, "last_job", m.Header.Get(jetstream.MsgIDHeader), "err", err)
+	}
 }
 
 // messageID parses the message id out of a job id "m<id>.<target>".

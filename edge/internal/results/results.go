@@ -40,19 +40,38 @@ type Recorder struct {
 	logs logLimit
 }
 
-// Run consumes until ctx is done. Results are acked (AckAll: one ack per batch) only after
-// the batch is committed, so a crash re-delivers them; recording a result twice is harmless.
+// Run consumes until ctx is done. Each message is acked only after the batch holding it is
+// committed, so a crash re-delivers them; recording a result twice is harmless.
+//
+// Acks are explicit, one per message. An AckAll of a batch's last message also acks any
+// earlier delivery that never arrived (lost on a dropped connection, a cluster node dying):
+// those results would be lost, never redelivered.
 func (r *Recorder) Run(ctx context.Context, js jetstream.JetStream) error {
-	cons, err := js.CreateOrUpdateConsumer(ctx, schema.StreamResults, jetstream.ConsumerConfig{
+	cfg := jetstream.ConsumerConfig{
 		Durable:       schema.ConsumerEdgeResults,
 		Description:   "the edge records delivery results in SQLite",
-		AckPolicy:     jetstream.AckAllPolicy,
+		AckPolicy:     jetstream.AckExplicitPolicy,
 		AckWait:       30 * time.Second,
 		MaxAckPending: 20000,
 		FilterSubject: "results.>",
-	})
+	}
+	cons, err := js.CreateOrUpdateConsumer(ctx, schema.StreamResults, cfg)
 	if err != nil {
-		return err
+		// An edge before this one made it AckAll, which a consumer cannot change: make it
+		// again, starting after what the old one had recorded.
+		old, ierr := js.Consumer(ctx, schema.StreamResults, schema.ConsumerEdgeResults)
+		if ierr != nil || old.CachedInfo().Config.AckPolicy == cfg.AckPolicy {
+			return err
+		}
+		floor := old.CachedInfo().AckFloor.Stream
+		if err := js.DeleteConsumer(ctx, schema.StreamResults, schema.ConsumerEdgeResults); err != nil {
+			return err
+		}
+		cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, floor+1
+		if cons, err = js.CreateOrUpdateConsumer(ctx, schema.StreamResults, cfg); err != nil {
+			return err
+		}
+		r.Log.Info("edge-results made again with explicit acks", "from_seq", floor+1)
 	}
 	in := make(chan jetstream.Msg, maxBatch*2)
 	cc, err := cons.Consume(func(m jetstream.Msg) { in <- m }, jetstream.PullMaxMessages(maxBatch))
@@ -131,8 +150,11 @@ func (r *Recorder) record(ctx context.Context, batch []jetstream.Msg) {
 		r.Log.Error("record results; will be redelivered", "n", len(results), "err", err)
 		return
 	}
-	if err := batch[len(batch)-1].Ack(); err != nil {
-		r.Log.Warn("ack results", "err", err)
+	for _, m := range batch {
+		if err := m.Ack(); err != nil {
+			r.Log.Warn("ack results", "err", err)
+			break
+		}
 	}
 	accepted := results[:0]
 	for i := range results {

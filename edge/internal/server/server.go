@@ -132,8 +132,10 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if cfg.Worker != nil {
 		wcfg = *cfg.Worker
 	}
-	if err := worker.Provision(ctx, js, max(cfg.Replicas, 1), wcfg); err != nil {
-		return fmt.Errorf("job consumers: %w", err)
+	if err := broker.Settle(ctx, log, "create job consumers and worker buckets", func(ctx context.Context) error {
+		return worker.Provision(ctx, js, max(cfg.Replicas, 1), wcfg)
+	}); err != nil {
+		return err
 	}
 
 	siteList, err := st.Sites(ctx)

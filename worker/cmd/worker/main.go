@@ -132,7 +132,14 @@ func run(args []string) error {
 			cfg.WorkerID, *natsCreds, id, cfg.WorkerID)
 	}
 	opts := []nats.Option{nats.Name("spookat-worker " + cfg.WorkerID), nats.MaxReconnects(-1), nats.ReconnectWait(time.Second),
-		nats.UserCredentials(*natsCreds), nats.CustomInboxPrefix(schema.InboxPrefix(schema.RoleWorker, cfg.WorkerID))}
+		nats.UserCredentials(*natsCreds), nats.CustomInboxPrefix(schema.InboxPrefix(schema.RoleWorker, cfg.WorkerID)),
+		nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) { log.Warn("NATS", "err", err) }),
+		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
+			if err != nil {
+				log.Warn("NATS connection lost; reconnecting", "err", err)
+			}
+		}),
+		nats.ReconnectHandler(func(nc *nats.Conn) { log.Info("NATS reconnected", "server", nc.ConnectedUrlRedacted()) })}
 	if *tlsCA != "" {
 		opts = append(opts, nats.RootCAs(*tlsCA), nats.Secure())
 	}

@@ -113,6 +113,7 @@ type Shard struct {
 	cons     jetstream.Consumer
 	cc       jetstream.ConsumeContext
 	pinID    string
+	lastSeq  uint64 // consumer sequence of the last delivery taken since acquire
 	tainted  bool
 	checking bool
 	unacked  int
@@ -194,7 +195,10 @@ func (s *Shard) reconcile(ctx context.Context, drainTimeout time.Duration) {
 	switch {
 	case want && !owned:
 		if err := s.acquire(ctx); err != nil && ctx.Err() == nil {
-			l.env.Log.Error("acquire shard", "consumer", s.Name, "err", err)
+			// A cluster electing the consumer's leader answers nothing for seconds: try
+			// again, or the partition would wait for the next change of members.
+			l.env.Log.Warn("acquire shard; trying again in 1s", "consumer", s.Name, "err", err)
+			time.AfterFunc(time.Second, func() { s.reconcile(ctx, drainTimeout) })
 		}
 	case !want && owned:
 		s.release(drainTimeout)
@@ -210,7 +214,7 @@ func (s *Shard) acquire(ctx context.Context) error {
 	l.mu.Lock()
 	s.gen++
 	gen := s.gen
-	s.owned, s.cons, s.pinID = true, cons, ""
+	s.owned, s.cons, s.pinID, s.lastSeq = true, cons, "", 0
 	l.mu.Unlock()
 	cc, err := cons.Consume(func(m jetstream.Msg) { l.receive(s, gen, m) },
 		jetstream.PullPriorityGroup(schema.JobPriorityGroup),
@@ -324,9 +328,15 @@ func (l *Lane) receive(s *Shard, gen int, m jetstream.Msg) {
 		old.msg, old.touched = m, it.touched
 		return
 	}
-	if pin != s.pinID {
-		// Newly pinned: jobs the previous owner took may still be out there. Hold the shard until
-		// they are acked or redelivered to us.
+	// A gap in the consumer's delivery sequence is a delivery lost on its way to us (the
+	// connection dropped, a cluster node died): JetStream counts that job as ours and will
+	// send it again only after its ack wait, so the jobs after it must not overtake it.
+	cseq := meta.Sequence.Consumer
+	gap := s.lastSeq != 0 && cseq > s.lastSeq+1
+	s.lastSeq = max(s.lastSeq, cseq)
+	if pin != s.pinID || gap {
+		// Newly pinned (jobs the previous owner took may still be out there) or a delivery
+		// lost: hold the shard until every job taken is acked or in our hands.
 		s.pinID = pin
 		s.tainted = true
 		if !s.checking {

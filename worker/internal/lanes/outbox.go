@@ -2,7 +2,6 @@ package lanes
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"sync"
 	"time"
@@ -36,8 +35,14 @@ type Outbox struct {
 	pending map[*nats.Msg][]*entry // published or sealed, not yet confirmed
 	open    *batch                 // results collecting for the next message
 	sealed  []*nats.Msg            // to publish, in order
-	retries sync.WaitGroup         // republish goroutines (rare: a failed publish)
+	failed  []*nats.Msg            // not stored: published again, in order, by one retrier
+	retrier bool                   // the retrier runs
+	retries sync.WaitGroup         // the retrier (rare: a failed publish)
 	idle    chan struct{}          // closed when the queue empties (Close waits on it)
+	closing chan struct{}          // closed by Close: the retrier gives up
+	// keepAlive is how often jobs whose results wait for a failed publish are told to
+	// JetStream as still in progress: a third of the consumers' ack wait.
+	keepAlive time.Duration
 }
 
 const (
@@ -55,6 +60,7 @@ type batch struct {
 }
 
 type entry struct {
+	at     time.Time // queued, or last told in progress
 	acks   []jetstream.Msg
 	left   int           // messages not yet stored
 	failed bool          // a message could not be stored: leave the jobs unacked
@@ -62,9 +68,10 @@ type entry struct {
 }
 
 // NewOutbox publishes results on subject (schema.ResultSubject), on its own JetStream
-// context (its ack callbacks are the outbox's).
-func NewOutbox(js jetstream.JetStream, subject string, log *slog.Logger) *Outbox {
-	o := &Outbox{subject: subject, log: log, pending: make(map[*nats.Msg][]*entry)}
+// context (its ack callbacks are the outbox's). ackWait is the job consumers'.
+func NewOutbox(js jetstream.JetStream, subject string, ackWait time.Duration, log *slog.Logger) *Outbox {
+	o := &Outbox{subject: subject, log: log, pending: make(map[*nats.Msg][]*entry),
+		closing: make(chan struct{}), keepAlive: max(ackWait/3, 100*time.Millisecond)}
 	ojs, err := jetstream.New(js.Conn(),
 		jetstream.WithPublishAsyncAckHandler(func(_ jetstream.JetStream, m *nats.Msg, _ *jetstream.PubAck) { o.stored(m, true) }),
 		jetstream.WithPublishAsyncErrHandler(o.onErr),
@@ -74,12 +81,40 @@ func NewOutbox(js jetstream.JetStream, subject string, log *slog.Logger) *Outbox
 		panic(err) // only invalid options fail
 	}
 	o.js = ojs
+	go o.keepAliveLoop()
 	return o
+}
+
+// keepAliveLoop tells JetStream that jobs whose results are not yet confirmed are still in
+// hand, when that takes a third of the ack wait: while a cluster elects a new RESULTS leader
+// (seconds), the delivered jobs would otherwise be handed out, and posted, again.
+func (o *Outbox) keepAliveLoop() {
+	t := time.NewTicker(o.keepAlive)
+	defer t.Stop()
+	for {
+		select {
+		case <-o.closing:
+			return
+		case now := <-t.C:
+			var acks []jetstream.Msg
+			o.mu.Lock()
+			for _, e := range o.queue {
+				if now.Sub(e.at) >= o.keepAlive {
+					e.at = now
+					acks = append(acks, e.acks...)
+				}
+			}
+			o.mu.Unlock()
+			for _, a := range acks {
+				_ = a.InProgress()
+			}
+		}
+	}
 }
 
 // Publish queues results and dead copies of jobs, and acks the jobs once all are stored.
 func (o *Outbox) Publish(results []*schema.Result, dead []*nats.Msg, acks []jetstream.Msg) {
-	e := &entry{acks: acks, left: len(dead)}
+	e := &entry{at: time.Now(), acks: acks, left: len(dead)}
 	o.mu.Lock()
 	o.queue = append(o.queue, e)
 	for _, m := range dead {
@@ -156,24 +191,74 @@ func (o *Outbox) send() {
 	}
 }
 
-// onErr handles a message JetStream did not store: publish it again synchronously (off the
-// callback goroutine), and if that fails too, leave its jobs unacked for redelivery.
+// onErr handles a message JetStream did not store (its stream has no leader for a moment, a
+// timeout): it joins the retrier's queue. The jobs were delivered already; posting them
+// again is the worst outcome, so the retrier keeps publishing until the message is stored
+// (keepAliveLoop keeps the waiting jobs in progress meanwhile).
 func (o *Outbox) onErr(_ jetstream.JetStream, m *nats.Msg, err error) {
 	o.mu.Lock()
+	defer o.mu.Unlock()
 	if o.pending[m] == nil {
-		o.mu.Unlock()
 		return
 	}
-	o.retries.Add(1)
-	o.mu.Unlock()
-	go func() {
-		defer o.retries.Done()
-		conn := o.js.Conn()
-		if !conn.IsClosed() {
-			o.log.Warn("result not stored, publishing again", "subject", m.Subject, "err", err)
+	o.failed = append(o.failed, m)
+	if !o.retrier {
+		o.retrier = true
+		o.retries.Add(1)
+		if !o.js.Conn().IsClosed() {
+			o.log.Warn("results not stored; publishing them again until they are", "subject", m.Subject, "err", err)
 		}
-		o.stored(m, !conn.IsClosed() && o.republish(m))
-	}()
+		go o.retry()
+	}
+}
+
+// retry publishes the failed messages again, in order, one at a time, until each is stored,
+// the connection is closed for good, or Close gives up on them (their jobs then come back to
+// whoever owns them next).
+func (o *Outbox) retry() {
+	defer o.retries.Done()
+	wait := 100 * time.Millisecond
+	for attempt := 1; ; attempt++ {
+		o.mu.Lock()
+		if len(o.failed) == 0 {
+			o.retrier = false
+			o.mu.Unlock()
+			return
+		}
+		m := o.failed[0]
+		o.mu.Unlock()
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_, err := o.js.PublishMsg(ctx, m)
+		cancel()
+		if err == nil || o.js.Conn().IsClosed() || o.isClosing() {
+			o.mu.Lock()
+			o.failed = o.failed[1:]
+			o.mu.Unlock()
+			if err == nil && attempt > 1 {
+				o.log.Info("results stored after retrying", "subject", m.Subject, "attempts", attempt)
+			}
+			o.stored(m, err == nil)
+			attempt, wait = 0, 100*time.Millisecond
+			continue
+		}
+		if attempt%10 == 0 {
+			o.log.Warn("results still not stored; publishing again", "subject", m.Subject, "attempts", attempt, "err", err)
+		}
+		select {
+		case <-time.After(wait):
+		case <-o.closing:
+		}
+		wait = min(2*wait, 2*time.Second)
+	}
+}
+
+func (o *Outbox) isClosing() bool {
+	select {
+	case <-o.closing:
+		return true
+	default:
+		return false
+	}
 }
 
 // stored records the outcome of one message and acks every entry at the head of the queue
@@ -278,22 +363,6 @@ func (o *Outbox) Close() {
 			o.log.Warn("outbox: results still unconfirmed at stop; their jobs will be redelivered")
 		}
 	}
+	close(o.closing)
 	o.retries.Wait()
-}
-
-func (o *Outbox) republish(m *nats.Msg) bool {
-	for i := 0; i < 5; i++ {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		_, err := o.js.PublishMsg(ctx, m)
-		cancel()
-		if err == nil {
-			return true
-		}
-		if errors.Is(err, nats.ErrConnectionClosed) {
-			return false // the job stays unacked and comes back to whoever owns it next
-		}
-		o.log.Warn("publish result", "subject", m.Subject, "attempt", i+1, "err", err)
-		time.Sleep(time.Duration(i+1) * 200 * time.Millisecond)
-	}
-	return false
 }

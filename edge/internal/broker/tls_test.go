@@ -1,0 +1,105 @@
+package broker_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"spookat/edge/internal/broker"
+	"spookat/edge/internal/edgetest"
+	"spookat/schema"
+	"spookat/schema/natsauth"
+)
+
+// start runs a broker on a fresh data directory with opts; opts.Auth is filled in.
+func start(t *testing.T, opts *broker.Options) (*broker.Broker, error) {
+	t.Helper()
+	dir := t.TempDir()
+	auth, err := natsauth.Open(dir)
+	requireNoErr(t, err)
+	opts.DataDir, opts.Auth = dir, auth
+	opts.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	br, err := broker.Start(ctx, *opts)
+	if err == nil {
+		t.Cleanup(br.Close)
+	}
+	return br, err
+}
+
+// Beyond loopback the embedded server speaks TLS or does not start, and says what to pass.
+func TestNATSBeyondLoopbackNeedsTLS(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		opts broker.Options
+		want string // in the error; "" to start
+	}{
+		{"any interface without TLS", broker.Options{Listen: "0.0.0.0:0"}, "pass -nats-tls-cert and -nats-tls-key"},
+		{"a public monitor", broker.Options{Listen: "127.0.0.1:0", Monitor: "0.0.0.0:0"}, "keep it on 127.0.0.1"},
+		{"a CA without a certificate", broker.Options{Listen: "127.0.0.1:0", TLS: broker.TLS{CA: "ca.pem"}}, "needs its own certificate"},
+		{"the lab opt-out", broker.Options{Listen: "0.0.0.0:0", Insecure: true}, ""},
+		{"loopback", broker.Options{Listen: "127.0.0.1:0", Monitor: "127.0.0.1:0"}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := start(t, &tc.opts)
+			switch {
+			case tc.want == "" && err != nil:
+				t.Fatalf("did not start: %v", err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Fatalf("err = %v, want one saying %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// With a certificate, clients must speak TLS and trust its CA; credentials are still needed.
+func TestNATSOverTLS(t *testing.T) {
+	files := edgetest.NewTLS(t, t.TempDir())
+	addr := edgetest.FreePort(t)
+	_, port, _ := strings.Cut(addr, ":")
+	opts := broker.Options{Listen: "0.0.0.0:" + port, TLS: broker.TLS{Cert: files.Cert, Key: files.Key}}
+	_, err := start(t, &opts)
+	requireNoErr(t, err) // the edge's own connection is in-process: no TLS needed
+	url := "nats://127.0.0.1:" + port
+	worker, err := opts.Auth.Issue(schema.RoleWorker, "w1")
+	requireNoErr(t, err)
+	for _, tc := range []struct {
+		name string
+		opts []nats.Option
+		ok   bool
+	}{
+		{"plain TCP", worker.Options(), false},
+		{"a server its CA did not sign", append(worker.Options(), nats.RootCAs(edgetest.NewTLS(t, t.TempDir()).CA)), false},
+		{"TLS without credentials", []nats.Option{nats.RootCAs(files.CA)}, false},
+		{"TLS and a worker's credentials", append(worker.Options(), nats.RootCAs(files.CA)), true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			nc, err := nats.Connect(url, append(tc.opts, nats.MaxReconnects(0))...)
+			if tc.ok {
+				requireNoErr(t, err)
+				defer nc.Close()
+				if !nc.TLSRequired() {
+					t.Fatal("connected without TLS")
+				}
+				if _, err := nc.TLSConnectionState(); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if err == nil {
+				nc.Close()
+				t.Fatal("connected")
+			}
+			if tc.name == "TLS without credentials" && !errors.Is(err, nats.ErrAuthorization) {
+				t.Fatalf("err = %v, want an authorization violation", err)
+			}
+		})
+	}
+}
