@@ -227,18 +227,7 @@ func demo(args []string) error {
 	// An SRE's read-only NATS identity, so `nats stream report` works from the first run.
 	opsCreds := filepath.Join(*dataDir, "ops.creds")
 	if _, err := os.Stat(opsCreds); errors.Is(err, os.ErrNotExist) {
-		auth, err := natsauth.Open(*dataDir)
-		if err != nil {
-			return err
-		}
-		id, err := auth.Issue(schema.RoleOps, "")
-		if err != nil {
-			return err
-		}
-		if err := writeSecret(opsCreds, id.Creds()); err != nil {
-			return err
-		}
-		if err := auth.Record(id); err != nil {
+		if _, err := issue(*dataDir, schema.RoleOps, "", opsCreds); err != nil {
 			return err
 		}
 	}

@@ -64,6 +64,9 @@ func TestClusterLosesANodeUnderLoad(t *testing.T) {
 		"-nats-url", strings.Join(viaProxy, ","), "-nats-replicas", "3", "-nats-tls-ca", tlsFiles.CA}, e2eQueueFlags...), edgetest.NoBrakes...)...)
 	edgetest.Admin(t, edgeBin, data, "seed", "-sites", strconv.Itoa(clusterSites), "-prefix", "cl", "-slack-token", "xoxb-cl", "-json")
 	sites := slackSites(t, edgeBin, data)
+	if len(sites) != clusterSites {
+		t.Fatalf("%d sites with Slack, want %d", len(sites), clusterSites)
+	}
 
 	var workers []*edgetest.WorkerProc
 	for _, id := range []string{"box1.example.com-1", "box2.example.com-1"} {

@@ -53,28 +53,35 @@ func credsIssue(role schema.Role, args []string) error {
 	if role == schema.RoleWorker && id == "" {
 		return errors.New("edge creds worker: -id is required, e.g. -id box1-1 (a worker may publish only its own results and heartbeat)")
 	}
-	auth, err := natsauth.Open(*dataDir)
+	ident, err := issue(*dataDir, role, id, *out)
 	if err != nil {
-		return err
-	}
-	ident, err := auth.Issue(role, id)
-	if err != nil {
-		return err
-	}
-	if *out == "-" {
-		if _, err := os.Stdout.Write(ident.Creds()); err != nil {
-			return err
-		}
-	} else if err := writeSecret(*out, ident.Creds()); err != nil {
-		return err
-	}
-	if err := auth.Record(ident); err != nil {
 		return err
 	}
 	if *out != "-" {
 		fmt.Fprintf(os.Stderr, "%s credentials written to %s (key %s)\n", ident.Name, *out, ident.Key)
 	}
 	return nil
+}
+
+// issue signs an identity with the data directory's authority, writes its credentials file
+// (owner-only; "-" for standard output) and records it.
+func issue(dataDir string, role schema.Role, id, out string) (*natsauth.Identity, error) {
+	auth, err := natsauth.Open(dataDir)
+	if err != nil {
+		return nil, err
+	}
+	ident, err := auth.Issue(role, id)
+	if err != nil {
+		return nil, err
+	}
+	if out == "-" {
+		if _, err := os.Stdout.Write(ident.Creds()); err != nil {
+			return nil, err
+		}
+	} else if err := writeSecret(out, ident.Creds()); err != nil {
+		return nil, err
+	}
+	return ident, auth.Record(ident)
 }
 
 // writeSecret writes a file only its owner can read, replacing what was there.

@@ -2,13 +2,11 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http/httptest"
 	"regexp"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -70,25 +68,9 @@ func runE2E(t *testing.T, twoProcesses bool) {
 
 	// Sites with Slack, each its own channel.
 	edgetest.Admin(t, bin, dir, "seed", "-sites", strconv.Itoa(e2eSites), "-prefix", "e2e", "-slack-token", "xoxb-e2e", "-json")
-	var list []struct {
-		ID      int64    `json:"id"`
-		Key     string   `json:"key"`
-		Targets []string `json:"targets"`
-	}
-	if err := json.Unmarshal([]byte(edgetest.Admin(t, bin, dir, "site", "list", "-json")), &list); err != nil {
-		t.Fatal(err)
-	}
-	type site struct{ key, channel string }
-	var sites []site
-	for _, s := range list {
-		for _, tg := range s.Targets {
-			if ch, ok := strings.CutPrefix(tg, "slack:"); ok {
-				sites = append(sites, site{s.Key, ch})
-			}
-		}
-	}
+	sites := slackSites(t, bin, dir)
 	if len(sites) != e2eSites {
-		t.Fatalf("%d sites with Slack, want %d: %+v", len(sites), e2eSites, list)
+		t.Fatalf("%d sites with Slack, want %d: %+v", len(sites), e2eSites, sites)
 	}
 
 	nc := edgetest.ConnectOps(t, bin, dir, "nats://"+p.NATSAddr)

@@ -123,6 +123,21 @@ func (c *client) denied(what, subject string, op func(ctx context.Context) error
 	})
 }
 
+// listen subscribes to subject and waits a little for a message: the server refuses the
+// subscription with a violation when the identity may not subscribe there.
+func (c *client) listen(subject string) func(context.Context) error {
+	return func(context.Context) error {
+		sub, err := c.nc.SubscribeSync(subject)
+		if err == nil {
+			err = c.nc.Flush()
+		}
+		if err == nil {
+			_, err = sub.NextMsg(500 * time.Millisecond)
+		}
+		return err
+	}
+}
+
 func (c *client) allowed(what string, op func(ctx context.Context) error) {
 	c.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -277,16 +292,7 @@ func TestWorkerMayOnlyDoItsPart(t *testing.T) {
 			FilterSubject: schema.JobShardFilter(schema.LaneChat, 0), AckPolicy: jetstream.AckNonePolicy})
 		return err
 	})
-	wk.denied("listen to every subject", ">", func(context.Context) error {
-		sub, err := wk.nc.SubscribeSync(">")
-		if err == nil {
-			err = wk.nc.Flush()
-		}
-		if err == nil {
-			_, err = sub.NextMsg(500 * time.Millisecond)
-		}
-		return err
-	})
+	wk.denied("listen to every subject", ">", wk.listen(">"))
 }
 
 func TestOpsReadsReportsOnly(t *testing.T) {
@@ -361,16 +367,7 @@ func TestOpsReadsReportsOnly(t *testing.T) {
 		}
 		return s.Purge(ctx)
 	})
-	ops.denied("listen to every subject", ">", func(context.Context) error {
-		sub, err := ops.nc.SubscribeSync(">")
-		if err == nil {
-			err = ops.nc.Flush()
-		}
-		if err == nil {
-			_, err = sub.NextMsg(500 * time.Millisecond)
-		}
-		return err
-	})
+	ops.denied("listen to every subject", ">", ops.listen(">"))
 
 	// The SRE's own tool, as the runbook tells them to run it.
 	natsCLI := filepath.Join(os.Getenv("SPOOKAT_BIN"), "nats")

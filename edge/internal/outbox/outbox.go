@@ -77,14 +77,14 @@ type line struct {
 // New creates a publisher on its own JetStream context (its ack handlers are the publisher's).
 func New(nc *nats.Conn, cfg Config) (*Publisher, error) {
 	p := &Publisher{
-		cfg:     cfg,
-		log:     cfg.Log,
+		cfg:      cfg,
+		log:      cfg.Log,
 		pending:  make(map[int64]int),
 		subjects: make(map[string]*line),
-		handled: cfg.PublishedThrough,
-		wake:    make(chan struct{}, 1),
-		stop:    make(chan struct{}),
-		done:    make(chan struct{}),
+		handled:  cfg.PublishedThrough,
+		wake:     make(chan struct{}, 1),
+		stop:     make(chan struct{}),
+		done:     make(chan struct{}),
 	}
 	js, err := jetstream.New(nc,
 		jetstream.WithPublishAsyncAckHandler(p.onAck),
