@@ -20,13 +20,14 @@ func cmdCompare(ctx context.Context, args []string) error {
 	var (
 		edgeBin    = fs.String("edge-bin", "bin/edge", "the edge binary")
 		workerBin  = fs.String("worker-bin", "bin/worker", "the worker binary (two-process setups)")
+		natsBin    = fs.String("nats-server-bin", "bin/nats-server", "nats-server, for the cluster setups (three nodes on loopback)")
 		mockCmd    = fs.String("mock-cmd", "{self} mock -addr {addr} -latency {latency}", "command that starts the Slack mock ({self} is this loadgen; {addr}, {latency} are filled in); empty: skip the Slack setups")
 		mockLat    = fs.Duration("mock-latency", 50*time.Millisecond, "the Slack mock's answer latency")
 		apiFlag    = fs.String("slack-api-flag", "slack-api", "flag of edge and worker that points Slack calls at the mock")
 		apiPath    = fs.String("slack-api-path", "/api/", "path appended to the mock's URL for -slack-api-flag")
 		workerArgs = fs.String("worker-args", "-nats-url {nats}", "worker arguments ({nats} is the edge's NATS URL)")
 		edgeArgs   = fs.String("edge-args", "", "extra edge arguments, space separated")
-		setups     = fs.String("setups", "", "setups to run, comma separated (default all: one-process,two-process,one-process+slack,two-process+slack)")
+		setups     = fs.String("setups", "", "setups to run, comma separated (default: one-process,two-process,one-process+slack,two-process+slack; also two-process+cluster, two-process+slack+cluster: a 3-node cluster on loopback, streams R3)")
 		dir        = fs.String("dir", filepath.Join(os.TempDir(), "spookat-compare"), "work directory: a data directory and logs per setup")
 		edgeCPUs   = fs.String("edge-cpus", "0", "CPUs of the edge (taskset -c)")
 		otherCPUs  = fs.String("other-cpus", "1", "CPUs of the worker, the mock and loadgen itself")
@@ -90,19 +91,20 @@ func cmdCompare(ctx context.Context, args []string) error {
 		return p
 	}
 	cfg := compare.Config{
-		EdgeBin:      abs(*edgeBin),
-		WorkerBin:    abs(*workerBin),
-		MockCmd:      mock,
-		MockLatency:  *mockLat,
-		SlackAPIFlag: *apiFlag,
-		SlackAPIPath: *apiPath,
-		WorkerArgs:   strings.Fields(*workerArgs),
-		EdgeArgs:     strings.Fields(*edgeArgs),
-		Setups:       setupList,
-		Dir:          *dir,
-		EdgeCPUs:     ec,
-		OtherCPUs:    oc,
-		Sites:        *sites,
+		EdgeBin:       abs(*edgeBin),
+		WorkerBin:     abs(*workerBin),
+		NATSServerBin: abs(*natsBin),
+		MockCmd:       mock,
+		MockLatency:   *mockLat,
+		SlackAPIFlag:  *apiFlag,
+		SlackAPIPath:  *apiPath,
+		WorkerArgs:    strings.Fields(*workerArgs),
+		EdgeArgs:      strings.Fields(*edgeArgs),
+		Setups:        setupList,
+		Dir:           *dir,
+		EdgeCPUs:      ec,
+		OtherCPUs:     oc,
+		Sites:         *sites,
 		Run: stairs.Config{
 			Sockets: *sockets,
 			Stairs:  rates,

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -27,6 +28,8 @@ var LoadBrakes = []string{"-conn-msg-rate", "1e6", "-conn-msg-burst", "1e6", "-s
 // Config is one compare.
 type Config struct {
 	EdgeBin, WorkerBin string
+	// NATSServerBin is nats-server, for the cluster setup (three nodes on loopback).
+	NATSServerBin string
 	// MockCmd starts the Slack mock: argv with {addr} and {latency} replaced. Empty: no setups
 	// with Slack.
 	MockCmd      []string
@@ -44,19 +47,28 @@ type Config struct {
 	Log          io.Writer
 }
 
-// Setup is one of the four shapes.
+// Setup is one of the shapes.
 type Setup struct {
 	Name       string `json:"name"`
 	TwoProcess bool   `json:"two_process"`
 	Slack      bool   `json:"slack_mock"`
+	// Cluster: the edge and the worker on a 3-node JetStream cluster on loopback (streams
+	// with three replicas, nodes on the other CPUs) instead of the embedded server.
+	Cluster bool `json:"cluster,omitempty"`
 }
 
-// AllSetups are the four setups of issue 4.
+// AllSetups are the four setups run by default.
 var AllSetups = []Setup{
 	{Name: "one-process", TwoProcess: false, Slack: false},
 	{Name: "two-process", TwoProcess: true, Slack: false},
 	{Name: "one-process+slack", TwoProcess: false, Slack: true},
 	{Name: "two-process+slack", TwoProcess: true, Slack: true},
+}
+
+// ClusterSetups run only when named (-setups): they need -nats-server-bin.
+var ClusterSetups = []Setup{
+	{Name: "two-process+slack+cluster", TwoProcess: true, Slack: true, Cluster: true},
+	{Name: "two-process+cluster", TwoProcess: true, Cluster: true},
 }
 
 // Result is one setup's run.
@@ -111,7 +123,7 @@ func Compare(ctx context.Context, cfg Config) (*Report, error) {
 		setups = nil
 		for _, name := range cfg.Setups {
 			found := false
-			for _, s := range AllSetups {
+			for _, s := range append(slices.Clone(AllSetups), ClusterSetups...) {
 				if s.Name == name {
 					setups = append(setups, s)
 					found = true
@@ -226,7 +238,16 @@ func runSetup(ctx context.Context, cfg Config, s Setup) (res Result) {
 			slackArgs = []string{"-" + cfg.SlackAPIFlag, mockURL + cfg.SlackAPIPath}
 		}
 	}
+	natsURL := "nats://" + natsAddr
 	edgeArgv := []string{cfg.EdgeBin, "-addr", edgeAddr, "-nats-listen", natsAddr, "-nats-monitor", monAddr, "-data", data}
+	if s.Cluster {
+		urls, err := startCluster(ctx, cfg, dir, data, start)
+		if err != nil {
+			return fail(err)
+		}
+		natsURL = urls
+		edgeArgv = []string{cfg.EdgeBin, "-addr", edgeAddr, "-nats-url", urls, "-nats-replicas", "3", "-data", data}
+	}
 	if s.TwoProcess {
 		edgeArgv = append(edgeArgv, "-worker", "none")
 	} else {
@@ -251,7 +272,7 @@ func runSetup(ctx context.Context, cfg Config, s Setup) (res Result) {
 		if out, err := exec.CommandContext(ctx, cfg.EdgeBin, "creds", "worker", "-id", "loadgen-1", "-out", creds, "-data", data).CombinedOutput(); err != nil {
 			return fail(fmt.Errorf("edge creds worker: %v: %s", err, out))
 		}
-		argv := append([]string{cfg.WorkerBin, "-nats-creds", creds}, expand(cfg.WorkerArgs, map[string]string{"nats": "nats://" + natsAddr})...)
+		argv := append([]string{cfg.WorkerBin, "-nats-creds", creds}, expand(cfg.WorkerArgs, map[string]string{"nats": natsURL})...)
 		if s.Slack {
 			argv = append(argv, slackArgs...)
 		}
@@ -293,4 +314,56 @@ func runSetup(ctx context.Context, cfg Config, s Setup) (res Result) {
 		os.WriteFile(filepath.Join(dir, "report.md"), []byte(r.Markdown()), 0o644)
 	}
 	return res
+}
+
+// startCluster starts three nats-server nodes on loopback that trust the edge's authority
+// (`edge nats-config` on the setup's data directory), on the other CPUs, and returns their
+// URLs once every node reports healthy.
+func startCluster(ctx context.Context, cfg Config, dir, data string, start func(name, cpus string, argv ...string) (*proc.Proc, error)) (string, error) {
+	if cfg.NATSServerBin == "" {
+		return "", errors.New("the cluster setups need -nats-server-bin (make build puts it in bin/)")
+	}
+	auth := filepath.Join(dir, "auth.conf")
+	if out, err := exec.CommandContext(ctx, cfg.EdgeBin, "nats-config", "-data", data, "-out", auth).CombinedOutput(); err != nil {
+		return "", fmt.Errorf("edge nats-config: %v: %s", err, out)
+	}
+	type node struct{ client, route, http string }
+	nodes := make([]node, 3)
+	for i := range nodes {
+		for _, a := range []*string{&nodes[i].client, &nodes[i].route, &nodes[i].http} {
+			addr, err := proc.FreeAddr()
+			if err != nil {
+				return "", err
+			}
+			*a = addr
+		}
+	}
+	var routes, urls []string
+	for _, n := range nodes {
+		routes = append(routes, "nats-route://route:route@"+n.route)
+		urls = append(urls, "nats://"+n.client)
+	}
+	var ps []*proc.Proc
+	for i, n := range nodes {
+		name := fmt.Sprintf("nats-n%d", i+1)
+		conf := fmt.Sprintf("server_name: n%d\nlisten: %s\nhttp: %s\ninclude \"auth.conf\"\n"+
+			"jetstream { store_dir: %q }\ncluster { name: loadgen, listen: %s, no_advertise: true,\n"+
+			"  authorization { user: route, password: route }\n  routes: [%s] }\n",
+			i+1, n.client, n.http, filepath.Join(dir, name), n.route, strings.Join(routes, ", "))
+		path := filepath.Join(dir, name+".conf")
+		if err := os.WriteFile(path, []byte(conf), 0o600); err != nil {
+			return "", err
+		}
+		p, err := start(name, cfg.OtherCPUs, cfg.NATSServerBin, "-c", path)
+		if err != nil {
+			return "", err
+		}
+		ps = append(ps, p)
+	}
+	for i, p := range ps {
+		if err := p.WaitHTTP(ctx, "http://"+nodes[i].http+"/healthz", 60*time.Second); err != nil {
+			return "", err
+		}
+	}
+	return strings.Join(urls, ","), nil
 }
