@@ -31,7 +31,7 @@ const (
 
 // TestClusterLosesANodeUnderLoad is spookat past one box: a real 3-node JetStream cluster
 // (three bin/nats-server processes, operator auth from `edge nats-config`, TLS on the client
-// port, route authorization), the edge on it with -nats-replicas 3 and its own credentials,
+// port, route authorization), the edge on it with -nats-replicas 3 and -nats-creds,
 // two bin/worker processes with theirs, and the Slack mock. Under a steady 500 visitor
 // messages/s: SIGKILL the node that leads JOBS, start it again, then cut the edge off NATS
 // for 10 s. No visitor message is refused, every acked message reaches Slack in order per
@@ -59,9 +59,12 @@ func TestClusterLosesANodeUnderLoad(t *testing.T) {
 	slackSrv := httptest.NewServer(slack)
 	t.Cleanup(slackSrv.Close)
 
-	// The edge reaches the cluster only through the proxies, so cutting them cuts it off.
+	// The edge reaches the cluster only through the proxies, so cutting them cuts it off. It
+	// connects with a credentials file, as with a cluster run by someone else.
+	edgeCreds := edgetest.Creds(t, edgeBin, data, "edge", "")
 	p := edgetest.StartProc(t, edgeBin, data, append(append([]string{"-worker", "none",
-		"-nats-url", strings.Join(viaProxy, ","), "-nats-replicas", "3", "-nats-tls-ca", tlsFiles.CA}, e2eQueueFlags...), edgetest.NoBrakes...)...)
+		"-nats-url", strings.Join(viaProxy, ","), "-nats-creds", edgeCreds, "-nats-replicas", "3", "-nats-tls-ca", tlsFiles.CA},
+		e2eQueueFlags...), edgetest.NoBrakes...)...)
 	edgetest.Admin(t, edgeBin, data, "seed", "-sites", strconv.Itoa(clusterSites), "-prefix", "cl", "-slack-token", "xoxb-cl", "-json")
 	sites := slackSites(t, edgeBin, data)
 	if len(sites) != clusterSites {

@@ -452,3 +452,41 @@ func TestRevokedCredentialsAreCutOff(t *testing.T) {
 		t.Fatalf("issued = %+v", list)
 	}
 }
+
+// A worker may create consumers on the buckets it watches. It cannot use one to write where
+// it may not publish: a push consumer's deliveries into SITES, JOBS or DEAD (a value it wrote
+// to THREADS, laundered) are not stored there, because JetStream delivers only to a
+// subscriber and the worker may subscribe to its own inbox only.
+func TestWorkerCannotLaunderThroughAConsumer(t *testing.T) {
+	w := newWorld(t)
+	wk := w.connect(schema.RoleWorker, "evil")
+	ctx := context.Background()
+	th, err := wk.js.KeyValue(ctx, schema.BucketThreads)
+	requireNoErr(t, err)
+	forged := `{"id":"m1.webhook","lane":"webhook","target":"webhook","site_id":1,"conversation_id":1,"message_id":1,"text":"x","webhook_url":"https://evil.example"}`
+	_, err = th.Put(ctx, "slack.9.9", []byte(forged))
+	requireNoErr(t, err)
+	// The last one delivers to the worker's own inbox: once that arrives, the others have had
+	// their chance.
+	own := schema.InboxPrefix(schema.RoleWorker, "evil") + ".probe"
+	sub, err := wk.nc.SubscribeSync(own)
+	requireNoErr(t, err)
+	for i, into := range []string{"$KV.SITES.site.1", "jobs.webhook.1.1", "dead.webhook.1.1", own} {
+		name := fmt.Sprintf("launder%d", i)
+		body := fmt.Sprintf(`{"stream_name":"KV_THREADS","config":{"name":%q,"deliver_subject":%q,"deliver_policy":"last","ack_policy":"none","filter_subject":"$KV.THREADS.slack.9.9"}}`, name, into)
+		if _, err := wk.nc.Request("$JS.API.CONSUMER.CREATE.KV_THREADS."+name+".$KV.THREADS.slack.9.9", []byte(body), 2*time.Second); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := sub.NextMsg(5 * time.Second); err != nil {
+		t.Fatalf("no delivery to the worker's own inbox: %v", err)
+	}
+	sites, err := w.js.KeyValue(ctx, schema.BucketSites)
+	requireNoErr(t, err)
+	if e, err := sites.Get(ctx, schema.SiteKey(1)); err != nil || strings.Contains(string(e.Value()), "evil") {
+		t.Fatalf("SITES site.1 = %v, %v", e, err)
+	}
+	if n, d := w.streamMsgs(schema.StreamJobs), w.streamMsgs(schema.StreamDead); n != 0 || d != 0 {
+		t.Fatalf("laundered into JOBS (%d) or DEAD (%d)", n, d)
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 
 	"spookat/edge/internal/broker"
@@ -101,5 +102,24 @@ func TestNATSOverTLS(t *testing.T) {
 				t.Fatalf("err = %v, want an authorization violation", err)
 			}
 		})
+	}
+}
+
+// An external NATS that asks for no credentials would let anyone read every job: the edge
+// refuses it unless told it is a lab.
+func TestExternalNATSWithoutAuthRefused(t *testing.T) {
+	srv, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: t.TempDir(), NoLog: true, NoSigs: true})
+	requireNoErr(t, err)
+	go srv.Start()
+	if !srv.ReadyForConnections(10 * time.Second) {
+		t.Fatal("nats-server not ready")
+	}
+	t.Cleanup(srv.Shutdown)
+	_, err = start(t, &broker.Options{URL: srv.ClientURL()})
+	if err == nil || !strings.Contains(err.Error(), "accepts clients without credentials") {
+		t.Fatalf("err = %v, want a refusal naming the problem", err)
+	}
+	if _, err := start(t, &broker.Options{URL: srv.ClientURL(), Insecure: true}); err != nil {
+		t.Fatalf("with -nats-insecure: %v", err)
 	}
 }
