@@ -6,7 +6,18 @@ import "strings"
 // included) as one of three roles, and each role's permissions are the subjects below and
 // nothing else: a worker cannot publish a job, touch a stream's configuration or write SITES;
 // the ops identity reads reports and history but no secret. The edge turns these lists into
-// the user JWTs it signs (edge/internal/natsauth); ops/RUNBOOK.md explains them to an SRE.
+// the user JWTs it signs (schema/natsauth); ops/RUNBOOK.md explains them to an SRE.
+//
+// Permissions check the subject a client publishes to, never the reply subject it names, and
+// JetStream sends each answer (an API response, a direct get, a delivered job) to that reply
+// subject, where a stream stores it like any message. Within one account a read permission is
+// therefore also a way to write, with the server's answer as the content, to any subject a
+// stream captures. So the ops identity lives in an account of its own (OPS) and reaches the
+// streams' read API through service imports under OpsAPIPrefix: its replies land in OPS,
+// where nothing is stored. Workers share the edge's account (pull consumers and key-value
+// watches across accounts are not worth their cost per job); what that leaves open, and how
+// each part holds anyway (signed SITES values, checked results, heartbeats that name their
+// worker, thread ids of the right shape), is in ops/RUNBOOK.md "Who may do what on NATS".
 
 // Role is what a NATS identity is for.
 type Role string
@@ -40,13 +51,58 @@ func Token(id string) string {
 func WorkerKey(workerID string) string { return "w." + Token(workerID) }
 
 // InboxPrefix is where an identity's request replies arrive (nats.CustomInboxPrefix). Each
-// identity may subscribe under its own prefix only, so no one reads another's replies (a
-// worker's pull responses carry visitors' text, its SITES reads carry tokens).
+// identity of the edge's account may subscribe under its own prefix only, so no one reads
+// another's replies (a worker's pull responses carry visitors' text, its SITES reads carry
+// tokens). The ops identity is alone in its account: the default _INBOX.
 func InboxPrefix(role Role, workerID string) string {
-	if role == RoleWorker {
+	switch role {
+	case RoleWorker:
 		return "_INBOX_worker_" + Token(workerID)
+	case RoleOps:
+		return "_INBOX"
 	}
 	return "_INBOX_" + string(role)
+}
+
+// OpsAPIPrefix is where the ops account reaches the edge account's JetStream API
+// (`nats --js-api-prefix JS.SPOOKAT.API`, jetstream.NewWithAPIPrefix).
+const OpsAPIPrefix = "JS.SPOOKAT.API"
+
+// OpsImports are the JetStream API subjects of the edge's account the ops account imports
+// (each under OpsAPIPrefix instead of $JS.API): reports, consumer state, message gets on
+// JOBS, RESULTS and DEAD, direct gets on WORKERS and THREADS, and an ephemeral pull consumer
+// on RESULTS and DEAD for `nats stream view`. Nothing on SITES but its stream info.
+func OpsImports() []string {
+	subs := []string{
+		"$JS.API.INFO",
+		"$JS.API.STREAM.NAMES",
+		"$JS.API.STREAM.LIST",
+		"$JS.API.STREAM.INFO.*",
+		"$JS.API.CONSUMER.NAMES.*",
+		"$JS.API.CONSUMER.LIST.*",
+		"$JS.API.CONSUMER.INFO.*.*",
+	}
+	for _, s := range []string{StreamJobs, StreamResults, StreamDead} {
+		subs = append(subs, "$JS.API.STREAM.MSG.GET."+s, "$JS.API.DIRECT.GET."+s, "$JS.API.DIRECT.GET."+s+".>")
+	}
+	for _, b := range []string{BucketWorkers, BucketThreads} {
+		subs = append(subs, "$JS.API.DIRECT.GET.KV_"+b+".>")
+	}
+	for _, s := range []string{StreamResults, StreamDead} { // no consumer on JOBS: its acks delete jobs
+		subs = append(subs, "$JS.API.CONSUMER.CREATE."+s+".*", "$JS.API.CONSUMER.CREATE."+s+".*.>",
+			"$JS.API.CONSUMER.MSG.NEXT."+s+".*", "$JS.API.CONSUMER.DELETE."+s+".*")
+	}
+	return subs
+}
+
+// OpsLocal is an imported API subject as the ops account publishes it.
+func OpsLocal(subject string) string {
+	return OpsAPIPrefix + strings.TrimPrefix(subject, "$JS.API")
+}
+
+// OpsImportIsStream reports whether an ops import answers with many messages (a pull).
+func OpsImportIsStream(subject string) bool {
+	return strings.HasPrefix(subject, "$JS.API.CONSUMER.MSG.NEXT.")
 }
 
 // IdentityName is the name in an identity's user JWT: the role, and for a worker its id
@@ -65,10 +121,11 @@ func ParseIdentityName(name string) (role Role, workerID string) {
 }
 
 // Permissions are the subjects an identity may publish and subscribe to (allow lists:
-// everything else is denied).
+// everything else is denied), less what DenyPublish takes back.
 type Permissions struct {
-	Publish   []string
-	Subscribe []string
+	Publish     []string
+	DenyPublish []string
+	Subscribe   []string
 }
 
 // kvRead is what reading and watching a bucket takes: its stream info, direct gets, and the
@@ -84,24 +141,6 @@ func kvRead(bucket string) []string {
 	}
 }
 
-// streamRead is what `nats stream get` takes on a stream and, with pager set, what `nats
-// stream view` takes too: an ephemeral pull consumer of its own.
-func streamRead(stream string, pager bool) []string {
-	subs := []string{
-		"$JS.API.STREAM.MSG.GET." + stream,
-		"$JS.API.DIRECT.GET." + stream,
-		"$JS.API.DIRECT.GET." + stream + ".>",
-	}
-	if pager {
-		subs = append(subs,
-			"$JS.API.CONSUMER.CREATE."+stream+".>",
-			"$JS.API.CONSUMER.MSG.NEXT."+stream+".*",
-			"$JS.API.CONSUMER.DELETE."+stream+".*",
-		)
-	}
-	return subs
-}
-
 // RolePermissions returns a role's permissions. A worker's depend on its id: it may publish
 // results only under results.<its id>, and write only its own WORKERS key.
 func RolePermissions(role Role, workerID string) Permissions {
@@ -114,6 +153,7 @@ func RolePermissions(role Role, workerID string) Permissions {
 				"$JS.API.>",                       // create and update streams, consumers and buckets
 				"$JS.ACK." + StreamResults + ".>", // ack recorded results
 				"$KV." + BucketSites + ".>",       // keep SITES current
+				"$JS.FC.KV_" + BucketSites + ".>", // and watch it (flow control)
 			},
 			Subscribe: []string{inbox},
 		}
@@ -134,22 +174,17 @@ func RolePermissions(role Role, workerID string) Permissions {
 		pub = append(pub, kvRead(BucketWorkers)...)
 		return Permissions{Publish: pub, Subscribe: []string{inbox}}
 	case RoleOps:
-		pub := []string{
-			"$JS.API.INFO",
-			"$JS.API.STREAM.NAMES",
-			"$JS.API.STREAM.LIST",
-			"$JS.API.STREAM.INFO.*",
-			"$JS.API.CONSUMER.NAMES.*",
-			"$JS.API.CONSUMER.LIST.*",
-			"$JS.API.CONSUMER.INFO.*.*",
+		var pub []string
+		for _, sub := range OpsImports() {
+			pub = append(pub, OpsLocal(sub))
 		}
-		// No consumer on JOBS: on a work queue a consumer's ack deletes the job.
-		pub = append(pub, streamRead(StreamJobs, false)...)
-		pub = append(pub, streamRead(StreamResults, true)...)
-		pub = append(pub, streamRead(StreamDead, true)...)
-		pub = append(pub, kvRead(BucketWorkers)...) // nats kv ls WORKERS
-		pub = append(pub, kvRead(BucketThreads)...)
-		return Permissions{Publish: pub, Subscribe: []string{inbox}}
+		// The pager's consumer may be any ephemeral one, not the edge's own.
+		deny := []string{
+			OpsLocal("$JS.API.CONSUMER.CREATE." + StreamResults + "." + ConsumerEdgeResults),
+			OpsLocal("$JS.API.CONSUMER.CREATE." + StreamResults + "." + ConsumerEdgeResults + ".>"),
+			OpsLocal("$JS.API.CONSUMER.DELETE." + StreamResults + "." + ConsumerEdgeResults),
+		}
+		return Permissions{Publish: pub, DenyPublish: deny, Subscribe: []string{inbox}}
 	}
 	return Permissions{}
 }

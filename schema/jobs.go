@@ -185,8 +185,10 @@ func DecodeResults(dst []Result, data []byte, bad func(line []byte, err error)) 
 }
 
 // SiteDelivery is a site's delivery settings as workers read them from the SITES bucket
-// (key SiteKey(id)). The edge keeps it current whenever a site changes.
+// (key SiteKey(id), signed: see SignSite). The edge keeps it current whenever a site changes.
 type SiteDelivery struct {
+	// Signed is when the edge signed this value (Unix ns): a worker keeps the newest it saw.
+	Signed         int64  `json:"signed"`
 	SiteID         int64  `json:"site_id"`
 	Name           string `json:"name"`
 	SlackToken     string `json:"slack_token,omitempty"`

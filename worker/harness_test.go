@@ -145,8 +145,10 @@ func (e *env) putSite(d schema.SiteDelivery) {
 	if err != nil {
 		e.t.Fatal(err)
 	}
+	d.Signed = time.Now().UnixNano()
 	data, _ := json.Marshal(d)
-	if _, err := kv.Put(context.Background(), schema.SiteKey(d.SiteID), data); err != nil {
+	key := schema.SiteKey(d.SiteID)
+	if _, err := kv.Put(context.Background(), key, e.auth.SignSite(key, data)); err != nil {
 		e.t.Fatal(err)
 	}
 }
@@ -194,6 +196,7 @@ func (e *env) start(cfg worker.Config) *running {
 	if cfg.WorkerID == "" {
 		cfg.WorkerID = nuid.Next()
 	}
+	cfg.SitesKey = e.auth.AccountPublicKey()
 	w := &running{nc: e.connect(schema.RoleWorker, cfg.WorkerID), done: make(chan error, 1)}
 	w.reg, _ = cfg.Registerer.(*prometheus.Registry)
 	ctx, cancel := context.WithCancel(context.Background())

@@ -72,7 +72,10 @@ type Config struct {
 	PullExpiry  time.Duration // an idle shard costs one pull request per expiry
 	StopTimeout time.Duration // bound on finishing in-flight deliveries at stop
 
-	WorkerID   string                // unique per worker; random by default
+	WorkerID string // unique per worker; random by default
+	// SitesKey is the public key the edge signs SITES values with: its account's, the issuer
+	// of the worker's credentials. Values not signed with it are ignored.
+	SitesKey   string
 	Registerer prometheus.Registerer // nil: a registry of its own
 	Logger     *slog.Logger          // nil: slog.Default()
 }
@@ -256,7 +259,7 @@ func Run(ctx context.Context, nc *nats.Conn, cfg Config) error {
 		}
 		return err
 	}
-	siteCache, err := sites.Open(ctx, js, log)
+	siteCache, err := sites.Open(ctx, js, cfg.SitesKey, log)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil

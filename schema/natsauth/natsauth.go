@@ -1,14 +1,20 @@
 // Package natsauth is the edge's NATS trust root. NATS runs in operator mode: an operator key
-// signs two accounts (SPOOKAT, where every stream lives and every role connects, and SYS, the
-// system account a cluster needs), and the SPOOKAT account key signs one user JWT per
-// identity, carrying that role's permissions (schema.RolePermissions). A server, embedded or a
-// cluster node, trusts the operator and nothing else, so it accepts no client without a JWT
-// signed here, and a new worker's credentials need no change on any server.
+// signs three accounts, and each account key signs the user JWTs of its identities, carrying
+// that role's permissions (schema.RolePermissions):
+//
+//   - SPOOKAT: every stream lives here; the edge and the workers connect to it.
+//   - OPS: the SRE's read-only identity, alone, reaching SPOOKAT's read API through service
+//     imports (schema.OpsImports), so the replies it asks for never land where a stream
+//     could store them.
+//   - SYS: the system account a cluster needs; no identity of ours.
+//
+// A server, embedded or a cluster node, trusts the operator and nothing else, so it accepts no
+// client without a JWT signed here, and a new worker's credentials need no change on any server.
 //
 // The keys live in <data>/nats-auth/ (directory 0700, files 0600): whoever can read that
 // folder can mint credentials, as whoever can read the SQLite file can read every site's
 // tokens. Every credential issued is recorded in issued.json so it can be listed and revoked;
-// revocations live in the account JWT, which servers reload.
+// revocations live in the account JWTs, which servers reload.
 package natsauth
 
 import (
@@ -33,27 +39,32 @@ import (
 // DirName is the folder of the trust root inside the data directory.
 const DirName = "nats-auth"
 
-const (
-	accountName = "SPOOKAT"
-	systemName  = "SYS"
-)
+// account is one account of the operator: its key and its current JWT.
+type account struct {
+	name    string
+	keyFile string
+	jwtFile string // "" for an account whose JWT carries nothing to keep (SYS)
+	kp      nkeys.KeyPair
+	pub     string
+	jwt     string
+}
 
 // Authority holds the operator and account keys and signs identities.
 type Authority struct {
 	dir      string
 	operator nkeys.KeyPair
 	opJWT    string
-	account  nkeys.KeyPair
-	accPub   string
-	system   nkeys.KeyPair
-	sysPub   string
-	sysJWT   string
 
-	mu     sync.Mutex
-	accJWT string // re-signed when a credential is revoked
+	mu       sync.Mutex // guards the accounts' jwt
+	spookat  *account
+	ops      *account
+	system   *account
+	accounts []*account
 }
 
-// Open loads the trust root of a data directory, creating it on first use.
+// Open loads the trust root of a data directory, creating it on first use. Account JWTs are
+// signed again on every open, with today's exports and imports and every revocation recorded
+// (in the old JWT or in issued.json), so an upgrade or a lost JWT file cannot undo one.
 func Open(dataDir string) (*Authority, error) {
 	dir := filepath.Join(dataDir, DirName)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
@@ -62,7 +73,12 @@ func Open(dataDir string) (*Authority, error) {
 	if err := os.Chmod(dir, 0o700); err != nil { // an older, looser folder
 		return nil, err
 	}
-	a := &Authority{dir: dir}
+	a := &Authority{dir: dir,
+		spookat: &account{name: "SPOOKAT", keyFile: "account.nk", jwtFile: "account.jwt"},
+		ops:     &account{name: "OPS", keyFile: "ops.nk", jwtFile: "ops.jwt"},
+		system:  &account{name: "SYS", keyFile: "system.nk"},
+	}
+	a.accounts = []*account{a.system, a.spookat, a.ops}
 	unlock, err := a.lock()
 	if err != nil {
 		return nil, err
@@ -71,42 +87,56 @@ func Open(dataDir string) (*Authority, error) {
 	if a.operator, err = a.key("operator.nk", nkeys.CreateOperator); err != nil {
 		return nil, err
 	}
-	if a.account, err = a.key("account.nk", nkeys.CreateAccount); err != nil {
-		return nil, err
+	for _, acc := range a.accounts {
+		if acc.kp, err = a.key(acc.keyFile, nkeys.CreateAccount); err != nil {
+			return nil, err
+		}
+		acc.pub, _ = acc.kp.PublicKey()
 	}
-	if a.system, err = a.key("system.nk", nkeys.CreateAccount); err != nil {
-		return nil, err
-	}
-	a.accPub, _ = a.account.PublicKey()
-	a.sysPub, _ = a.system.PublicKey()
 	opPub, _ := a.operator.PublicKey()
-
 	oc := jwt.NewOperatorClaims(opPub)
 	oc.Name = "spookat"
-	oc.SystemAccount = a.sysPub
+	oc.SystemAccount = a.system.pub
 	if a.opJWT, err = oc.Encode(a.operator); err != nil {
 		return nil, err
 	}
-	sc := jwt.NewAccountClaims(a.sysPub)
-	sc.Name = systemName
-	if a.sysJWT, err = sc.Encode(a.operator); err != nil {
+	issued, err := a.readIssued()
+	if err != nil {
 		return nil, err
 	}
-	// The account JWT is kept on disk: it carries the revocations.
-	if b, err := os.ReadFile(filepath.Join(dir, "account.jwt")); err == nil {
-		if _, err := jwt.DecodeAccountClaims(string(b)); err != nil {
-			return nil, fmt.Errorf("%s/account.jwt: %w", dir, err)
+	for _, acc := range a.accounts {
+		revoked := map[string]int64{}
+		if acc.jwtFile != "" {
+			if b, err := os.ReadFile(filepath.Join(dir, acc.jwtFile)); err == nil {
+				old, err := jwt.DecodeAccountClaims(string(b))
+				if err != nil {
+					return nil, fmt.Errorf("%s/%s: %w", dir, acc.jwtFile, err)
+				}
+				for k, at := range old.Revocations {
+					revoked[k] = at
+				}
+			} else if !errors.Is(err, os.ErrNotExist) {
+				return nil, err
+			}
 		}
-		a.accJWT = string(b)
-	} else if errors.Is(err, os.ErrNotExist) {
-		ac := jwt.NewAccountClaims(a.accPub)
-		if err := a.signAccount(ac); err != nil {
+		for _, r := range issued {
+			if r.RevokedAt != nil && a.accountOf(r.Role) == acc {
+				revoked[r.Key] = max(revoked[r.Key], r.RevokedAt.Add(time.Second).Unix())
+			}
+		}
+		if err := a.sign(acc, revoked); err != nil {
 			return nil, err
 		}
-	} else {
-		return nil, err
 	}
 	return a, nil
+}
+
+// accountOf is the account a role's identities live in.
+func (a *Authority) accountOf(role schema.Role) *account {
+	if role == schema.RoleOps {
+		return a.ops
+	}
+	return a.spookat
 }
 
 // key reads a seed file, or creates it.
@@ -132,26 +162,48 @@ func (a *Authority) key(name string, create func() (nkeys.KeyPair, error)) (nkey
 	return kp, nil
 }
 
-// signAccount signs the SPOOKAT account: JetStream without limits of its own (the server's
-// and the streams' limits apply), revocations as given. Caller holds the lock file.
-func (a *Authority) signAccount(ac *jwt.AccountClaims) error {
-	ac.Name = accountName
-	ac.Limits.JetStreamLimits = jwt.JetStreamLimits{MemoryStorage: -1, DiskStorage: -1, Streams: -1, Consumer: -1}
+// sign signs an account's JWT with the given revocations (user key → Unix time) and keeps it.
+// SPOOKAT has JetStream without limits of its own (the server's and the streams' apply) and
+// exports what OPS imports; OPS imports it under schema.OpsAPIPrefix. Caller holds the lock.
+func (a *Authority) sign(acc *account, revoked map[string]int64) error {
+	ac := jwt.NewAccountClaims(acc.pub)
+	ac.Name = acc.name
+	switch acc {
+	case a.spookat:
+		ac.Limits.JetStreamLimits = jwt.JetStreamLimits{MemoryStorage: -1, DiskStorage: -1, Streams: -1, Consumer: -1}
+		for _, sub := range schema.OpsImports() {
+			e := &jwt.Export{Name: sub, Subject: jwt.Subject(sub), Type: jwt.Service}
+			if schema.OpsImportIsStream(sub) {
+				e.ResponseType = jwt.ResponseTypeStream
+			}
+			ac.Exports.Add(e)
+		}
+	case a.ops:
+		for _, sub := range schema.OpsImports() {
+			ac.Imports.Add(&jwt.Import{Name: sub, Account: a.spookat.pub, Subject: jwt.Subject(sub),
+				LocalSubject: jwt.RenamingSubject(schema.OpsLocal(sub)), Type: jwt.Service})
+		}
+	}
+	for k, at := range revoked {
+		ac.RevokeAt(k, time.Unix(at, 0))
+	}
 	s, err := ac.Encode(a.operator)
 	if err != nil {
 		return err
 	}
-	if err := writeFile(filepath.Join(a.dir, "account.jwt"), []byte(s)); err != nil {
-		return err
+	if acc.jwtFile != "" {
+		if err := writeFile(filepath.Join(a.dir, acc.jwtFile), []byte(s)); err != nil {
+			return err
+		}
 	}
 	a.mu.Lock()
-	a.accJWT = s
+	acc.jwt = s
 	a.mu.Unlock()
 	return nil
 }
 
 // lock takes the folder's lock file, so an edge and an `edge creds` command never write
-// issued.json or account.jwt at the same time.
+// issued.json or an account JWT at the same time.
 func (a *Authority) lock() (func(), error) {
 	f, err := os.OpenFile(filepath.Join(a.dir, "lock"), os.O_CREATE|os.O_RDWR, 0o600)
 	if err != nil {
@@ -175,15 +227,24 @@ func writeFile(path string, data []byte) error {
 	return os.Rename(tmp, path)
 }
 
-// AccountJWT is the SPOOKAT account's current JWT (with its revocations).
-func (a *Authority) AccountJWT() string {
+func (a *Authority) jwtOf(acc *account) string {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return a.accJWT
+	return acc.jwt
 }
 
-// AccountPublicKey is the SPOOKAT account's public key (what `nats account info` shows).
-func (a *Authority) AccountPublicKey() string { return a.accPub }
+// AccountJWT is the SPOOKAT account's current JWT (with its revocations).
+func (a *Authority) AccountJWT() string { return a.jwtOf(a.spookat) }
+
+// AccountPublicKey is the SPOOKAT account's public key: the issuer of every edge and worker
+// identity, and the key SITES values are signed with.
+func (a *Authority) AccountPublicKey() string { return a.spookat.pub }
+
+// SignSite signs a SITES value (see schema.SignSite) with the SPOOKAT account key, which only
+// the edge's data directory holds; workers check it against their credentials' issuer.
+func (a *Authority) SignSite(key string, payload []byte) []byte {
+	return schema.SignSite(key, payload, a.spookat.kp)
+}
 
 // Identity is a signed user: a role (and, for a worker, its id) with its key.
 type Identity struct {
@@ -198,6 +259,12 @@ type Identity struct {
 // Issue signs a new identity with a fresh key. It is not recorded (see Record): the edge's
 // own connections are issued at every start and die with the process.
 func (a *Authority) Issue(role schema.Role, workerID string) (*Identity, error) {
+	return a.IssueUntil(role, workerID, time.Time{})
+}
+
+// IssueUntil is Issue with an expiry (zero: none): for a human's one-off use of the edge's
+// identity, say.
+func (a *Authority) IssueUntil(role schema.Role, workerID string, expires time.Time) (*Identity, error) {
 	if !slices.Contains(schema.Roles, role) {
 		return nil, fmt.Errorf("unknown role %q: want edge, worker or ops", role)
 	}
@@ -215,11 +282,15 @@ func (a *Authority) Issue(role schema.Role, workerID string) (*Identity, error) 
 	seed, _ := kp.Seed()
 	uc := jwt.NewUserClaims(pub)
 	uc.Name = schema.IdentityName(role, workerID)
+	if !expires.IsZero() {
+		uc.Expires = expires.Unix()
+	}
 	perm := schema.RolePermissions(role, workerID)
 	uc.Pub.Allow.Add(perm.Publish...)
 	uc.Sub.Allow.Add(perm.Subscribe...)
+	uc.Pub.Deny.Add(perm.DenyPublish...)
 	uc.IssuerAccount = "" // signed by the account key itself
-	s, err := uc.Encode(a.account)
+	s, err := uc.Encode(a.accountOf(role).kp)
 	if err != nil {
 		return nil, err
 	}
@@ -296,9 +367,10 @@ func (a *Authority) Issued() ([]Record, error) {
 }
 
 // Revoke revokes recorded credentials: the one with public key key, or with key empty every
-// one issued to workerID. It re-signs the account JWT with the revocations and returns the
-// records it revoked. A server applies it when it gets the new account JWT (the embedded one
-// at once, a cluster at its next reload).
+// one issued to workerID (or to an id that is the same subject token: they share their
+// permissions). It signs the account JWTs again with the revocations and returns the records
+// it revoked. A server applies it when it gets the new account JWTs (the embedded one at once,
+// a cluster at its next reload).
 func (a *Authority) Revoke(key, workerID string) ([]Record, error) {
 	if key == "" && workerID == "" {
 		return nil, errors.New("name the credential to revoke: -key U… (see `edge creds list`) or -id <worker id>")
@@ -312,20 +384,14 @@ func (a *Authority) Revoke(key, workerID string) ([]Record, error) {
 	if err != nil {
 		return nil, err
 	}
-	ac, err := jwt.DecodeAccountClaims(a.AccountJWT())
-	if err != nil {
-		return nil, err
-	}
 	now := time.Now().UTC().Truncate(time.Second)
 	var done []Record
 	for i := range list {
 		r := &list[i]
-		if r.RevokedAt != nil || (key != "" && r.Key != key) || (key == "" && (r.Role != schema.RoleWorker || r.WorkerID != workerID)) {
+		if r.RevokedAt != nil || (key != "" && r.Key != key) ||
+			(key == "" && (r.Role != schema.RoleWorker || schema.Token(r.WorkerID) != schema.Token(workerID))) {
 			continue
 		}
-		// A revocation covers JWTs issued up to its time: one second later, so a JWT signed
-		// within the current second is covered too.
-		ac.RevokeAt(r.Key, now.Add(time.Second))
 		r.RevokedAt = &now
 		done = append(done, *r)
 	}
@@ -335,10 +401,30 @@ func (a *Authority) Revoke(key, workerID string) ([]Record, error) {
 		}
 		return nil, fmt.Errorf("no credential of worker %q that is not revoked already (see `edge creds list`)", workerID)
 	}
-	if err := a.signAccount(ac); err != nil {
+	if err := a.writeIssued(list); err != nil {
 		return nil, err
 	}
-	return done, a.writeIssued(list)
+	for _, acc := range []*account{a.spookat, a.ops} {
+		old, err := jwt.DecodeAccountClaims(a.jwtOf(acc))
+		if err != nil {
+			return nil, err
+		}
+		revoked := map[string]int64{}
+		for k, at := range old.Revocations {
+			revoked[k] = at
+		}
+		for _, r := range done {
+			if a.accountOf(r.Role) == acc {
+				// A revocation covers JWTs issued up to its time: one second later, so a JWT
+				// signed within the current second is covered too.
+				revoked[r.Key] = now.Add(time.Second).Unix()
+			}
+		}
+		if err := a.sign(acc, revoked); err != nil {
+			return nil, err
+		}
+	}
+	return done, nil
 }
 
 // Trust is what a server needs to trust this authority: the operator, the system account,
@@ -348,7 +434,11 @@ func (a *Authority) Trust() (operator *jwt.OperatorClaims, systemAccount string,
 	if err != nil {
 		return nil, "", nil, err
 	}
-	return oc, a.sysPub, map[string]string{a.sysPub: a.sysJWT, a.accPub: a.AccountJWT()}, nil
+	accounts = map[string]string{}
+	for _, acc := range a.accounts {
+		accounts[acc.pub] = a.jwtOf(acc)
+	}
+	return oc, a.system.pub, accounts, nil
 }
 
 // ServerConfig is the part of a nats-server configuration file that makes a cluster node
@@ -356,14 +446,15 @@ func (a *Authority) Trust() (operator *jwt.OperatorClaims, systemAccount string,
 func (a *Authority) ServerConfig() string {
 	var b strings.Builder
 	b.WriteString("# Written by `edge nats-config`: trust spookat's operator. Every client needs a JWT signed\n")
-	b.WriteString("# by its account (`edge creds …`). Rewrite this file and reload every node\n")
+	b.WriteString("# by one of its accounts (`edge creds …`). Rewrite this file and reload every node\n")
 	b.WriteString("# (nats-server --signal reload) after `edge creds revoke`.\n")
 	fmt.Fprintf(&b, "operator: %s\n", a.opJWT)
-	fmt.Fprintf(&b, "system_account: %s\n", a.sysPub)
+	fmt.Fprintf(&b, "system_account: %s\n", a.system.pub)
 	b.WriteString("resolver: MEMORY\n")
 	b.WriteString("resolver_preload: {\n")
-	fmt.Fprintf(&b, "  # %s\n  %s: %s\n", systemName, a.sysPub, a.sysJWT)
-	fmt.Fprintf(&b, "  # %s\n  %s: %s\n", accountName, a.accPub, a.AccountJWT())
+	for _, acc := range a.accounts {
+		fmt.Fprintf(&b, "  # %s\n  %s: %s\n", acc.name, acc.pub, a.jwtOf(acc))
+	}
 	b.WriteString("}\n")
 	return b.String()
 }

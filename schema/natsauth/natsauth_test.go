@@ -59,6 +59,17 @@ func TestAuthorityFilesAndReopen(t *testing.T) {
 	if !ac.IsClaimRevoked(mustUser(t, id.JWT)) {
 		t.Fatal("the revocation did not survive a reopen")
 	}
+	// A lost account JWT does not undo a revocation: issued.json still has it.
+	if err := os.Remove(filepath.Join(dir, DirName, "account.jwt")); err != nil {
+		t.Fatal(err)
+	}
+	c, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ac, err := jwt.DecodeAccountClaims(c.AccountJWT()); err != nil || !ac.IsClaimRevoked(mustUser(t, id.JWT)) {
+		t.Fatalf("after losing account.jwt the revocation is gone (%v)", err)
+	}
 	if !strings.Contains(b.ServerConfig(), "resolver_preload") || !strings.Contains(b.ServerConfig(), b.AccountJWT()) {
 		t.Fatal("server config without the current account JWT")
 	}

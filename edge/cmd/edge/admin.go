@@ -227,7 +227,7 @@ func demo(args []string) error {
 	// An SRE's read-only NATS identity, so `nats stream report` works from the first run.
 	opsCreds := filepath.Join(*dataDir, "ops.creds")
 	if _, err := os.Stat(opsCreds); errors.Is(err, os.ErrNotExist) {
-		if _, err := issue(*dataDir, schema.RoleOps, "", opsCreds); err != nil {
+		if _, err := issue(*dataDir, schema.RoleOps, "", opsCreds, time.Time{}); err != nil {
 			return err
 		}
 	}
@@ -242,9 +242,9 @@ spookat demo
   websocket       %s/v1/widget/ws?site=%s
   health          %s/readyz   metrics %s/metrics
   NATS            nats://127.0.0.1:4222, credentials only (read-only ones in %s):
-                  make nats; bin/nats --creds %s --inbox-prefix %s stream report
+                  make nats; bin/nats --creds %s --js-api-prefix %s stream report
 
 `, d.SiteKey, d.Email, d.Password, path, u, d.SiteKey, u, strings.Replace(u, "http", "ws", 1), d.SiteKey, u, u,
-		opsCreds, opsCreds, schema.InboxPrefix(schema.RoleOps, ""))
+		opsCreds, opsCreds, schema.OpsAPIPrefix)
 	return nil
 }

@@ -77,9 +77,8 @@ func TestClusterLosesANodeUnderLoad(t *testing.T) {
 		workers = append(workers, edgetest.StartWorker(t, workerBin, dir, id, append([]string{"-nats-url", strings.Join(direct, ","),
 			"-nats-creds", creds, "-nats-tls-ca", tlsFiles.CA}, e2eWorkerFlags(slackSrv.URL+"/api/")...)...))
 	}
-	ops := edgetest.ConnectOps(t, edgeBin, data, strings.Join(direct, ","), nats.RootCAs(tlsFiles.CA))
-	js, _ := jetstream.New(ops)
-	edgetest.WaitFor(t, "2 workers in WORKERS", 30*time.Second, func() bool { return len(members(ops)) == 2 })
+	js := edgetest.ConnectOps(t, edgeBin, data, strings.Join(direct, ","), nats.RootCAs(tlsFiles.CA))
+	edgetest.WaitFor(t, "2 workers in WORKERS", 30*time.Second, func() bool { return len(members(js)) == 2 })
 	if info, err := streamInfo(js, schema.StreamJobs); err != nil || info.Config.Replicas != 3 {
 		t.Fatalf("JOBS: %+v %v, want 3 replicas", info, err)
 	}

@@ -264,7 +264,7 @@ func checkAcked(t *testing.T, db *sqlite3.Conn, loaders []*loader) (acked int) {
 
 // countJobs reads every message of JOBS and counts them by Nats-Msg-Id.
 func countJobs(t *testing.T, bin, dataDir, natsAddr string) map[string]int {
-	js, _ := jetstream.New(edgetest.ConnectOps(t, bin, dataDir, "nats://"+natsAddr))
+	js := edgetest.ConnectOps(t, bin, dataDir, "nats://"+natsAddr)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	s, err := js.Stream(ctx, schema.StreamJobs)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"text/tabwriter"
+	"time"
 
 	"spookat/edge/internal/admin"
 	"spookat/schema"
@@ -40,6 +41,7 @@ func credsIssue(role schema.Role, args []string) error {
 	fs := flag.NewFlagSet("edge creds "+string(role), flag.ContinueOnError)
 	dataDir := fs.String("data", "data", "data directory (its nats-auth/ folder signs the credentials)")
 	out := fs.String("out", "", "write the credentials file here (owner-only; - for standard output)")
+	expires := fs.Duration("expires", 0, "the credentials stop working after this long (e.g. 1h for a one-off command; 0: never)")
 	id := ""
 	if role == schema.RoleWorker {
 		fs.StringVar(&id, "id", "", "the worker's id (its WORKERS key and results.<id>), e.g. box1-1")
@@ -53,7 +55,11 @@ func credsIssue(role schema.Role, args []string) error {
 	if role == schema.RoleWorker && id == "" {
 		return errors.New("edge creds worker: -id is required, e.g. -id box1-1 (a worker may publish only its own results and heartbeat)")
 	}
-	ident, err := issue(*dataDir, role, id, *out)
+	var until time.Time
+	if *expires > 0 {
+		until = time.Now().Add(*expires)
+	}
+	ident, err := issue(*dataDir, role, id, *out, until)
 	if err != nil {
 		return err
 	}
@@ -63,25 +69,26 @@ func credsIssue(role schema.Role, args []string) error {
 	return nil
 }
 
-// issue signs an identity with the data directory's authority, writes its credentials file
-// (owner-only; "-" for standard output) and records it.
-func issue(dataDir string, role schema.Role, id, out string) (*natsauth.Identity, error) {
+// issue signs an identity with the data directory's authority, records it (first: a
+// credential that exists can always be revoked) and writes its credentials file (owner-only;
+// "-" for standard output).
+func issue(dataDir string, role schema.Role, id, out string, until time.Time) (*natsauth.Identity, error) {
 	auth, err := natsauth.Open(dataDir)
 	if err != nil {
 		return nil, err
 	}
-	ident, err := auth.Issue(role, id)
+	ident, err := auth.IssueUntil(role, id, until)
 	if err != nil {
 		return nil, err
 	}
-	if out == "-" {
-		if _, err := os.Stdout.Write(ident.Creds()); err != nil {
-			return nil, err
-		}
-	} else if err := writeSecret(out, ident.Creds()); err != nil {
+	if err := auth.Record(ident); err != nil {
 		return nil, err
 	}
-	return ident, auth.Record(ident)
+	if out == "-" {
+		_, err = os.Stdout.Write(ident.Creds())
+		return ident, err
+	}
+	return ident, writeSecret(out, ident.Creds())
 }
 
 // writeSecret writes a file only its owner can read, replacing what was there.

@@ -7,11 +7,11 @@ import (
 	"regexp"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"spookat/edge/internal/edgetest"
@@ -73,8 +73,7 @@ func runE2E(t *testing.T, twoProcesses bool) {
 		t.Fatalf("%d sites with Slack, want %d: %+v", len(sites), e2eSites, sites)
 	}
 
-	nc := edgetest.ConnectOps(t, bin, dir, "nats://"+p.NATSAddr)
-	js, _ := jetstream.New(nc)
+	js := edgetest.ConnectOps(t, bin, dir, "nats://"+p.NATSAddr)
 
 	var workers []*edgetest.WorkerProc
 	if twoProcesses {
@@ -86,7 +85,7 @@ func runE2E(t *testing.T, twoProcesses bool) {
 	}
 	wantMembers := max(len(workers), 1)
 	edgetest.WaitFor(t, fmt.Sprintf("%d workers in WORKERS", wantMembers), 15*time.Second, func() bool {
-		return len(members(nc)) == wantMembers
+		return len(members(js)) == wantMembers
 	})
 	t.Logf("edge, workers and %d sites up after %s", len(sites), time.Since(start).Round(time.Millisecond))
 
@@ -251,7 +250,7 @@ func runE2E(t *testing.T, twoProcesses bool) {
 			t.Errorf("worker %s SIGTERM: exit %v after %s, want exit 0 promptly\n%s", w.ID, err, took, w.Log())
 		}
 	}
-	nc.Close()
+	js.Conn().Close()
 	if took, err := p.Stop(15 * time.Second); err != nil || took > 10*time.Second {
 		t.Errorf("edge SIGTERM: exit %v after %s, want exit 0 within 10s", err, took)
 	}
@@ -324,16 +323,23 @@ func (v *e2eVisitor) run(addr string, n int) error {
 	return nil
 }
 
-// members lists the workers in the WORKERS bucket.
-func members(nc *nats.Conn) []string {
-	js, _ := jetstream.New(nc)
+// members lists the workers in the WORKERS bucket, as `nats stream subjects KV_WORKERS`
+// does for the ops identity.
+func members(js jetstream.JetStream) []string {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	kv, err := js.KeyValue(ctx, schema.BucketWorkers)
+	s, err := js.Stream(ctx, "KV_"+schema.BucketWorkers)
 	if err != nil {
 		return nil
 	}
-	keys, _ := kv.Keys(ctx)
+	info, err := s.Info(ctx, jetstream.WithSubjectFilter("$KV."+schema.BucketWorkers+".>"))
+	if err != nil {
+		return nil
+	}
+	var keys []string
+	for subj := range info.State.Subjects {
+		keys = append(keys, strings.TrimPrefix(subj, "$KV."+schema.BucketWorkers+"."))
+	}
 	return keys
 }
 

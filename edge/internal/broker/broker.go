@@ -298,22 +298,23 @@ func (b *Broker) ApplyAuth() (bool, error) {
 	if err != nil {
 		return true, err
 	}
-	pub := b.opts.Auth.AccountPublicKey()
-	ac, err := jwt.DecodeAccountClaims(accounts[pub])
-	if err != nil {
-		return true, err
-	}
-	if r, ok := b.srv.AccountResolver().(*server.MemAccResolver); ok {
-		if err := r.Store(pub, accounts[pub]); err != nil {
+	for pub, claims := range accounts {
+		ac, err := jwt.DecodeAccountClaims(claims)
+		if err != nil {
 			return true, err
 		}
+		if r, ok := b.srv.AccountResolver().(*server.MemAccResolver); ok {
+			if err := r.Store(pub, claims); err != nil {
+				return true, err
+			}
+		}
+		acc, err := b.srv.LookupAccount(pub)
+		if err != nil {
+			return true, err
+		}
+		// Connections of revoked users are closed at once and cannot come back.
+		b.srv.UpdateAccountClaims(acc, ac)
 	}
-	acc, err := b.srv.LookupAccount(pub)
-	if err != nil {
-		return true, err
-	}
-	// Connections of revoked users are closed at once and cannot come back.
-	b.srv.UpdateAccountClaims(acc, ac)
 	return true, nil
 }
 

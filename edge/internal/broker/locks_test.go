@@ -82,7 +82,12 @@ func (w *world) connect(role schema.Role, id string) *client {
 	w.t.Helper()
 	ident, err := w.auth.Issue(role, id)
 	requireNoErr(w.t, err)
-	return w.connectWith(ident.Options()...)
+	c := w.connectWith(ident.Options()...)
+	if role == schema.RoleOps { // its own account: JetStream through the imports
+		c.js, err = jetstream.NewWithAPIPrefix(c.nc, schema.OpsAPIPrefix)
+		requireNoErr(w.t, err)
+	}
+	return c
 }
 
 func (w *world) connectWith(opts ...nats.Option) *client {
@@ -344,7 +349,7 @@ func TestOpsReadsReportsOnly(t *testing.T) {
 		return err
 	})
 
-	ops.denied("read a site's token", "$JS.API.DIRECT.GET.KV_SITES.$KV.SITES.site.1", func(ctx context.Context) error {
+	ops.denied("read a site's token", "JS.SPOOKAT.API.DIRECT.GET.KV_SITES.$KV.SITES.site.1", func(ctx context.Context) error {
 		kv, err := ops.js.KeyValue(ctx, schema.BucketSites)
 		if err != nil {
 			return err
@@ -352,7 +357,7 @@ func TestOpsReadsReportsOnly(t *testing.T) {
 		_, err = kv.Get(ctx, schema.SiteKey(1))
 		return err
 	})
-	ops.denied("take jobs off the work queue", "$JS.API.CONSUMER.CREATE.JOBS", func(ctx context.Context) error {
+	ops.denied("take jobs off the work queue", "JS.SPOOKAT.API.CONSUMER.CREATE.JOBS", func(ctx context.Context) error {
 		_, err := ops.js.CreateConsumer(ctx, schema.StreamJobs, jetstream.ConsumerConfig{AckPolicy: jetstream.AckExplicitPolicy})
 		return err
 	})
@@ -360,14 +365,51 @@ func TestOpsReadsReportsOnly(t *testing.T) {
 		_, err := ops.js.Publish(ctx, schema.JobSubject(schema.LaneChat, 1, 8), []byte("{}"))
 		return err
 	})
-	ops.denied("purge DEAD", "$JS.API.STREAM.PURGE.DEAD", func(ctx context.Context) error {
+	ops.denied("purge DEAD", "JS.SPOOKAT.API.STREAM.PURGE.DEAD", func(ctx context.Context) error {
 		s, err := ops.js.Stream(ctx, schema.StreamDead)
 		if err != nil {
 			return err
 		}
 		return s.Purge(ctx)
 	})
+	_, err = w.js.CreateOrUpdateConsumer(ctx, schema.StreamResults, jetstream.ConsumerConfig{Durable: schema.ConsumerEdgeResults,
+		AckPolicy: jetstream.AckExplicitPolicy, FilterSubject: "results.>"})
+	requireNoErr(t, err)
+	ops.denied("delete the edge's results consumer", "JS.SPOOKAT.API.CONSUMER.DELETE.RESULTS.edge-results", func(ctx context.Context) error {
+		return ops.js.DeleteConsumer(ctx, schema.StreamResults, schema.ConsumerEdgeResults)
+	})
+	ops.denied("change the edge's results consumer", "JS.SPOOKAT.API.CONSUMER.CREATE.RESULTS.edge-results", func(ctx context.Context) error {
+		_, err := ops.js.CreateOrUpdateConsumer(ctx, schema.StreamResults, jetstream.ConsumerConfig{Durable: schema.ConsumerEdgeResults,
+			AckPolicy: jetstream.AckExplicitPolicy, FilterSubject: "nothing.here"})
+		return err
+	})
 	ops.denied("listen to every subject", ">", ops.listen(">"))
+
+	// The server answers into whatever reply subject a request names, and a stream stores what
+	// lands on its subjects: in the edge's account a read would be a write. The ops account's
+	// answers land in the ops account, where no stream is. The last request answers into ops's
+	// own inbox: once that has come, the others have been answered.
+	probe, err := ops.nc.SubscribeSync("_INBOX.probe")
+	requireNoErr(t, err)
+	for _, reply := range []string{"$KV.SITES.site.1", schema.JobSubject(schema.LaneChat, 1, 9), schema.ResultSubject("w2"), "_INBOX.probe"} {
+		m := nats.NewMsg(schema.OpsLocal("$JS.API.STREAM.MSG.GET." + schema.StreamJobs))
+		m.Reply, m.Data = reply, []byte(`{"seq":1}`)
+		requireNoErr(t, ops.nc.PublishMsg(m))
+	}
+	if _, err := probe.NextMsg(5 * time.Second); err != nil {
+		t.Fatalf("no answer in ops's own inbox: %v", err)
+	}
+	sites, err := w.js.KeyValue(ctx, schema.BucketSites)
+	requireNoErr(t, err)
+	if e, err := sites.Get(ctx, schema.SiteKey(1)); err != nil || !strings.Contains(string(e.Value()), "xoxb-secret") {
+		t.Fatalf("an answer ops asked for landed in SITES: %v, %v", e, err)
+	}
+	if n := w.streamMsgs(schema.StreamJobs); n != 1 {
+		t.Fatalf("an answer ops asked for landed in JOBS: %d jobs", n)
+	}
+	if n := w.streamMsgs(schema.StreamResults); n != 1 {
+		t.Fatalf("an answer ops asked for landed in RESULTS: %d messages", n)
+	}
 
 	// The SRE's own tool, as the runbook tells them to run it.
 	natsCLI := filepath.Join(os.Getenv("SPOOKAT_BIN"), "nats")
@@ -379,7 +421,7 @@ func TestOpsReadsReportsOnly(t *testing.T) {
 	requireNoErr(t, err)
 	requireNoErr(t, os.WriteFile(creds, ident.Creds(), 0o600))
 	cli := func(args ...string) (string, error) {
-		full := append([]string{"-s", w.url, "--creds", creds, "--inbox-prefix", schema.InboxPrefix(schema.RoleOps, ""), "--timeout", "2s"}, args...)
+		full := append([]string{"-s", w.url, "--creds", creds, "--js-api-prefix", schema.OpsAPIPrefix, "--timeout", "2s"}, args...)
 		out, err := exec.Command(natsCLI, full...).CombinedOutput()
 		return string(out), err
 	}
@@ -388,7 +430,7 @@ func TestOpsReadsReportsOnly(t *testing.T) {
 		{"consumer", "report", schema.StreamJobs},
 		{"stream", "get", schema.StreamResults, "1"},
 		{"stream", "get", schema.StreamJobs, "1"},
-		{"kv", "ls", schema.BucketWorkers},
+		{"stream", "subjects", "KV_" + schema.BucketWorkers},
 	} {
 		t.Run("nats "+strings.Join(args, " "), func(t *testing.T) {
 			out, err := cli(args...)
@@ -404,7 +446,7 @@ func TestOpsReadsReportsOnly(t *testing.T) {
 	} {
 		t.Run("nats "+strings.Join(args, " ")+" refused", func(t *testing.T) {
 			out, err := cli(args...)
-			if err == nil || strings.Contains(out, "xoxb-secret") || !strings.Contains(out, "Permissions Violation") {
+			if err == nil || strings.Contains(out, "xoxb-secret") || !strings.Contains(out, "ermissions") {
 				t.Fatalf("want a permissions violation, got %v\n%s", err, out)
 			}
 		})
@@ -450,6 +492,20 @@ func TestRevokedCredentialsAreCutOff(t *testing.T) {
 	requireNoErr(t, err)
 	if len(list) != 2 || list[0].RevokedAt == nil || list[1].RevokedAt != nil {
 		t.Fatalf("issued = %+v", list)
+	}
+
+	// The ops identity lives in an account of its own: its revocation is there.
+	ops, err := w.auth.Issue(schema.RoleOps, "")
+	requireNoErr(t, err)
+	requireNoErr(t, w.auth.Record(ops))
+	opsConn := w.connectWith(append(ops.Options(), nats.MaxReconnects(0))...)
+	_, err = w.auth.Revoke(ops.Key, "")
+	requireNoErr(t, err)
+	_, err = w.br.ApplyAuth()
+	requireNoErr(t, err)
+	edgetest.WaitFor(t, "the revoked ops connection to close", 5*time.Second, func() bool { return opsConn.nc.IsClosed() })
+	if _, err := nats.Connect(w.url, ops.Options()...); !errors.Is(err, nats.ErrAuthorization) {
+		t.Fatalf("revoked ops credentials: %v, want an authorization violation", err)
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"spookat/schema"
 )
@@ -114,14 +115,19 @@ func Creds(t testing.TB, bin, dataDir, role, id string) string {
 }
 
 // ConnectOps connects to NATS with fresh ops credentials (read-only: reports, stream gets),
-// as an SRE's nats CLI does. It is closed at the end of the test.
-func ConnectOps(t testing.TB, bin, dataDir, url string, extra ...nats.Option) *nats.Conn {
+// as an SRE's nats CLI does, and returns JetStream through the ops account's imports
+// (schema.OpsAPIPrefix). It is closed at the end of the test.
+func ConnectOps(t testing.TB, bin, dataDir, url string, extra ...nats.Option) jetstream.JetStream {
 	t.Helper()
 	nc, err := nats.Connect(url, append([]nats.Option{nats.UserCredentials(Creds(t, bin, dataDir, "ops", "")),
-		nats.CustomInboxPrefix(schema.InboxPrefix(schema.RoleOps, "")), nats.MaxReconnects(-1)}, extra...)...)
+		nats.MaxReconnects(-1)}, extra...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(nc.Close)
-	return nc
+	js, err := jetstream.NewWithAPIPrefix(nc, schema.OpsAPIPrefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return js
 }

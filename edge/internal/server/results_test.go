@@ -21,6 +21,29 @@ import (
 // match a message the edge published for are refused, counted by reason and never written.
 // Each case is followed by a genuine result in a later batch, so when that one is recorded
 // the forged one has been judged.
+// connectWorker connects to an edge's NATS as a worker, with an identity its authority signs.
+func connectWorker(t *testing.T, e *edgetest.Edge, id string) (jetstream.JetStream, *natsauth.Authority) {
+	t.Helper()
+	auth, err := natsauth.Open(e.DataDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ident, err := auth.Issue(schema.RoleWorker, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nc, err := nats.Connect(e.NATSURL, ident.Options()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return js, auth
+}
+
 func TestForgedResultsAreRefused(t *testing.T) {
 	e := edgetest.Start(t, "", server.Config{})
 	slackSite := edgetest.AddSite(t, e.DataDir, &store.Site{Name: "slack", Origins: []string{"http://site.test"},
@@ -40,20 +63,7 @@ func TestForgedResultsAreRefused(t *testing.T) {
 	other := send(slackSite, "b") // another conversation of the same site
 	p := send(plain, "c")         // a site without Slack
 
-	auth, err := natsauth.Open(e.DataDir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	id, err := auth.Issue(schema.RoleWorker, "forger")
-	if err != nil {
-		t.Fatal(err)
-	}
-	nc, err := nats.Connect(e.NATSURL, id.Options()...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, _ := jetstream.New(nc)
+	js, _ := connectWorker(t, e, "forger")
 	db := edgetest.OpenDB(t, e.DataDir)
 
 	good := func(m edgetest.Frame, site *store.Site) schema.Result {

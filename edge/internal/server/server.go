@@ -155,7 +155,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	if err := reg.Mirror(ctx, kv); err != nil {
+	if err := reg.Mirror(ctx, kv, auth, log); err != nil {
 		return fmt.Errorf("mirror sites to %s: %w", schema.BucketSites, err)
 	}
 
@@ -219,6 +219,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		if wcfg.WorkerID == "" {
 			wcfg.WorkerID = "inproc-" + nuid.Next()
 		}
+		wcfg.SitesKey = auth.AccountPublicKey()
 		id, err := auth.Issue(schema.RoleWorker, wcfg.WorkerID)
 		if err != nil {
 			stopWorker()

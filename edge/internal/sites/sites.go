@@ -4,11 +4,15 @@
 package sites
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"log/slog"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -47,10 +51,18 @@ type snapshot struct {
 // Registry is a copy-on-write map of sites: readers never lock. Sites change rarely; a change
 // copies the maps.
 type Registry struct {
-	snap atomic.Pointer[snapshot]
-	mu   sync.Mutex // serialises writers
-	kv   jetstream.KeyValue
-	br   *brakes.Brakes
+	snap   atomic.Pointer[snapshot]
+	mu     sync.Mutex // serialises writers
+	kv     jetstream.KeyValue
+	signer Signer
+	put    map[int64][]byte // the value last put for each site
+	log    *slog.Logger
+	br     *brakes.Brakes
+}
+
+// Signer signs SITES values (natsauth.Authority: the edge's account key).
+type Signer interface {
+	SignSite(key string, payload []byte) []byte
 }
 
 // New returns a registry holding sites, each with its own brakes from br.
@@ -130,27 +142,70 @@ func (r *Registry) Put(ctx context.Context, list ...*store.Site) error {
 	return r.mirror(ctx, list)
 }
 
-// Mirror attaches the SITES bucket and writes every site into it (at start, so that workers
-// see settings changed while the edge was down).
-func (r *Registry) Mirror(ctx context.Context, kv jetstream.KeyValue) error {
+// Mirror attaches the SITES bucket and writes every site into it, signed (at start, so that
+// workers see settings changed while the edge was down), then watches the bucket until ctx
+// ends: a value the edge did not put (NATS lets an identity that may read a stream answer
+// into any subject, see schema/access.go) is put back and logged. Workers would ignore it
+// anyway, its signature being wrong; putting it back keeps their settings current.
+func (r *Registry) Mirror(ctx context.Context, kv jetstream.KeyValue, signer Signer, log *slog.Logger) error {
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.kv = kv
+	r.kv, r.signer, r.log, r.put = kv, signer, log, make(map[int64][]byte)
 	var list []*store.Site
 	for _, s := range r.snap.Load().byID {
 		list = append(list, s.Site)
 	}
-	return r.mirror(ctx, list)
+	err := r.mirror(ctx, list)
+	r.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	w, err := kv.WatchAll(ctx, jetstream.UpdatesOnly())
+	if err != nil {
+		return err
+	}
+	go r.guard(ctx, w)
+	return nil
 }
 
+func (r *Registry) guard(ctx context.Context, w jetstream.KeyWatcher) {
+	defer w.Stop()
+	for e := range w.Updates() {
+		if e == nil {
+			continue
+		}
+		id, err := strconv.ParseInt(strings.TrimPrefix(e.Key(), "site."), 10, 64)
+		r.mu.Lock()
+		want, known := r.put[id]
+		foreign := err != nil || !known || e.Operation() != jetstream.KeyValuePut || !bytes.Equal(e.Value(), want)
+		if foreign {
+			r.log.Warn("SITES written by someone other than the edge; putting back what the edge holds", "key", e.Key(), "op", e.Operation().String())
+			if known {
+				_, err = r.kv.Put(ctx, e.Key(), want)
+			} else if e.Operation() == jetstream.KeyValuePut {
+				err = r.kv.Delete(ctx, e.Key())
+			}
+			if err != nil && ctx.Err() == nil {
+				r.log.Error("SITES: put back", "key", e.Key(), "err", err)
+			}
+		}
+		r.mu.Unlock()
+	}
+}
+
+// mirror puts the sites' delivery settings into SITES, signed. Caller holds r.mu.
 func (r *Registry) mirror(ctx context.Context, list []*store.Site) error {
 	snap := r.snap.Load()
 	for _, s := range list {
-		body, err := json.Marshal(snap.byID[s.ID].Delivery)
+		d := *snap.byID[s.ID].Delivery
+		d.Signed = time.Now().UnixNano()
+		body, err := json.Marshal(&d)
 		if err != nil {
 			return err
 		}
-		if _, err := r.kv.Put(ctx, schema.SiteKey(s.ID), body); err != nil {
+		key := schema.SiteKey(s.ID)
+		val := r.signer.SignSite(key, body)
+		r.put[s.ID] = val // before the put: the watch may see it first
+		if _, err := r.kv.Put(ctx, key, val); err != nil {
 			return err
 		}
 	}

@@ -28,25 +28,25 @@ import (
 )
 
 // credsWorkerID reads the worker id a credentials file was issued for (its JWT's name, see
-// schema.IdentityName).
-func credsWorkerID(path string) (string, error) {
+// schema.IdentityName) and the account that signed it: the edge's, whose key signs SITES.
+func credsWorkerID(path string) (id, issuer string, err error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return "", fmt.Errorf("-nats-creds: %w", err)
+		return "", "", fmt.Errorf("-nats-creds: %w", err)
 	}
 	tok, err := jwt.ParseDecoratedJWT(b)
 	if err != nil {
-		return "", fmt.Errorf("-nats-creds %s: not a NATS credentials file: %w", path, err)
+		return "", "", fmt.Errorf("-nats-creds %s: not a NATS credentials file: %w", path, err)
 	}
 	uc, err := jwt.DecodeUserClaims(tok)
 	if err != nil {
-		return "", fmt.Errorf("-nats-creds %s: %w", path, err)
+		return "", "", fmt.Errorf("-nats-creds %s: %w", path, err)
 	}
 	role, id := schema.ParseIdentityName(uc.Name)
 	if role != schema.RoleWorker || id == "" {
-		return "", fmt.Errorf("-nats-creds %s holds %q credentials, not a worker's: issue them with `edge creds worker -id <id> -out FILE`", path, uc.Name)
+		return "", "", fmt.Errorf("-nats-creds %s holds %q credentials, not a worker's: issue them with `edge creds worker -id <id> -out FILE`", path, uc.Name)
 	}
-	return id, nil
+	return id, uc.Issuer, nil
 }
 
 func main() {
@@ -120,10 +120,11 @@ func run(args []string) error {
 		return errors.New("-nats-creds is required: every NATS client authenticates. Issue this worker's with " +
 			"`edge creds worker -id <id> -out worker.creds` on the edge's box and pass -nats-creds worker.creds")
 	}
-	id, err := credsWorkerID(*natsCreds)
+	id, issuer, err := credsWorkerID(*natsCreds)
 	if err != nil {
 		return err
 	}
+	cfg.SitesKey = issuer
 	switch {
 	case cfg.WorkerID == "":
 		cfg.WorkerID = id

@@ -323,26 +323,26 @@ func (l *Lane) receive(s *Shard, gen int, m jetstream.Msg) {
 		_ = m.Nak() // handed over meanwhile; the next owner takes it
 		return
 	}
-	if old := s.seen[it.seq]; old != nil {
-		// Redelivered while we still hold it (ack wait passed): keep one copy, fresh handle.
-		old.msg, old.touched = m, it.touched
-		return
-	}
 	// A gap in the consumer's delivery sequence is a delivery lost on its way to us (the
 	// connection dropped, a cluster node died): JetStream counts that job as ours and will
 	// send it again only after its ack wait, so the jobs after it must not overtake it.
+	// Every delivery counts, redeliveries of what we hold too.
 	cseq := meta.Sequence.Consumer
 	gap := s.lastSeq != 0 && cseq > s.lastSeq+1
 	s.lastSeq = max(s.lastSeq, cseq)
+	if old := s.seen[it.seq]; old != nil {
+		// Redelivered while we still hold it (ack wait passed): keep one copy, fresh handle.
+		old.msg, old.touched = m, it.touched
+		if gap {
+			l.taint(s, gen)
+		}
+		return
+	}
 	if pin != s.pinID || gap {
 		// Newly pinned (jobs the previous owner took may still be out there) or a delivery
 		// lost: hold the shard until every job taken is acked or in our hands.
 		s.pinID = pin
-		s.tainted = true
-		if !s.checking {
-			s.checking = true
-			go l.checkTaint(s, gen)
-		}
+		l.taint(s, gen)
 	}
 	s.seen[it.seq] = it
 	s.unacked++
@@ -366,6 +366,15 @@ func (l *Lane) receive(s *Shard, gen int, m jetstream.Msg) {
 	if !l.kaRunning {
 		l.kaRunning = true
 		go l.keepAlive()
+	}
+}
+
+// taint holds the shard back until checkTaint clears it. Lock held.
+func (l *Lane) taint(s *Shard, gen int) {
+	s.tainted = true
+	if !s.checking {
+		s.checking = true
+		go l.checkTaint(s, gen)
 	}
 }
 

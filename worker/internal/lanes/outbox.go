@@ -197,14 +197,23 @@ func (o *Outbox) send() {
 // (keepAliveLoop keeps the waiting jobs in progress meanwhile).
 func (o *Outbox) onErr(_ jetstream.JetStream, m *nats.Msg, err error) {
 	o.mu.Lock()
-	defer o.mu.Unlock()
 	if o.pending[m] == nil {
+		o.mu.Unlock()
+		return
+	}
+	if o.isClosing() { // stopping: its jobs come back to whoever owns them next
+		o.mu.Unlock()
+		o.stored(m, false)
 		return
 	}
 	o.failed = append(o.failed, m)
-	if !o.retrier {
+	start := !o.retrier
+	if start {
 		o.retrier = true
 		o.retries.Add(1)
+	}
+	o.mu.Unlock()
+	if start {
 		if !o.js.Conn().IsClosed() {
 			o.log.Warn("results not stored; publishing them again until they are", "subject", m.Subject, "err", err)
 		}
@@ -212,12 +221,17 @@ func (o *Outbox) onErr(_ jetstream.JetStream, m *nats.Msg, err error) {
 	}
 }
 
+// retryFor bounds the retries of one message: past it, its jobs are left to be delivered
+// again (posted twice) rather than hold their partitions forever.
+const retryFor = 10 * time.Minute
+
 // retry publishes the failed messages again, in order, one at a time, until each is stored,
-// the connection is closed for good, or Close gives up on them (their jobs then come back to
-// whoever owns them next).
+// retryFor passes, the connection is closed for good, or Close gives up on them (their jobs
+// then come back to whoever owns them next).
 func (o *Outbox) retry() {
 	defer o.retries.Done()
 	wait := 100 * time.Millisecond
+	since := time.Now()
 	for attempt := 1; ; attempt++ {
 		o.mu.Lock()
 		if len(o.failed) == 0 {
@@ -227,18 +241,25 @@ func (o *Outbox) retry() {
 		}
 		m := o.failed[0]
 		o.mu.Unlock()
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		_, err := o.js.PublishMsg(ctx, m)
-		cancel()
-		if err == nil || o.js.Conn().IsClosed() || o.isClosing() {
+		giveUp := o.js.Conn().IsClosed() || o.isClosing() || time.Since(since) > retryFor
+		var err error
+		if !giveUp {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			_, err = o.js.PublishMsg(ctx, m)
+			cancel()
+		}
+		if err == nil || giveUp {
 			o.mu.Lock()
 			o.failed = o.failed[1:]
 			o.mu.Unlock()
-			if err == nil && attempt > 1 {
+			switch {
+			case giveUp:
+				o.log.Warn("results not stored; their jobs will be delivered again", "subject", m.Subject, "attempts", attempt-1)
+			case attempt > 1:
 				o.log.Info("results stored after retrying", "subject", m.Subject, "attempts", attempt)
 			}
-			o.stored(m, err == nil)
-			attempt, wait = 0, 100*time.Millisecond
+			o.stored(m, err == nil && !giveUp)
+			attempt, wait, since = 0, 100*time.Millisecond, time.Now()
 			continue
 		}
 		if attempt%10 == 0 {
@@ -363,6 +384,8 @@ func (o *Outbox) Close() {
 			o.log.Warn("outbox: results still unconfirmed at stop; their jobs will be redelivered")
 		}
 	}
+	o.mu.Lock() // onErr starts a retrier under the lock: none starts after this
 	close(o.closing)
+	o.mu.Unlock()
 	o.retries.Wait()
 }

@@ -34,7 +34,11 @@ func New(kv jetstream.KeyValue, id string, ttl time.Duration, log *slog.Logger) 
 	return &Group{ID: schema.Token(id), kv: kv, ttl: ttl, log: log}
 }
 
+// beat is a heartbeat. It names its worker, and a key whose value names another is not a
+// member: a copy of a real heartbeat written under a made-up key (the reply-subject route of
+// schema/access.go) would otherwise take partitions that no one then pulls.
 type beat struct {
+	ID      string    `json:"id"` // schema.Token of the worker id, the key's last token
 	Host    string    `json:"host"`
 	PID     int       `json:"pid"`
 	Started time.Time `json:"started"`
@@ -45,7 +49,7 @@ type beat struct {
 // its key so the others take its partitions at once.
 func (g *Group) Run(ctx context.Context, onChange func(live []string)) error {
 	host, _ := os.Hostname()
-	val, _ := json.Marshal(beat{Host: host, PID: os.Getpid(), Started: time.Now().UTC()})
+	val, _ := json.Marshal(beat{ID: g.ID, Host: host, PID: os.Getpid(), Started: time.Now().UTC()})
 	if _, err := g.kv.Put(ctx, schema.WorkerKey(g.ID), val); err != nil {
 		return err
 	}
@@ -100,6 +104,11 @@ func (g *Group) Run(ctx context.Context, onChange func(live []string)) error {
 			}
 			id := strings.TrimPrefix(e.Key(), "w.")
 			if e.Operation() == jetstream.KeyValuePut {
+				var b beat
+				if json.Unmarshal(e.Value(), &b) != nil || b.ID != id {
+					g.log.Warn("WORKERS entry that names another worker; not a member", "key", e.Key())
+					continue
+				}
 				live[id] = true
 			} else {
 				delete(live, id)

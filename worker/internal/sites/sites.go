@@ -17,21 +17,28 @@ import (
 	"spookat/schema"
 )
 
-// Cache is a live copy of the SITES bucket.
+// Cache is a live copy of the SITES bucket. It takes a value only when the edge signed it
+// for its key (schema.OpenSite) and it is not older than the one it holds.
 type Cache struct {
-	kv jetstream.KeyValue
-	mu sync.RWMutex
-	m  map[int64]*schema.SiteDelivery
+	kv     jetstream.KeyValue
+	signer string // the edge's account public key
+	log    *slog.Logger
+	mu     sync.RWMutex
+	m      map[int64]*schema.SiteDelivery
 }
 
 // Open starts watching the bucket and returns once the current values are loaded. The watch
-// stops with ctx.
-func Open(ctx context.Context, js jetstream.JetStream, log *slog.Logger) (*Cache, error) {
+// stops with ctx. signer is the account public key the edge signs values with (the issuer of
+// the worker's own credentials).
+func Open(ctx context.Context, js jetstream.JetStream, signer string, log *slog.Logger) (*Cache, error) {
+	if signer == "" {
+		return nil, errors.New("no key to check SITES values with")
+	}
 	kv, err := js.KeyValue(ctx, schema.BucketSites)
 	if err != nil {
 		return nil, err
 	}
-	c := &Cache{kv: kv, m: make(map[int64]*schema.SiteDelivery)}
+	c := &Cache{kv: kv, signer: signer, log: log, m: make(map[int64]*schema.SiteDelivery)}
 	w, err := kv.WatchAll(ctx)
 	if err != nil {
 		return nil, err
@@ -48,7 +55,7 @@ func Open(ctx context.Context, js jetstream.JetStream, log *slog.Logger) (*Cache
 				}
 				continue
 			}
-			c.apply(e, log)
+			c.apply(e)
 		}
 		if initial {
 			close(loaded)
@@ -67,7 +74,7 @@ func siteIDOf(key string) (int64, bool) {
 	return id, err == nil
 }
 
-func (c *Cache) apply(e jetstream.KeyValueEntry, log *slog.Logger) {
+func (c *Cache) apply(e jetstream.KeyValueEntry) {
 	id, ok := siteIDOf(e.Key())
 	if !ok {
 		return
@@ -78,14 +85,36 @@ func (c *Cache) apply(e jetstream.KeyValueEntry, log *slog.Logger) {
 		c.mu.Unlock()
 		return
 	}
-	var d schema.SiteDelivery
-	if err := json.Unmarshal(e.Value(), &d); err != nil {
-		log.Warn("bad SITES entry", "key", e.Key(), "err", err)
+	d, err := c.open(e.Key(), e.Value())
+	if err != nil {
+		c.log.Warn("SITES value ignored", "key", e.Key(), "err", err)
 		return
 	}
+	c.keep(id, d)
+}
+
+// open checks and decodes a value.
+func (c *Cache) open(key string, value []byte) (*schema.SiteDelivery, error) {
+	payload, err := schema.OpenSite(key, value, c.signer)
+	if err != nil {
+		return nil, err
+	}
+	var d schema.SiteDelivery
+	if err := json.Unmarshal(payload, &d); err != nil {
+		return nil, err
+	}
+	return &d, nil
+}
+
+// keep stores d unless the cache holds a newer value (one written back from the past).
+func (c *Cache) keep(id int64, d *schema.SiteDelivery) *schema.SiteDelivery {
 	c.mu.Lock()
-	c.m[id] = &d
-	c.mu.Unlock()
+	defer c.mu.Unlock()
+	if cur := c.m[id]; cur != nil && cur.Signed > d.Signed {
+		return cur
+	}
+	c.m[id] = d
+	return d
 }
 
 // Get returns a site's settings. A miss (the watch lagging behind a brand-new site) falls back
@@ -104,17 +133,11 @@ func (c *Cache) Get(ctx context.Context, id int64) (*schema.SiteDelivery, error)
 	if err != nil {
 		return nil, err
 	}
-	var nd schema.SiteDelivery
-	if err := json.Unmarshal(e.Value(), &nd); err != nil {
+	nd, err := c.open(e.Key(), e.Value())
+	if err != nil {
 		return nil, err
 	}
-	c.mu.Lock()
-	if c.m[id] == nil {
-		c.m[id] = &nd
-	}
-	d = c.m[id]
-	c.mu.Unlock()
-	return d, nil
+	return c.keep(id, nd), nil
 }
 
 // Peek returns the cached settings without a bucket read (nil on a miss).

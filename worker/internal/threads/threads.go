@@ -40,8 +40,26 @@ func (s *Store) Get(ctx context.Context, key string) (string, error) {
 		return "", err
 	}
 	v = string(e.Value())
+	if !threadID(v) {
+		// Not a thread id any worker wrote (Slack ts, Discord snowflake): something else
+		// landed under this key. A new thread is better than posting into garbage.
+		return "", nil
+	}
 	s.remember(key, v)
 	return v, nil
+}
+
+// threadID: what Slack and Discord use as ids, digits and a dot, at most 64 bytes.
+func threadID(v string) bool {
+	if v == "" || len(v) > 64 {
+		return false
+	}
+	for i := 0; i < len(v); i++ {
+		if c := v[i]; !(c >= '0' && c <= '9' || c == '.') {
+			return false
+		}
+	}
+	return true
 }
 
 // Put records a new thread. It is written to the bucket before the job that opened it is
