@@ -17,7 +17,7 @@ import (
 const credsUsage = `usage:
   edge creds worker -id ID -out FILE   credentials of one worker (its id is in them)
   edge creds ops -out FILE             read-only credentials for an SRE's nats CLI
-  edge creds edge -out FILE            the edge's own, for an external NATS (-nats-creds)
+  edge creds edge [-expires 1h] -out FILE   the edge's own: an external NATS (-nats-creds), a one-off replay
   edge creds list [-json]              every credential issued, and which are revoked
   edge creds revoke -key U… | -id ID   revoke one credential, or every one of a worker`
 
