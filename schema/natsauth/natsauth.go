@@ -156,7 +156,7 @@ func (a *Authority) key(name string, create func() (nkeys.KeyPair, error)) (nkey
 		return nil, err
 	}
 	seed, _ := kp.Seed()
-	if err := writeFile(path, append(seed, '\n')); err != nil {
+	if err := WriteSecret(path, append(seed, '\n')); err != nil {
 		return nil, err
 	}
 	return kp, nil
@@ -192,7 +192,7 @@ func (a *Authority) sign(acc *account, revoked map[string]int64) error {
 		return err
 	}
 	if acc.jwtFile != "" {
-		if err := writeFile(filepath.Join(a.dir, acc.jwtFile), []byte(s)); err != nil {
+		if err := WriteSecret(filepath.Join(a.dir, acc.jwtFile), []byte(s)); err != nil {
 			return err
 		}
 	}
@@ -216,7 +216,9 @@ func (a *Authority) lock() (func(), error) {
 	return func() { f.Close() }, nil
 }
 
-func writeFile(path string, data []byte) error {
+// WriteSecret writes a file only its owner can read, whatever the umask, replacing what was
+// there at once (a temporary file renamed): keys, JWTs, credentials files.
+func WriteSecret(path string, data []byte) error {
 	tmp := path + ".tmp"
 	if err := os.WriteFile(tmp, data, 0o600); err != nil {
 		return err
@@ -338,7 +340,7 @@ func (a *Authority) readIssued() ([]Record, error) {
 
 func (a *Authority) writeIssued(list []Record) error {
 	b, _ := json.MarshalIndent(list, "", "  ")
-	return writeFile(filepath.Join(a.dir, "issued.json"), append(b, '\n'))
+	return WriteSecret(filepath.Join(a.dir, "issued.json"), append(b, '\n'))
 }
 
 // Record keeps an identity handed out as a file, so it can be listed and revoked.

@@ -19,6 +19,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"spookat/edge/internal/edgetest"
+	"spookat/edge/internal/results"
 	"spookat/loadgen/mock"
 	"spookat/schema"
 )
@@ -278,7 +279,7 @@ func TestClusterLosesANodeUnderLoad(t *testing.T) {
 				ci, err = c.Info(context.Background())
 			}
 			rejected := map[string]float64{}
-			for _, r := range []string{"malformed", "unknown_message", "conversation_mismatch", "site_mismatch", "target_not_configured"} {
+			for _, r := range results.Reasons {
 				rejected[r], _ = edgetest.Metric(p.Addr, `spookat_results_rejected_total{reason="`+r+`"}`)
 			}
 			t.Fatalf("%d of %d deliveries recorded after 30 s; edge-results: %+v %v; rejected %v\nedge warnings:\n%s",
@@ -307,15 +308,11 @@ type paced struct {
 }
 
 func (v *paced) run(addr string, stop <-chan struct{}, acked *atomic.Int64) error {
-	ws, _, err := edgetest.DialRaw(addr, v.siteKey, "", "http://cluster.test")
+	c, err := edgetest.DialVisitor(addr, v.siteKey, "http://cluster.test")
 	if err != nil {
 		return err
 	}
-	defer ws.Close()
-	c := &edgetest.Client{WS: ws}
-	if hello, err := c.ReadErr(10 * time.Second); err != nil || hello.Type != "hello" {
-		return fmt.Errorf("hello: %+v %v", hello, err)
-	}
+	defer c.WS.Close()
 	tick := time.NewTicker(clusterEvery)
 	defer tick.Stop()
 	for k := 0; ; k++ {
@@ -324,16 +321,9 @@ func (v *paced) run(addr string, stop <-chan struct{}, acked *atomic.Int64) erro
 			return nil
 		case <-tick.C:
 		}
-		id := fmt.Sprintf("v%03d-%05d", v.n, k)
-		if err := ws.WriteJSON(map[string]string{"type": "message", "client_id": id, "text": fmt.Sprintf("cl v%03d m%05d", v.n, k)}); err != nil {
+		// Any frame but the ack (an error frame: a visitor's message refused) fails the test.
+		if _, err := c.SendAck(fmt.Sprintf("v%03d-%05d", v.n, k), fmt.Sprintf("cl v%03d m%05d", v.n, k)); err != nil {
 			return err
-		}
-		f, err := c.ReadErr(10 * time.Second)
-		if err != nil {
-			return fmt.Errorf("waiting for the ack of %s: %w", id, err)
-		}
-		if f.Type != "ack" || f.ClientID != id {
-			return fmt.Errorf("got %+v while waiting for the ack of %s: a visitor's message refused", f, id)
 		}
 		v.sent++
 		acked.Add(1)

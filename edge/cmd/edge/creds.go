@@ -88,19 +88,7 @@ func issue(dataDir string, role schema.Role, id, out string, until time.Time) (*
 		_, err = os.Stdout.Write(ident.Creds())
 		return ident, err
 	}
-	return ident, writeSecret(out, ident.Creds())
-}
-
-// writeSecret writes a file only its owner can read, replacing what was there.
-func writeSecret(path string, data []byte) error {
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, data, 0o600); err != nil {
-		return err
-	}
-	if err := os.Chmod(tmp, 0o600); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
+	return ident, natsauth.WriteSecret(out, ident.Creds())
 }
 
 func credsList(args []string) error {
@@ -192,7 +180,7 @@ func natsConfig(args []string) error {
 		_, err := os.Stdout.WriteString(conf)
 		return err
 	}
-	if err := writeSecret(*out, []byte(conf)); err != nil {
+	if err := natsauth.WriteSecret(*out, []byte(conf)); err != nil {
 		return err
 	}
 	fmt.Fprintf(os.Stderr, "nats-server auth written to %s (account %s)\n", *out, auth.AccountPublicKey())

@@ -297,26 +297,15 @@ type e2eVisitor struct {
 }
 
 func (v *e2eVisitor) run(addr string, n int) error {
-	ws, _, err := edgetest.DialRaw(addr, v.siteKey, "", "http://e2e.test")
+	c, err := edgetest.DialVisitor(addr, v.siteKey, "http://e2e.test")
 	if err != nil {
 		return err
 	}
-	defer ws.Close()
-	c := &edgetest.Client{WS: ws}
-	if hello, err := c.ReadErr(10 * time.Second); err != nil || hello.Type != "hello" {
-		return fmt.Errorf("hello: %+v %v", hello, err)
-	}
+	defer c.WS.Close()
 	for k := range e2ePerConv {
-		id := fmt.Sprintf("v%03d-%02d", n, k)
-		if err := ws.WriteJSON(map[string]string{"type": "message", "client_id": id, "text": fmt.Sprintf("e2e v%03d m%02d", n, k)}); err != nil {
-			return err
-		}
-		f, err := c.ReadErr(10 * time.Second)
+		f, err := c.SendAck(fmt.Sprintf("v%03d-%02d", n, k), fmt.Sprintf("e2e v%03d m%02d", n, k))
 		if err != nil {
 			return err
-		}
-		if f.Type != "ack" || f.ClientID != id {
-			return fmt.Errorf("got %+v while waiting for the ack of %s", f, id)
 		}
 		v.msgIDs[k] = f.MessageID
 	}

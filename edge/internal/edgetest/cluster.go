@@ -7,10 +7,11 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"spookat/loadgen/natscluster"
 )
 
 // NATSNode is one bin/nats-server of a test cluster, with its configuration file and store
@@ -41,34 +42,25 @@ func StartCluster(t testing.TB, bin, dir string, o ClusterOptions) []*NATSNode {
 		o.Nodes = 3
 	}
 	nodes := make([]*NATSNode, o.Nodes)
-	routes := make([]string, o.Nodes)
+	addrs := make([]natscluster.Node, o.Nodes)
 	for i := range nodes {
 		nodes[i] = &NATSNode{Name: fmt.Sprintf("n%d", i+1), ClientAddr: FreePort(t), HTTPAddr: FreePort(t), bin: bin, t: t}
-		routes[i] = FreePort(t)
+		addrs[i] = natscluster.Node{Name: nodes[i].Name, Client: nodes[i].ClientAddr, HTTP: nodes[i].HTTPAddr, Route: FreePort(t)}
 	}
-	var urls []string
-	for _, r := range routes {
-		urls = append(urls, fmt.Sprintf("nats-route://route:route-secret@%s", r))
+	co := natscluster.Options{StoreDir: func(n natscluster.Node) string { return filepath.Join(dir, n.Name) }}
+	if o.AuthConf != "" {
+		rel, err := filepath.Rel(dir, o.AuthConf) // include paths are relative to the file
+		if err != nil {
+			t.Fatal(err)
+		}
+		co.Include = rel
+	}
+	if o.TLS != nil {
+		co.TLSCert, co.TLSKey = o.TLS.Cert, o.TLS.Key
 	}
 	for i, n := range nodes {
-		var b strings.Builder
-		fmt.Fprintf(&b, "server_name: %s\nlisten: %s\nhttp: %s\n", n.Name, n.ClientAddr, n.HTTPAddr)
-		if o.AuthConf != "" {
-			rel, err := filepath.Rel(dir, o.AuthConf) // include paths are relative to the file
-			if err != nil {
-				t.Fatal(err)
-			}
-			fmt.Fprintf(&b, "include %q\n", rel)
-		}
-		if o.TLS != nil {
-			fmt.Fprintf(&b, "tls { cert_file: %q, key_file: %q }\n", o.TLS.Cert, o.TLS.Key)
-		}
-		fmt.Fprintf(&b, "jetstream { store_dir: %q }\n", filepath.Join(dir, n.Name))
-		fmt.Fprintf(&b, "cluster {\n  name: spookat\n  listen: %s\n  no_advertise: true\n", routes[i])
-		b.WriteString("  authorization { user: route, password: route-secret }\n")
-		fmt.Fprintf(&b, "  routes: [\n    %s\n  ]\n}\n", strings.Join(urls, "\n    "))
 		n.conf = filepath.Join(dir, n.Name+".conf")
-		if err := os.WriteFile(n.conf, []byte(b.String()), 0o600); err != nil {
+		if err := os.WriteFile(n.conf, []byte(natscluster.Config(addrs[i], addrs, co)), 0o600); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -161,6 +161,36 @@ func DialRaw(addr, siteKey, token, origin string) (*fws.Conn, *http.Response, er
 	return d.Dial(u, h)
 }
 
+// DialVisitor opens a widget socket with an Origin and reads the hello, returning errors
+// instead of failing the test (for visitors running in goroutines).
+func DialVisitor(addr, siteKey, origin string) (*Client, error) {
+	ws, _, err := DialRaw(addr, siteKey, "", origin)
+	if err != nil {
+		return nil, err
+	}
+	c := &Client{WS: ws}
+	if c.Hello, err = c.ReadErr(10 * time.Second); err != nil || c.Hello.Type != "hello" {
+		ws.Close()
+		return nil, fmt.Errorf("hello: %+v %v", c.Hello, err)
+	}
+	return c, nil
+}
+
+// SendAck sends a message and waits for its ack; any other frame is an error naming it.
+func (c *Client) SendAck(clientID, text string) (Frame, error) {
+	if err := c.WS.WriteJSON(map[string]string{"type": "message", "client_id": clientID, "text": text}); err != nil {
+		return Frame{}, err
+	}
+	f, err := c.ReadErr(10 * time.Second)
+	if err != nil {
+		return f, fmt.Errorf("waiting for the ack of %s: %w", clientID, err)
+	}
+	if f.Type != "ack" || f.ClientID != clientID {
+		return f, fmt.Errorf("got %+v while waiting for the ack of %s", f, clientID)
+	}
+	return f, nil
+}
+
 // Send writes a frame (any JSON-encodable value).
 func (c *Client) Send(t testing.TB, v any) {
 	t.Helper()

@@ -18,6 +18,7 @@ import (
 
 	"spookat/loadgen/internal/proc"
 	"spookat/loadgen/internal/stairs"
+	"spookat/loadgen/natscluster"
 )
 
 // LoadBrakes raise the edge's per-connection and per-site message brakes far above the load
@@ -327,41 +328,34 @@ func startCluster(ctx context.Context, cfg Config, dir, data string, start func(
 	if out, err := exec.CommandContext(ctx, cfg.EdgeBin, "nats-config", "-data", data, "-out", auth).CombinedOutput(); err != nil {
 		return "", fmt.Errorf("edge nats-config: %v: %s", err, out)
 	}
-	type node struct{ client, route, http string }
-	nodes := make([]node, 3)
+	nodes := make([]natscluster.Node, 3)
+	var urls []string
 	for i := range nodes {
-		for _, a := range []*string{&nodes[i].client, &nodes[i].route, &nodes[i].http} {
+		nodes[i].Name = fmt.Sprintf("nats-n%d", i+1)
+		for _, a := range []*string{&nodes[i].Client, &nodes[i].Route, &nodes[i].HTTP} {
 			addr, err := proc.FreeAddr()
 			if err != nil {
 				return "", err
 			}
 			*a = addr
 		}
+		urls = append(urls, "nats://"+nodes[i].Client)
 	}
-	var routes, urls []string
-	for _, n := range nodes {
-		routes = append(routes, "nats-route://route:route@"+n.route)
-		urls = append(urls, "nats://"+n.client)
-	}
+	co := natscluster.Options{Include: "auth.conf", StoreDir: func(n natscluster.Node) string { return filepath.Join(dir, n.Name) }}
 	var ps []*proc.Proc
-	for i, n := range nodes {
-		name := fmt.Sprintf("nats-n%d", i+1)
-		conf := fmt.Sprintf("server_name: n%d\nlisten: %s\nhttp: %s\ninclude \"auth.conf\"\n"+
-			"jetstream { store_dir: %q }\ncluster { name: loadgen, listen: %s, no_advertise: true,\n"+
-			"  authorization { user: route, password: route }\n  routes: [%s] }\n",
-			i+1, n.client, n.http, filepath.Join(dir, name), n.route, strings.Join(routes, ", "))
-		path := filepath.Join(dir, name+".conf")
-		if err := os.WriteFile(path, []byte(conf), 0o600); err != nil {
+	for _, n := range nodes {
+		path := filepath.Join(dir, n.Name+".conf")
+		if err := os.WriteFile(path, []byte(natscluster.Config(n, nodes, co)), 0o600); err != nil {
 			return "", err
 		}
-		p, err := start(name, cfg.OtherCPUs, cfg.NATSServerBin, "-c", path)
+		p, err := start(n.Name, cfg.OtherCPUs, cfg.NATSServerBin, "-c", path)
 		if err != nil {
 			return "", err
 		}
 		ps = append(ps, p)
 	}
 	for i, p := range ps {
-		if err := p.WaitHTTP(ctx, "http://"+nodes[i].http+"/healthz", 60*time.Second); err != nil {
+		if err := p.WaitHTTP(ctx, "http://"+nodes[i].HTTP+"/healthz", 60*time.Second); err != nil {
 			return "", err
 		}
 	}
