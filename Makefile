@@ -3,6 +3,8 @@ SHELL := /bin/bash
 GO ?= go
 BIN := $(CURDIR)/bin
 DATA ?= $(CURDIR)/data
+# make run listens on loopback only: it prints a demo login. ADDR=:8080 make run opens it to the network.
+ADDR ?= 127.0.0.1:8080
 MODULES := schema edge worker loadgen
 export CGO_ENABLED := 0
 
@@ -20,7 +22,7 @@ build:
 run: build
 	@mkdir -p $(DATA)
 	$(BIN)/edge demo -data $(DATA)
-	exec $(BIN)/edge -data $(DATA)
+	exec $(BIN)/edge -data $(DATA) -addr $(ADDR)
 
 # Tests use the binaries (crash tests run bin/edge as a subprocess, the cluster test three
 # bin/nats-server), so build first; a real browser (Debian's chromium) for the widget and

@@ -45,6 +45,17 @@ const (
 	AuthorSystem   = "system"
 )
 
+// Source is where a message was written: it decides where its jobs go (a reply from Slack is
+// never posted back to Slack) and scopes its client id.
+type Source string
+
+// Message sources.
+const (
+	SourceWidget Source = "widget" // a visitor's chat window
+	SourceInbox  Source = "inbox"  // an operator in the web inbox or the API
+	SourceSlack  Source = "slack"  // an operator's reply in a Slack thread
+)
+
 // ClientFrame is any frame a widget sends; Type selects which fields matter.
 type ClientFrame struct {
 	Type           string `json:"type"`

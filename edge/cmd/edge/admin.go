@@ -240,11 +240,11 @@ spookat demo
   widget demo     %s/demo?site=%s
   operator inbox  %s/app
   websocket       %s/v1/widget/ws?site=%s
-  health          %s/readyz   metrics %s/metrics
+  health          %s/readyz   metrics http://127.0.0.1:9102/metrics (-metrics-addr)
   NATS            nats://127.0.0.1:4222, credentials only (read-only ones in %s):
                   make nats; bin/nats --creds %s --js-api-prefix %s stream report
 
-`, d.SiteKey, d.Email, d.Password, path, u, d.SiteKey, u, strings.Replace(u, "http", "ws", 1), d.SiteKey, u, u,
+`, d.SiteKey, d.Email, d.Password, path, u, d.SiteKey, u, strings.Replace(u, "http", "ws", 1), d.SiteKey, u,
 		opsCreds, opsCreds, schema.OpsAPIPrefix)
 	return nil
 }

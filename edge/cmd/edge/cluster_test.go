@@ -280,7 +280,7 @@ func TestClusterLosesANodeUnderLoad(t *testing.T) {
 			}
 			rejected := map[string]float64{}
 			for _, r := range results.Reasons {
-				rejected[r], _ = edgetest.Metric(p.Addr, `spookat_results_rejected_total{reason="`+r+`"}`)
+				rejected[r], _ = edgetest.Metric(p.MetricsAddr, `spookat_results_rejected_total{reason="`+r+`"}`)
 			}
 			t.Fatalf("%d of %d deliveries recorded after 30 s; edge-results: %+v %v; rejected %v\nedge warnings:\n%s",
 				recorded(), total, ci, err, rejected, warnings(p.Log()))

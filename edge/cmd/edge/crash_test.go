@@ -193,7 +193,7 @@ func TestCrashLosesNothing(t *testing.T) {
 
 	// Every job the edge owes is in JOBS (backlog 0), then count them by job id.
 	edgetest.WaitFor(t, "publish backlog 0", 30*time.Second, func() bool {
-		v, ok := edgetest.Metric(p.Addr, "spookat_publish_backlog")
+		v, ok := edgetest.Metric(p.MetricsAddr, "spookat_publish_backlog")
 		return ok && v == 0
 	})
 	jobs := countJobs(t, bin, dir, p.NATSAddr)

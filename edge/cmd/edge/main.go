@@ -26,6 +26,7 @@ import (
 	"syscall"
 
 	"spookat/edge/internal/brakes"
+	"spookat/edge/internal/clientip"
 	"spookat/edge/internal/server"
 	"spookat/worker"
 )
@@ -100,14 +101,27 @@ func serve(args []string) error {
 	fs.IntVar(&bc.FloodMaxLevel, "flood-max-level", bc.FloodMaxLevel, "highest flood brake level")
 	fs.Float64Var(&bc.SiteMsgRate, "site-msg-rate", bc.SiteMsgRate, "sustained messages per second per site (0: no limit)")
 	fs.Float64Var(&bc.SiteMsgBurst, "site-msg-burst", bc.SiteMsgBurst, "burst of -site-msg-rate")
-	fs.StringVar(&cfg.ProxyHeader, "proxy-header", "", "take the client's IP from this header (e.g. X-Forwarded-For) behind a trusted proxy")
+	fs.StringVar(&cfg.ProxyHeader, "proxy-header", "", "take the client's IP from this header (e.g. X-Forwarded-For) when the peer is one of -trusted-proxies")
+	trustedProxies := fs.String("trusted-proxies", "", "CIDRs or addresses of the proxies allowed to set -proxy-header, comma-separated (e.g. 127.0.0.1,10.0.0.0/8)")
+	fs.IntVar(&cfg.MaxSockets, "max-sockets", 0, "open HTTP and websocket connections past which new ones get 503 (0: the file limit less a reserve for SQLite, NATS and outbound posts)")
+	fs.StringVar(&cfg.MetricsAddr, "metrics-addr", "127.0.0.1:9102", "serve /metrics on this address, apart from -addr (empty: off)")
 	wcfg := worker.DefaultConfig()
 	wcfg.RegisterFlags(fs)
 	wcfg.RegisterQueueFlags(fs)
-	if err := parse(fs, args); err != nil {
+	err := parse(fs, args)
+	if err != nil {
 		return err
 	}
 	cfg.Brakes = bc
+	if cfg.TrustedProxies, err = clientip.ParsePrefixes(*trustedProxies); err != nil {
+		return fmt.Errorf("-trusted-proxies: %w", err)
+	}
+	if cfg.ProxyHeader != "" && len(cfg.TrustedProxies) == 0 {
+		return fmt.Errorf("-proxy-header %s needs -trusted-proxies, the addresses of the proxies that set it (e.g. -trusted-proxies 127.0.0.1): without it any client could claim any address", cfg.ProxyHeader)
+	}
+	if cfg.MaxSockets < 0 {
+		return fmt.Errorf("-max-sockets must be 0 (from the file limit) or more, not %d", cfg.MaxSockets)
+	}
 	switch *syncMode {
 	case "normal":
 	case "full":
@@ -123,6 +137,7 @@ func serve(args []string) error {
 		return err
 	}
 	cfg.Worker = &wcfg
+	cfg.StopTimeout = wcfg.StopTimeout // one flag bounds the whole stop
 	switch *workerMode {
 	case "inproc":
 		wcfg.Logger = log.With("part", "worker")
@@ -136,6 +151,8 @@ func serve(args []string) error {
 		cfg.PublicURL = "http://localhost:" + port
 	}
 	cfg.PublicURL = strings.TrimRight(cfg.PublicURL, "/")
+	// Everything the edge writes (database, JetStream, credentials, logs) is its own.
+	syscall.Umask(0o077)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	return server.Run(ctx, cfg, log)

@@ -187,7 +187,7 @@ func (o *Ops) Seed(ctx context.Context, req SeedRequest) (*SeedResult, error) {
 // Lock takes the data directory's lock file, held by a running edge for its whole life.
 // ok is false when another process holds it.
 func Lock(dataDir string) (f *os.File, ok bool, err error) {
-	if err := os.MkdirAll(dataDir, 0o750); err != nil {
+	if err := os.MkdirAll(dataDir, 0o700); err != nil {
 		return nil, false, err
 	}
 	f, err = os.OpenFile(filepath.Join(dataDir, LockName), os.O_CREATE|os.O_RDWR, 0o600)

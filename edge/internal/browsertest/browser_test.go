@@ -461,8 +461,9 @@ func TestSlackReplyReachesVisitor(t *testing.T) {
 		b, _ := json.Marshal(map[string]any{"type": "event_callback", "event_id": id, "team_id": "T1", "event": ev})
 		return id, b
 	}
+	query := "" // events find their site by channel; url_verification has none and names it
 	post := func(body []byte, sign string, ts time.Time, retry string) *http.Response {
-		req, _ := http.NewRequest("POST", e.base+"/v1/integrations/slack/events", strings.NewReader(string(body)))
+		req, _ := http.NewRequest("POST", e.base+"/v1/integrations/slack/events"+query, strings.NewReader(string(body)))
 		req.Header.Set("Content-Type", "application/json")
 		stamp := strconv.FormatInt(ts.Unix(), 10)
 		req.Header.Set("X-Slack-Request-Timestamp", stamp)
@@ -482,10 +483,12 @@ func TestSlackReplyReachesVisitor(t *testing.T) {
 		return resp
 	}
 
-	// url_verification, signed.
+	// url_verification, signed, to the URL that names the site.
+	query = "?site=" + site.Key
 	if r := post([]byte(`{"type":"url_verification","challenge":"chal-123","token":"x"}`), secret, time.Now(), ""); r.StatusCode != 200 {
 		t.Fatalf("url_verification: %d", r.StatusCode)
 	}
+	query = ""
 	// Refused: unsigned, signed with another secret, signed but stale.
 	_, unsigned := event("UNSIGNED reply", "Mallory", "")
 	for name, r := range map[string]*http.Response{

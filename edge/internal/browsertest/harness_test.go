@@ -214,7 +214,7 @@ func startEdge(t *testing.T, cfg server.Config) *env {
 // metrics returns the edge's /metrics page.
 func (e *env) metrics() string {
 	e.t.Helper()
-	resp, err := http.Get(e.base + "/metrics")
+	resp, err := http.Get("http://" + e.edge.MetricsAddr + "/metrics")
 	if err != nil {
 		e.t.Fatal(err)
 	}

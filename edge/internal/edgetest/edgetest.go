@@ -23,8 +23,9 @@ import (
 
 // Edge is a running in-process edge.
 type Edge struct {
-	Addr    string // host:port of HTTP/websocket
-	NATSURL string // its embedded NATS (credentials: natsauth.Open(DataDir))
+	Addr        string // host:port of HTTP/websocket
+	MetricsAddr string // host:port of /metrics
+	NATSURL     string // its embedded NATS (credentials: natsauth.Open(DataDir))
 	DataDir string
 	stop    context.CancelFunc
 	done    chan error
@@ -44,8 +45,11 @@ func Start(t testing.TB, dataDir string, cfg server.Config) *Edge {
 	if cfg.NATSListen == "" {
 		cfg.NATSListen = FreePort(t)
 	}
-	ready := make(chan string, 1)
-	cfg.Ready = func(addr string) { ready <- addr }
+	if cfg.MetricsAddr == "" {
+		cfg.MetricsAddr = "127.0.0.1:0"
+	}
+	ready := make(chan server.Addrs, 1)
+	cfg.Ready = func(a server.Addrs) { ready <- a }
 	if cfg.PublicURL == "" {
 		cfg.PublicURL = "http://edge.test"
 	}
@@ -57,7 +61,8 @@ func Start(t testing.TB, dataDir string, cfg server.Config) *Edge {
 	}
 	go func() { e.done <- server.Run(ctx, cfg, log) }()
 	select {
-	case e.Addr = <-ready:
+	case a := <-ready:
+		e.Addr, e.MetricsAddr = a.HTTP, a.Metrics
 	case err := <-e.done:
 		t.Fatalf("edge did not start: %v", err)
 	case <-time.After(20 * time.Second):
@@ -86,7 +91,7 @@ func (e *Edge) Stop(t testing.TB) {
 		if err != nil {
 			t.Errorf("edge stopped with: %v", err)
 		}
-	case <-time.After(server.ShutdownTimeout + 5*time.Second):
+	case <-time.After(server.DefaultStopTimeout + 5*time.Second):
 		t.Error("edge did not stop in time")
 	}
 }
@@ -257,7 +262,7 @@ func QueryInt(t testing.TB, db *sqlite3.Conn, sql string, args ...int64) int64 {
 	return st.ColumnInt64(0)
 }
 
-// Metric reads one series from an edge's /metrics, e.g. `spookat_publish_backlog` or
+// Metric reads one series from an edge's /metrics (addr: its metrics address), e.g. `spookat_publish_backlog` or
 // `spookat_results_rejected_total{reason="site_mismatch"}`.
 func Metric(addr, series string) (float64, bool) {
 	resp, err := http.Get("http://" + addr + "/metrics")

@@ -51,17 +51,18 @@ var NoBrakes = []string{"-conn-msg-rate", "0", "-site-msg-rate", "0", "-ip-conv-
 // Proc is bin/edge running as a subprocess.
 type Proc struct {
 	*process
-	Addr     string
-	NATSAddr string
-	DataDir  string
+	Addr        string
+	MetricsAddr string
+	NATSAddr    string
+	DataDir     string
 }
 
 // StartProc starts bin/edge on dataDir with fresh ports plus extra flags, and waits for
 // /readyz. Its stderr goes to dataDir/edge-<n>.log.
 func StartProc(t testing.TB, bin, dataDir string, extra ...string) *Proc {
 	t.Helper()
-	p := &Proc{Addr: FreePort(t), NATSAddr: FreePort(t), DataDir: dataDir}
-	args := append([]string{"-data", dataDir, "-addr", p.Addr, "-nats-listen", p.NATSAddr, "-nats-monitor", ""}, extra...)
+	p := &Proc{Addr: FreePort(t), MetricsAddr: FreePort(t), NATSAddr: FreePort(t), DataDir: dataDir}
+	args := append([]string{"-data", dataDir, "-addr", p.Addr, "-metrics-addr", p.MetricsAddr, "-nats-listen", p.NATSAddr, "-nats-monitor", ""}, extra...)
 	logs, _ := filepath.Glob(filepath.Join(dataDir, "edge-*.log"))
 	p.process = startProcess(t, "edge", filepath.Join(dataDir, fmt.Sprintf("edge-%d.log", len(logs))), bin, args...)
 	deadline := time.Now().Add(30 * time.Second)

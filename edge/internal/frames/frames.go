@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"spookat/schema"
 	"spookat/schema/fastjson"
 )
 
@@ -47,6 +48,15 @@ func Message(b []byte, id int64, author, name, text, clientID string, createdAt 
 		b = fastjson.AppendString(b, clientID)
 	}
 	return append(b, '}')
+}
+
+// VisitorClientID is the client id a visitor may see of a message: its own (every visitor
+// message of a conversation is its own), never an operator's or a Slack reply's.
+func VisitorClientID(author, clientID string) string {
+	if author == schema.AuthorVisitor {
+		return clientID
+	}
+	return ""
 }
 
 // Error is {"type":"error",["client_id":…,]"code":…,"message":…[,"retry_after_ms":N]}.

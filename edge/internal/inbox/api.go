@@ -129,6 +129,7 @@ func (h *Handler) reply(c *fiber.Ctx) error {
 	if err := c.BodyParser(&req); err != nil {
 		return fail(c, fiber.StatusBadRequest, "invalid", "The body must be JSON: {\"text\": \"…\"}.")
 	}
+	req.Text = schema.CleanText(req.Text)
 	if strings.TrimSpace(req.Text) == "" {
 		return fail(c, fiber.StatusBadRequest, "invalid", "The message is empty.")
 	}
@@ -150,7 +151,7 @@ func (h *Handler) reply(c *fiber.Ctx) error {
 	done := make(chan store.MessageResult, 1)
 	if err := h.Store.SubmitMessage(&store.MessageRequest{
 		SiteID: cv.SiteID, ConversationID: cv.ID, Author: schema.AuthorOperator, Name: name,
-		Text: req.Text, Internal: req.Internal, ClientID: clientID,
+		Text: req.Text, Internal: req.Internal, Source: schema.SourceInbox, ClientID: clientID,
 		Done: func(r store.MessageResult) { done <- r },
 	}); err != nil {
 		return fail(c, fiber.StatusServiceUnavailable, schema.CodeUnavailable, "The server is too busy; send it again.")

@@ -91,7 +91,7 @@ func (h *Hub) Publish(msgs []store.Committed) {
 				continue
 			}
 			if frame == nil { // encode once, only when someone else watches
-				frame = frames.Message(nil, c.MessageID, c.Author, c.Name, c.Text, c.ClientID, c.CreatedAt)
+				frame = frames.Message(nil, c.MessageID, c.Author, c.Name, c.Text, frames.VisitorClientID(c.Author, c.ClientID), c.CreatedAt)
 			}
 			s.Deliver(c.MessageID, frame)
 		}

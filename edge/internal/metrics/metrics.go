@@ -21,6 +21,10 @@ type Edge struct {
 	// ResultsRejected counts results refused because they do not match what the edge
 	// published, by reason (see results.Reasons).
 	ResultsRejected *prometheus.CounterVec
+	// SocketRefusals counts connections refused with 503 because -max-sockets were open.
+	SocketRefusals prometheus.Counter
+	// AcceptErrors counts failed accepts (out of file descriptors), each retried.
+	AcceptErrors prometheus.Counter
 }
 
 // New registers every metric, the Go runtime's (scheduler latency included: loadgen reads
@@ -56,8 +60,14 @@ func New() *Edge {
 		ResultsRejected: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "spookat_results_rejected_total", Help: "Results refused and not recorded: they do not match a message, conversation, site and target the edge published for.",
 		}, []string{"reason"}),
+		SocketRefusals: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "spookat_socket_refusals_total", Help: "Connections refused with 503 because -max-sockets connections were open.",
+		}),
+		AcceptErrors: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "spookat_accept_errors_total", Help: "Failed accepts on the public listener (e.g. out of file descriptors), retried with a back-off.",
+		}),
 	}
-	reg.MustRegister(m.MessagesSaved, m.AckLatency, m.CommitBatch, m.CommitDuration, m.OpenSockets, m.FrameErrors, m.ResultsRecords, m.ResultsRejected,
+	reg.MustRegister(m.SocketRefusals, m.AcceptErrors, m.MessagesSaved, m.AckLatency, m.CommitBatch, m.CommitDuration, m.OpenSockets, m.FrameErrors, m.ResultsRecords, m.ResultsRejected,
 		collectors.NewGoCollector(collectors.WithGoCollectorRuntimeMetrics(collectors.MetricsScheduler, collectors.MetricsGC)),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m

@@ -205,7 +205,7 @@ func (p *Publisher) publish(c *store.Committed) {
 		if d := p.cfg.Targets(c.SiteID); d != nil {
 			targets = d.Targets(c.First && c.Author == schema.AuthorVisitor)
 		}
-		if strings.HasPrefix(c.ClientID, "slack:") {
+		if c.Source == schema.SourceSlack {
 			targets = withoutSlack(targets) // a reply from Slack is never posted back to Slack
 		}
 		if c.Author == schema.AuthorOperator && p.cfg.ReplyEmail != nil {

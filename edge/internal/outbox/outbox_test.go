@@ -56,14 +56,16 @@ func TestJobsPerMessageAndWatermark(t *testing.T) {
 		{MessageID: 1, ConversationID: 10, SiteID: 1, Author: "visitor", Text: "hello", First: true},
 		{MessageID: 2, ConversationID: 10, SiteID: 1, Author: "operator", Name: "Olivia", Text: "hi!"},
 		{MessageID: 3, ConversationID: 10, SiteID: 1, Author: "operator", Text: "note", Internal: true},
-		{MessageID: 4, ConversationID: 11, SiteID: 1, Author: "operator", Text: "from slack", ClientID: "slack:C1:1.2"},
+		{MessageID: 4, ConversationID: 11, SiteID: 1, Author: "operator", Text: "from slack", Source: schema.SourceSlack, ClientID: "slack:C1:1.2"},
 		{MessageID: 5, ConversationID: 12, SiteID: 2, Author: "visitor", Text: "no targets", First: true},
+		// A visitor's client id that looks like Slack's changes nothing: the source decides.
+		{MessageID: 6, ConversationID: 13, SiteID: 1, Author: "visitor", Text: "hi", Source: schema.SourceWidget, ClientID: "slack:C1:9.9"},
 	})
 	if !p.Drain(10 * time.Second) {
 		t.Fatalf("backlog %d not drained", p.Backlog())
 	}
-	if wm := p.Watermark(); wm != 5 {
-		t.Fatalf("watermark %d after every job was stored, want 5", wm)
+	if wm := p.Watermark(); wm != 6 {
+		t.Fatalf("watermark %d after every job was stored, want 6", wm)
 	}
 
 	js, _ := jetstream.New(br.NC)
@@ -90,7 +92,7 @@ func TestJobsPerMessageAndWatermark(t *testing.T) {
 		jobs[j.ID] = j
 	}
 	sort.Strings(ids)
-	want := []string{"m1.email", "m1.slack", "m2.email", "m2.slack"}
+	want := []string{"m1.email", "m1.slack", "m2.email", "m2.slack", "m6.slack"}
 	if len(ids) != len(want) {
 		t.Fatalf("jobs %v, want %v", ids, want)
 	}

@@ -114,13 +114,13 @@ func TestForgedResultsAreRefused(t *testing.T) {
 	} {
 		t.Run(tc.reason, func(t *testing.T) {
 			series := fmt.Sprintf(`spookat_results_rejected_total{reason=%q}`, tc.reason)
-			before, _ := edgetest.Metric(e.Addr, series)
+			before, _ := edgetest.Metric(e.MetricsAddr, series)
 			r := good(a, slackSite)
 			r.Status, r.Error, r.ThreadID = schema.StatusDead, "forged: "+tc.reason, "1700000000.000100"
 			tc.forge(&r)
 			publish(r)
 			barrier()
-			if after, _ := edgetest.Metric(e.Addr, series); after != before+1 {
+			if after, _ := edgetest.Metric(e.MetricsAddr, series); after != before+1 {
 				t.Fatalf("%s = %v, want %v", series, after, before+1)
 			}
 			if n := edgetest.QueryInt(t, db, `SELECT count(*) FROM deliveries WHERE message_id IN (?, ?, ?) OR last_error LIKE 'forged%'`,
@@ -133,12 +133,12 @@ func TestForgedResultsAreRefused(t *testing.T) {
 		})
 	}
 	// A line that is not a result at all is refused too, and the batch's good lines pass.
-	before, _ := edgetest.Metric(e.Addr, `spookat_results_rejected_total{reason="malformed"}`)
+	before, _ := edgetest.Metric(e.MetricsAddr, `spookat_results_rejected_total{reason="malformed"}`)
 	if _, err := js.Publish(context.Background(), schema.ResultSubject("forger"), []byte("{not json\n")); err != nil {
 		t.Fatal(err)
 	}
 	barrier()
-	if after, _ := edgetest.Metric(e.Addr, `spookat_results_rejected_total{reason="malformed"}`); after != before+1 {
+	if after, _ := edgetest.Metric(e.MetricsAddr, `spookat_results_rejected_total{reason="malformed"}`); after != before+1 {
 		t.Fatalf("unreadable line: malformed %v → %v", before, after)
 	}
 }

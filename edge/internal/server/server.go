@@ -7,22 +7,21 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
+	"net/netip"
 	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
-	"github.com/gofiber/fiber/v2/middleware/adaptor"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nuid"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"spookat/edge/internal/admin"
 	"spookat/edge/internal/assets"
 	"spookat/edge/internal/brakes"
 	"spookat/edge/internal/broker"
+	"spookat/edge/internal/clientip"
 	"spookat/edge/internal/inbox"
 	"spookat/edge/internal/live"
 	"spookat/edge/internal/metrics"
@@ -54,23 +53,42 @@ type Config struct {
 	WriteQueue   int // writes that may wait for the SQLite writer; past it, "unavailable" (0: 50,000)
 	Brakes       brakes.Config
 	ProxyHeader  string // header carrying the client IP behind a trusted proxy ("": the peer)
-	PublicURL    string // how browsers and operators reach this edge (links in Slack posts)
+	// TrustedProxies are the peers whose ProxyHeader is believed (none: the header is ignored).
+	TrustedProxies []netip.Prefix
+	// MaxSockets caps the open HTTP and websocket connections; past it a client gets 503
+	// (0: the file limit less a reserve, see sockets.Budget).
+	MaxSockets int
+	// MetricsAddr serves /metrics (and /debug/pprof with PprofOn) on a listener of its own
+	// ("": off).
+	MetricsAddr string
+	PprofOn     bool
+	// StopTimeout bounds a graceful stop, every stage together (0: DefaultStopTimeout).
+	StopTimeout time.Duration
+	PublicURL   string // how browsers and operators reach this edge (links in Slack posts)
 	// Worker is the workers' configuration: the edge provisions the job consumers and
 	// buckets with its queue timers and in-flight limits (nil: worker.DefaultConfig()).
 	Worker *worker.Config
 	// InprocWorker runs a worker with that configuration in this process, on its own NATS
 	// connection and identity (false: workers run as separate processes).
 	InprocWorker bool
-	// Ready, if set, is called once the edge serves, with the address it listens on.
-	Ready func(addr string)
+	// Ready, if set, is called once the edge serves, with the addresses it listens on.
+	Ready func(Addrs)
 }
 
-// ShutdownTimeout bounds a graceful stop.
-const ShutdownTimeout = 10 * time.Second
+// DefaultStopTimeout bounds a graceful stop when Config.StopTimeout is 0.
+const DefaultStopTimeout = 10 * time.Second
 
-// Run serves until ctx is done, then stops gracefully: stop accepting, commit what is
-// queued, publish what is pending, let the in-process worker finish, persist the watermark.
+// Run serves until ctx is done, then stops gracefully under one deadline (see stages):
+// stop accepting, commit what is queued, publish what is pending, let the in-process worker
+// finish, persist the watermark.
 func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
+	stopTimeout := cfg.StopTimeout
+	if stopTimeout <= 0 {
+		stopTimeout = DefaultStopTimeout
+	}
+	sg := &stages{log: log}
+	defer sg.stopAll(stopTimeout) // on a failed start too: what started stops
+
 	lock, ok, err := admin.Lock(cfg.DataDir)
 	if err != nil {
 		return err
@@ -78,9 +96,17 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if !ok {
 		return fmt.Errorf("another edge is running on %s (it holds %s)", cfg.DataDir, admin.LockName)
 	}
-	defer lock.Close()
+	sg.add("data directory lock", nil, func(context.Context) error { return lock.Close() })
 
 	m := metrics.New()
+	// Up from the start: a slow start (NATS settling) is visible in the metrics.
+	metricsLn, err := listenMetrics(cfg.MetricsAddr, m, cfg.PprofOn)
+	if err != nil {
+		return err
+	}
+	if metricsLn != nil {
+		sg.add("metrics listener", nil, func(ctx context.Context) error { return metricsLn.Shutdown(ctx) })
+	}
 	hub := live.NewHub()
 	inboxHub := inbox.NewHub() // operator websockets, per site
 	var pub atomic.Pointer[outbox.Publisher]
@@ -105,12 +131,8 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	}
 	st.SetObservers(func(n int) { m.CommitBatch.Observe(float64(n)) },
 		func(d time.Duration) { m.CommitDuration.Observe(d.Seconds()) })
-	storeClosed := false
-	defer func() {
-		if !storeClosed {
-			st.Close()
-		}
-	}()
+	// Closing persists the publisher's watermark: it runs whatever time is left.
+	sg.add("store", nil, func(context.Context) error { return st.Close() })
 
 	auth, err := natsauth.Open(cfg.DataDir)
 	if err != nil {
@@ -123,7 +145,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	defer br.Close()
+	sg.add("NATS", nil, func(context.Context) error { br.Close(); return nil })
 	js, err := jetstream.New(br.NC)
 	if err != nil {
 		return err
@@ -186,6 +208,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	sg.add("publisher", nil, func(context.Context) error { p.Close(); return nil })
 	// Jobs of messages committed but not confirmed by JetStream before the last stop.
 	replayed, err := st.Unpublished(ctx, st.PublishedThrough(), p.Enqueue)
 	if err != nil {
@@ -201,6 +224,8 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 
 	bg, stopBG := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
+	// Not signalled early: the recorder keeps recording what the worker reports while it stops.
+	sg.add("results recorder and sweeper", nil, func(ctx context.Context) error { stopBG(); return waitGroup(ctx, &wg) })
 	rec := &results.Recorder{Store: st, Sites: reg, Metrics: m, Log: log, OnRecorded: inboxHub.Deliveries}
 	for _, reason := range results.Reasons {
 		m.ResultsRejected.WithLabelValues(reason)
@@ -213,25 +238,24 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		}
 	}()
 
-	workerCtx, stopWorker := context.WithCancel(context.Background())
-	workerDone := make(chan struct{})
 	if cfg.InprocWorker {
 		if wcfg.WorkerID == "" {
 			wcfg.WorkerID = "inproc-" + nuid.Next()
 		}
 		wcfg.SitesKey = auth.AccountPublicKey()
+		// The worker starts finishing its posts when the stop begins and must be done before
+		// the edge's deadline, with time left for the stages after it.
+		wcfg.StopTimeout = max(min(wcfg.StopTimeout, stopTimeout-3*time.Second), stopTimeout/2)
 		id, err := auth.Issue(schema.RoleWorker, wcfg.WorkerID)
 		if err != nil {
-			stopWorker()
-			stopBG()
 			return err
 		}
 		wnc, err := br.Connect("spookat-worker-inproc", id)
 		if err != nil {
-			stopWorker()
-			stopBG()
 			return fmt.Errorf("in-process worker: %w", err)
 		}
+		workerCtx, stopWorker := context.WithCancel(context.Background())
+		workerDone := make(chan struct{})
 		go func() {
 			defer close(workerDone)
 			defer wnc.Close()
@@ -239,17 +263,32 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 				log.Error("in-process worker stopped", "err", err)
 			}
 		}()
-	} else {
-		close(workerDone)
+		sg.add("in-process worker", stopWorker, func(ctx context.Context) error {
+			select {
+			case <-workerDone:
+				return nil
+			case <-ctx.Done():
+				return errors.New("posts still in flight; they are sent again after the next start")
+			}
+		})
 	}
+	// After the worker in start order, so that at stop the queued commits are flushed and
+	// their jobs published while the worker finishes (its wait comes after).
+	sg.add("job publishing", nil, func(ctx context.Context) error {
+		if !p.Drain(within(ctx, 3*time.Second)) {
+			return fmt.Errorf("%d jobs still unconfirmed; they are re-published at the next start", p.Backlog())
+		}
+		return nil
+	})
+	sg.add("commits", nil, func(ctx context.Context) error { return st.Flush(ctx) })
 
 	var draining atomic.Bool
+	ips := &clientip.Resolver{Header: cfg.ProxyHeader, Trusted: cfg.TrustedProxies}
 	app := fiber.New(fiber.Config{
 		DisableStartupMessage: true,
 		ReadTimeout:           30 * time.Second,
 		IdleTimeout:           120 * time.Second,
 		BodyLimit:             1 << 20,
-		ProxyHeader:           cfg.ProxyHeader,
 		ErrorHandler: func(c *fiber.Ctx, err error) error {
 			code := fiber.StatusInternalServerError
 			var fe *fiber.Error
@@ -271,8 +310,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		}
 		return c.SendString("ready")
 	})
-	app.Get("/metrics", adaptor.HTTPHandler(promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{})))
-	wh := &widget.Handler{Store: st, Sites: reg, Hub: hub, Metrics: m, Brakes: brk, Log: log}
+	wh := &widget.Handler{Store: st, Sites: reg, Hub: hub, Metrics: m, Brakes: brk, IPs: ips, Log: log}
 	wg.Add(1)
 	go func() { // forget idle (site, IP) brake entries
 		defer wg.Done()
@@ -293,31 +331,37 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	slackEvents := &slackevents.Handler{Store: st, Sites: reg, Log: log}
 	slackEvents.Register(app)
 
-	ln, err := net.Listen("tcp", cfg.Addr)
+	ln, err := listen(cfg, log, m)
 	if err != nil {
-		stopWorker()
-		stopBG()
-		return fmt.Errorf("listen %s: %w", cfg.Addr, err)
-	}
-	adminLn, err := admin.Listen(cfg.DataDir)
-	if err != nil {
-		ln.Close()
-		stopWorker()
-		stopBG()
-		return fmt.Errorf("admin socket: %w", err)
+		return err
 	}
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- app.Listener(ln) }()
+	sg.add("HTTP and websockets", func() { draining.Store(true) }, func(ctx context.Context) error {
+		err := app.ShutdownWithTimeout(within(ctx, 2*time.Second))
+		if !wh.CloseAll(within(ctx, 2*time.Second)) {
+			log.Warn("widget sockets still finishing at stop; their last messages are published at the next start")
+		}
+		inboxHub.CloseAll()
+		slackEvents.Wait()
+		return err
+	})
+
+	adminLn, err := admin.Listen(cfg.DataDir)
+	if err != nil {
+		return fmt.Errorf("admin socket: %w", err)
+	}
 	adminCtx, stopAdmin := context.WithCancel(context.Background())
+	sg.add("admin socket", stopAdmin, nil)
 	go func() {
 		if err := admin.Serve(adminCtx, adminLn, &admin.Ops{Store: st, Registry: reg, Auth: auth, NATS: br}); err != nil {
 			log.Error("admin socket", "err", err)
 		}
 	}()
-	log.Info("edge serving", "addr", ln.Addr().String(), "nats", br.ClientURL(), "embedded_nats", br.Embedded(),
-		"worker_inproc", cfg.InprocWorker, "data", cfg.DataDir)
+	log.Info("edge serving", "addr", ln.Addr().String(), "metrics", metricsAddr(metricsLn), "max_sockets", ln.Max,
+		"nats", br.ClientURL(), "embedded_nats", br.Embedded(), "worker_inproc", cfg.InprocWorker, "data", cfg.DataDir)
 	if cfg.Ready != nil {
-		cfg.Ready(ln.Addr().String())
+		cfg.Ready(Addrs{HTTP: ln.Addr().String(), Metrics: metricsAddr(metricsLn)})
 	}
 
 	select {
@@ -325,37 +369,16 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	case err := <-serveErr:
 		log.Error("http server stopped", "err", err)
 	}
+	return nil
+}
 
-	// Graceful stop, bounded by ShutdownTimeout.
-	start := time.Now()
-	draining.Store(true)
-	stopAdmin()
-	_ = app.ShutdownWithTimeout(2 * time.Second)
-	if !wh.CloseAll(2 * time.Second) {
-		log.Warn("widget sockets still finishing at stop; their last messages are published at the next start")
-	}
-	inboxHub.CloseAll()
-	slackEvents.Wait()
-	// ctx is already cancelled: give the last commit a context of its own.
-	flushCtx, cancelFlush := context.WithTimeout(context.Background(), 3*time.Second)
-	if err := st.Flush(flushCtx); err != nil {
-		log.Warn("flush", "err", err)
-	}
-	cancelFlush()
-	if !p.Drain(3 * time.Second) {
-		log.Warn("jobs still unconfirmed at stop; they are re-published at the next start", "backlog", p.Backlog())
-	}
-	stopWorker()
+func waitGroup(ctx context.Context, wg *sync.WaitGroup) error {
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
 	select {
-	case <-workerDone:
-	case <-time.After(4 * time.Second):
-		log.Warn("in-process worker did not stop in time")
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
 	}
-	stopBG()
-	wg.Wait()
-	p.Close()
-	storeClosed = true
-	err = st.Close()
-	log.Info("edge stopped", "took", time.Since(start).Round(time.Millisecond))
-	return err
 }

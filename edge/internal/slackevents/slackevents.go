@@ -29,8 +29,9 @@ import (
 	"spookat/schema"
 )
 
-// ClientIDPrefix starts the client id of every message that came from Slack.
-const ClientIDPrefix = "slack:"
+// clientIDPrefix starts the client id of every message that came from Slack (ids stored
+// before messages had a source kept it; it stays so that a retried event still matches).
+const clientIDPrefix = "slack:"
 
 // Handler serves the Events API endpoint.
 type Handler struct {
@@ -78,17 +79,36 @@ func unauthorized(c *fiber.Ctx) error {
 		Message: "The request is not signed with the signing secret of a site for this channel."})
 }
 
+// MaxBody is the largest event accepted: Slack's messages are 40,000 characters at most, and
+// only 4,000 are kept.
+const MaxBody = 256 << 10
+
 func (h *Handler) serve(c *fiber.Ctx) error {
+	if len(c.Body()) > MaxBody {
+		return c.Status(fiber.StatusRequestEntityTooLarge).JSON(schema.HTTPError{Code: schema.CodeTooLarge,
+			Message: "The event is larger than 256 KiB."})
+	}
 	body := append([]byte(nil), c.Body()...)
 	var env envelope
 	if err := json.Unmarshal(body, &env); err != nil {
 		// Unverifiable without knowing the site; say no more than for a bad signature.
 		return unauthorized(c)
 	}
+	key := c.Query("site")
+	if key == "" && env.Event.Channel == "" {
+		// Nothing names a site (url_verification has no channel): trying every site's secret
+		// would let anyone make the edge compute one HMAC per site.
+		return c.Status(fiber.StatusBadRequest).JSON(schema.HTTPError{Code: "site_required",
+			Message: "This request names no site: set the Request URL in the Slack app's Event Subscriptions to …/v1/integrations/slack/events?site=<site key>."})
+	}
+	list := h.candidates(key, env.Event.Channel)
+	if len(list) == 0 {
+		return unauthorized(c) // verified against nothing: no site has this key or channel
+	}
 	hdr := http.Header{}
 	hdr.Set("X-Slack-Signature", c.Get("X-Slack-Signature"))
 	hdr.Set("X-Slack-Request-Timestamp", c.Get("X-Slack-Request-Timestamp"))
-	site := h.verify(hdr, body, h.candidates(c.Query("site"), env.Event.Channel))
+	site := h.verify(hdr, body, list)
 	if site == nil {
 		return unauthorized(c)
 	}
@@ -112,8 +132,7 @@ func (h *Handler) serve(c *fiber.Ctx) error {
 }
 
 // candidates are the sites a request may come from: the one named by ?site=<key>, else the
-// sites whose Slack channel is the event's, else (url_verification has no channel) every site
-// with a signing secret.
+// sites whose Slack channel is the event's (one, unless sites share a channel).
 func (h *Handler) candidates(key, channel string) []*sites.Site {
 	if key != "" {
 		if s := h.Sites.ByKey(key); s != nil && s.SlackSigningSecret != "" {
@@ -123,10 +142,7 @@ func (h *Handler) candidates(key, channel string) []*sites.Site {
 	}
 	var out []*sites.Site
 	for _, s := range h.Sites.All() {
-		if s.SlackSigningSecret == "" {
-			continue
-		}
-		if channel == "" || s.SlackChannel == channel {
+		if s.SlackSigningSecret != "" && s.SlackChannel == channel {
 			out = append(out, s)
 		}
 	}
@@ -185,7 +201,7 @@ func (h *Handler) handle(site *sites.Site, ev *event) {
 	if ev.ThreadTS == "" || ev.ThreadTS == ev.TS || ev.Channel != site.SlackChannel || ev.User == "" {
 		return // not a reply in a thread of this site's channel
 	}
-	text := unescape(strings.TrimSpace(ev.Text))
+	text := schema.CleanText(unescape(strings.TrimSpace(ev.Text)))
 	internal := false
 	if len(text) >= 5 && strings.EqualFold(text[:5], "note:") {
 		internal, text = true, strings.TrimSpace(text[5:])
@@ -217,7 +233,7 @@ func (h *Handler) handle(site *sites.Site, ev *event) {
 	done := make(chan store.MessageResult, 1)
 	if err := h.Store.SubmitMessage(&store.MessageRequest{
 		SiteID: site.ID, ConversationID: convID, Author: schema.AuthorOperator, Name: name, Text: text,
-		Internal: internal, ClientID: ClientIDPrefix + ev.Channel + ":" + ev.TS,
+		Internal: internal, Source: schema.SourceSlack, ClientID: clientIDPrefix + ev.Channel + ":" + ev.TS,
 		Done: func(r store.MessageResult) { done <- r },
 	}); err != nil {
 		h.Log.Error("slack reply: store", "site", site.ID, "err", err)

@@ -1,6 +1,10 @@
 package store
 
-import "errors"
+import (
+	"errors"
+
+	"spookat/schema"
+)
 
 // ErrConversationNotFound is returned for a message to a conversation that does not exist.
 var ErrConversationNotFound = errors.New("conversation not found")
@@ -24,23 +28,30 @@ func (tx *Tx) insertMessage(m *MessageRequest, res *MessageResult) (Committed, e
 			return Committed{}, ErrConversationNotFound
 		}
 	}
+	source := m.Source
+	if source == "" {
+		source = schema.SourceInbox
+		if m.Author == schema.AuthorVisitor {
+			source = schema.SourceWidget
+		}
+	}
 	var clientID any
 	if m.ClientID != "" {
 		clientID = m.ClientID
 	}
 	// No RETURNING: SQLite would stage the returned row in a temporary table first; the
 	// change count and last rowid say the same for less.
-	if err := tx.exec(`INSERT INTO messages (conversation_id, author, name, text, client_id, internal, created_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (conversation_id, client_id) DO NOTHING`,
-		res.ConversationID, m.Author, m.Name, m.Text, clientID, m.Internal, tx.now); err != nil {
+	if err := tx.exec(`INSERT INTO messages (conversation_id, author, name, text, source, client_id, internal, created_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (conversation_id, source, client_id) DO NOTHING`,
+		res.ConversationID, m.Author, m.Name, m.Text, string(source), clientID, m.Internal, tx.now); err != nil {
 		return Committed{}, err
 	}
 	if tx.c.Changes() == 1 {
 		res.MessageID = tx.c.LastInsertRowID()
 	} else {
 		res.Duplicate, res.First = true, false
-		_, err := tx.QueryRow(`SELECT id, created_at FROM messages WHERE conversation_id = ? AND client_id = ?`,
-			[]any{res.ConversationID, m.ClientID}, &res.MessageID, &res.CreatedAt)
+		_, err := tx.QueryRow(`SELECT id, created_at FROM messages WHERE conversation_id = ? AND source = ? AND client_id = ?`,
+			[]any{res.ConversationID, string(source), m.ClientID}, &res.MessageID, &res.CreatedAt)
 		return Committed{}, err
 	}
 	res.CreatedAt = tx.now
@@ -52,6 +63,7 @@ func (tx *Tx) insertMessage(m *MessageRequest, res *MessageResult) (Committed, e
 		Author:         m.Author,
 		Name:           m.Name,
 		Text:           m.Text,
+		Source:         source,
 		ClientID:       m.ClientID,
 		Internal:       m.Internal,
 		CreatedAt:      tx.now,

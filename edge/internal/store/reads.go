@@ -62,12 +62,12 @@ func (s *Store) Unpublished(ctx context.Context, after int64, fn func([]Committe
 	total := 0
 	for {
 		batch, err := readList(ctx, s, `SELECT m.id, m.conversation_id, c.site_id, c.visitor_id, m.author, m.name, m.text,
-				coalesce(m.client_id, ''), m.internal, m.created_at, c.first_message_id = m.id
+				m.source, coalesce(m.client_id, ''), m.internal, m.created_at, c.first_message_id = m.id
 				FROM messages m JOIN conversations c ON c.id = m.conversation_id
 				WHERE m.id > ? ORDER BY m.id LIMIT ?`,
 			[]any{after, page}, func(c *Committed) []any {
 				return []any{&c.MessageID, &c.ConversationID, &c.SiteID, &c.VisitorID, &c.Author, &c.Name,
-					&c.Text, &c.ClientID, &c.Internal, &c.CreatedAt, &c.First}
+					&c.Text, &c.Source, &c.ClientID, &c.Internal, &c.CreatedAt, &c.First}
 			})
 		if err != nil {
 			return total, err

@@ -108,7 +108,7 @@ func Open(dir string, opts Options) (*Store, error) {
 	if opts.CheckpointEvery <= 0 {
 		opts.CheckpointEvery = time.Second
 	}
-	if err := os.MkdirAll(dir, 0o750); err != nil {
+	if err := makePrivate(dir, filepath.Join(dir, FileName)); err != nil {
 		return nil, err
 	}
 	s := &Store{
@@ -143,6 +143,11 @@ func Open(dir string, opts Options) (*Store, error) {
 		w.Close()
 		return nil, err
 	}
+	// The WAL and shared-memory files now exist, made by SQLite with 0666 less the umask.
+	if err := chmodExisting(0o600, s.path+"-wal", s.path+"-shm"); err != nil {
+		w.Close()
+		return nil, err
+	}
 	if err := s.loadWatermark(); err != nil {
 		w.Close()
 		return nil, err
@@ -167,6 +172,32 @@ func Open(dir string, opts Options) (*Store, error) {
 	go s.writeLoop()
 	go s.checkpointLoop()
 	return s, nil
+}
+
+// makePrivate makes the data directory 0700 and the database file 0600 whatever the umask
+// and whatever an older install left: the file holds every site's secrets.
+func makePrivate(dir, db string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	if err := os.Chmod(dir, 0o700); err != nil {
+		return err
+	}
+	f, err := os.OpenFile(db, os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return err
+	}
+	f.Close()
+	return chmodExisting(0o600, db, db+"-wal", db+"-shm")
+}
+
+func chmodExisting(mode os.FileMode, paths ...string) error {
+	for _, p := range paths {
+		if err := os.Chmod(p, mode); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+	}
+	return nil
 }
 
 // Path is the database file's path.

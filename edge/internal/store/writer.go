@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/ncruces/go-sqlite3"
+
+	"spookat/schema"
 )
 
 // MessageRequest asks the writer to store one message. Done is called from the writer
@@ -23,8 +25,11 @@ type MessageRequest struct {
 	Author         string
 	Name           string
 	Text           string
-	ClientID       string // idempotency key within the conversation; "" for none
-	Internal       bool   // operator note: stored, never shown to the visitor, no jobs
+	// Source is where the message was written ("": schema.SourceWidget for a visitor,
+	// schema.SourceInbox for anyone else).
+	Source   schema.Source
+	ClientID string // idempotency key within the conversation and source; "" for none
+	Internal bool   // operator note: stored, never shown to the visitor, no jobs
 	// Origin is an opaque tag of the sender (its connection), copied to Committed so that
 	// live fan-out can skip the sender, who gets an ack instead.
 	Origin any
@@ -51,6 +56,7 @@ type Committed struct {
 	Author         string
 	Name           string
 	Text           string
+	Source         schema.Source
 	ClientID       string
 	Internal       bool
 	CreatedAt      int64 // Unix ms
@@ -460,6 +466,8 @@ func scan(st *sqlite3.Stmt, dest ...any) error {
 			*p = st.ColumnInt(i)
 		case *string:
 			*p = st.ColumnText(i)
+		case *schema.Source:
+			*p = schema.Source(st.ColumnText(i))
 		case *bool:
 			*p = st.ColumnBool(i)
 		case *[]byte:

@@ -24,6 +24,11 @@ func (s *session) email(addr string) {
 		s.fail("", schema.CodeInvalid, "This does not look like an email address.", 0)
 		return
 	}
+	// A write like a message's: it counts against the site's message cap.
+	if ok, wait := s.site.Brake.AdmitMessage(); !ok {
+		s.fail("", schema.CodeBraked, "This site is receiving too many messages right now; try again shortly.", max(wait.Milliseconds(), 1))
+		return
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	var found bool

@@ -23,6 +23,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"spookat/edge/internal/brakes"
+	"spookat/edge/internal/clientip"
 	"spookat/edge/internal/frames"
 	"spookat/edge/internal/live"
 	"spookat/edge/internal/metrics"
@@ -41,6 +42,7 @@ type Handler struct {
 	Hub     *live.Hub
 	Metrics *metrics.Edge
 	Brakes  *brakes.Brakes
+	IPs     *clientip.Resolver // the client's address behind trusted proxies
 	Log     *slog.Logger
 
 	mu      sync.Mutex
@@ -123,7 +125,7 @@ func (h *Handler) check(c *fiber.Ctx) error {
 	if !websocket.IsWebSocketUpgrade(c) {
 		return refuse(c, fiber.StatusUpgradeRequired, "upgrade_required", "This endpoint speaks websocket only.")
 	}
-	ip, _ := netip.ParseAddr(c.IP())
+	ip := h.IPs.IP(c)
 	if ok, wait := h.Brakes.NewSocket(site.ID, ip); !ok {
 		secs := int(wait/time.Second) + 1
 		c.Set(fiber.HeaderRetryAfter, strconv.Itoa(secs))
@@ -153,9 +155,10 @@ type session struct {
 	buf       []byte
 	frame     schema.ClientFrame
 
-	ip           netip.Addr
-	bucket       brakes.Bucket // this connection's message rate
-	convStarting bool          // a first message is on its way: the next ones open no conversation
+	ip            netip.Addr
+	bucket        brakes.Bucket // this connection's frame rate
+	refusedInARow int           // frames refused by bucket since the last one admitted
+	convStarting  bool          // a first message is on its way: the next ones open no conversation
 }
 
 func (h *Handler) serve(wc *websocket.Conn) {
@@ -200,7 +203,14 @@ func (h *Handler) serve(wc *websocket.Conn) {
 		if s.buf, err = readAll(r, s.buf[:0]); err != nil {
 			return
 		}
-		s.handle(s.buf)
+		if !utf8.Valid(s.buf) {
+			s.h.Metrics.FrameErrors.WithLabelValues("invalid_utf8").Inc()
+			s.c.closeWith(fws.CloseInvalidFramePayloadData, "text frames must be UTF-8")
+			return
+		}
+		if !s.handle(s.buf) {
+			return
+		}
 	}
 }
 
@@ -276,12 +286,33 @@ func (s *session) fail(clientID, code, msg string, retryAfterMS int64) {
 	s.c.send(frames.Error(nil, clientID, code, msg, retryAfterMS))
 }
 
-func (s *session) handle(data []byte) {
+// maxRefusedInARow is how many frames in a row a socket may send past its brake before it is
+// closed: a client that ignores retry_after_ms only costs the server parsing.
+const maxRefusedInARow = 50
+
+// handle answers one frame; false closes the socket. Every frame, whatever its type and
+// even if it does not parse, takes from the connection's bucket first.
+func (s *session) handle(data []byte) bool {
 	received := time.Now()
+	if ok, wait := s.bucket.Take(s.h.Brakes.Now()); !ok {
+		s.refusedInARow++
+		if s.refusedInARow > maxRefusedInARow {
+			s.h.Metrics.FrameErrors.WithLabelValues("too_many_refused").Inc()
+			s.c.closeWith(fws.ClosePolicyViolation, "frames sent past retry_after_ms")
+			return false
+		}
+		var clientID string
+		if s.frame.Type = ""; frames.ParseClient(data, &s.frame) == nil && s.frame.Type == schema.FrameMessage {
+			clientID = s.frame.ClientID
+		}
+		s.fail(clientID, schema.CodeRateLimited, "You are sending too fast; wait a moment and send again.", max(wait.Milliseconds(), 1))
+		return true
+	}
+	s.refusedInARow = 0
 	f := &s.frame
 	if err := frames.ParseClient(data, f); err != nil {
 		s.fail("", schema.CodeInvalid, "The frame is not valid JSON: "+err.Error()+".", 0)
-		return
+		return true
 	}
 	switch f.Type {
 	case schema.FrameMessage:
@@ -291,16 +322,18 @@ func (s *session) handle(data []byte) {
 	case schema.FrameEmail:
 		s.email(f.Email) // email.go
 	default:
-		s.fail(f.ClientID, schema.CodeInvalid, `Unknown frame type; use "message" or "resume".`, 0)
+		s.fail(f.ClientID, schema.CodeInvalid, `Unknown frame type; use "message", "resume" or "email".`, 0)
 	}
+	return true
 }
 
 func (s *session) message(f *schema.ClientFrame, received time.Time) {
 	n := utf8.RuneCountInString(f.ClientID)
-	if n == 0 || n > schema.MaxClientIDLen || !utf8.ValidString(f.ClientID) {
-		s.fail("", schema.CodeInvalid, "client_id must be 1 to 64 characters.", 0)
+	if n == 0 || n > schema.MaxClientIDLen || schema.HasControl(f.ClientID) {
+		s.fail("", schema.CodeInvalid, "client_id must be 1 to 64 characters, without control characters.", 0)
 		return
 	}
+	f.Text = schema.CleanText(f.Text)
 	if strings.TrimSpace(f.Text) == "" {
 		s.fail(f.ClientID, schema.CodeInvalid, "The message is empty.", 0)
 		return
@@ -310,7 +343,7 @@ func (s *session) message(f *schema.ClientFrame, received time.Time) {
 		return
 	}
 	clientID := f.ClientID
-	if !s.admit(clientID) {
+	if !s.admitMessage(clientID) {
 		return
 	}
 	req := &store.MessageRequest{
@@ -329,16 +362,13 @@ func (s *session) message(f *schema.ClientFrame, received time.Time) {
 	}
 }
 
-// admit applies the brakes to a message: this connection's rate, then for a visitor's first
-// message the new-conversation limits of (site, IP) and of the site, then the site's message
-// cap. Nothing refused is stored.
-func (s *session) admit(clientID string) bool {
+// admitMessage applies the brakes of a message after the connection's (see handle): for a
+// visitor's first message the new-conversation limits of (site, IP) and of the site, then the
+// site's message cap. Nothing refused is stored.
+func (s *session) admitMessage(clientID string) bool {
 	refuse := func(code, msg string, wait time.Duration) bool {
 		s.fail(clientID, code, msg, max(wait.Milliseconds(), 1))
 		return false
-	}
-	if ok, wait := s.bucket.Take(s.h.Brakes.Now()); !ok {
-		return refuse(schema.CodeRateLimited, "You are sending messages too fast; wait a moment and send again.", wait)
 	}
 	brake := s.site.Brake
 	if s.convID.Load() == 0 && !s.convStarting {
@@ -408,7 +438,7 @@ func (s *session) resume(after int64) {
 		err := s.h.Store.MessagesAfter(ctx, convID, after, resumePage, false, func(m *store.Message) error {
 			n++
 			after = m.ID
-			if !c.send(frames.Message(nil, m.ID, m.Author, m.Name, m.Text, m.ClientID, m.CreatedAt)) {
+			if !c.send(frames.Message(nil, m.ID, m.Author, m.Name, m.Text, frames.VisitorClientID(m.Author, m.ClientID), m.CreatedAt)) {
 				return errGone
 			}
 			c.mu.Lock()

@@ -17,18 +17,19 @@ import (
 
 // runFlags are the flags `run` shares with `flood` and `compare`.
 type runFlags struct {
-	edge, edgeBin, data, sitesFile, slackToken, slackMock string
-	sites, sockets, senders, textBytes                    int
-	stairs                                                string
-	step, warmup, drain, tick                             time.Duration
-	edgePID                                               int
-	workerPIDs                                            string
-	out, md                                               string
-	cpuProfile                                            string
+	edge, edgeMetrics, edgeBin, data, sitesFile, slackToken, slackMock string
+	sites, sockets, senders, textBytes                                 int
+	stairs                                                             string
+	step, warmup, drain, tick                                          time.Duration
+	edgePID                                                            int
+	workerPIDs                                                         string
+	out, md                                                            string
+	cpuProfile                                                         string
 }
 
 func (f *runFlags) register(fs *flag.FlagSet, stairsDefault string) {
 	fs.StringVar(&f.edge, "edge", "http://127.0.0.1:8080", "the edge's base URL")
+	fs.StringVar(&f.edgeMetrics, "edge-metrics", "http://127.0.0.1:9102/metrics", "the edge's /metrics (its -metrics-addr; an edge older than that flag: <-edge>/metrics)")
 	fs.StringVar(&f.edgeBin, "edge-bin", "bin/edge", "the edge binary, used to seed sites")
 	fs.StringVar(&f.data, "data", "data", "the edge's data directory (for `edge seed`)")
 	fs.IntVar(&f.sites, "sites", 1200, "sites to seed")
@@ -143,6 +144,7 @@ func (f *runFlags) config(ctx context.Context) (stairs.Config, error) {
 	}
 	return stairs.Config{
 		EdgeURL:    f.edge,
+		MetricsURL: f.edgeMetrics,
 		Keys:       stairs.Keys(sites),
 		Sockets:    f.sockets,
 		Stairs:     rates,

@@ -211,7 +211,7 @@ func runSetup(ctx context.Context, cfg Config, s Setup) (res Result) {
 		return res
 	}
 
-	addrs := make([]string, 4)
+	addrs := make([]string, 5)
 	for i := range addrs {
 		a, err := proc.FreeAddr()
 		if err != nil {
@@ -219,7 +219,7 @@ func runSetup(ctx context.Context, cfg Config, s Setup) (res Result) {
 		}
 		addrs[i] = a
 	}
-	edgeAddr, natsAddr, monAddr, mockAddr := addrs[0], addrs[1], addrs[2], addrs[3]
+	edgeAddr, natsAddr, monAddr, mockAddr, metricsAddr := addrs[0], addrs[1], addrs[2], addrs[3], addrs[4]
 	var slackArgs []string
 	mockURL := ""
 	if s.Slack {
@@ -254,6 +254,11 @@ func runSetup(ctx context.Context, cfg Config, s Setup) (res Result) {
 	} else {
 		edgeArgv = append(edgeArgv, "-worker", "inproc")
 		edgeArgv = append(edgeArgv, slackArgs...)
+	}
+	metricsURL := ""
+	if hasFlag(ctx, cfg.EdgeBin, "metrics-addr") { // older edges serve /metrics on -addr
+		edgeArgv = append(edgeArgv, "-metrics-addr", metricsAddr)
+		metricsURL = "http://" + metricsAddr + "/metrics"
 	}
 	edgeArgv = append(edgeArgv, LoadBrakes...)
 	edgeArgv = append(edgeArgv, cfg.EdgeArgs...) // later flags win: -edge-args can restore brakes
@@ -298,6 +303,7 @@ func runSetup(ctx context.Context, cfg Config, s Setup) (res Result) {
 	}
 	rc := cfg.Run
 	rc.EdgeURL = base
+	rc.MetricsURL = metricsURL
 	rc.Keys = stairs.Keys(sites)
 	rc.EdgePID = edge.PID()
 	rc.WorkerPIDs = workerPIDs
@@ -360,4 +366,10 @@ func startCluster(ctx context.Context, cfg Config, dir, data string, start func(
 		}
 	}
 	return strings.Join(urls, ","), nil
+}
+
+// hasFlag reports whether bin's -h lists -name (compare runs old binaries too).
+func hasFlag(ctx context.Context, bin, name string) bool {
+	out, _ := exec.CommandContext(ctx, bin, "-h").CombinedOutput()
+	return strings.Contains(string(out), "-"+name+" ")
 }

@@ -35,6 +35,7 @@ import (
 // Config is one run.
 type Config struct {
 	EdgeURL    string   // http://127.0.0.1:8080
+	MetricsURL string   // the edge's /metrics ("": EdgeURL + "/metrics", where edges before -metrics-addr served it)
 	Keys       []string // site keys; sockets are spread over them round-robin
 	Sockets    int
 	Stairs     []float64     // aggregate messages per second, one per stair
@@ -211,7 +212,10 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	rep.ConnectSeconds = time.Since(t0).Seconds()
 	fmt.Fprintf(cfg.Log, "loadgen: %d sockets open over %d sites in %.1fs\n", len(r.sockets), min(len(cfg.Keys), cfg.Sockets), rep.ConnectSeconds)
 
-	metricsURL := strings.TrimRight(cfg.EdgeURL, "/") + "/metrics"
+	metricsURL := cfg.MetricsURL
+	if metricsURL == "" {
+		metricsURL = strings.TrimRight(cfg.EdgeURL, "/") + "/metrics"
+	}
 	if m, err := prom.Scrape(ctx, r.http, metricsURL); err == nil {
 		v := m.Sum("spookat_messages_saved_total")
 		rep.SavedBefore = &v

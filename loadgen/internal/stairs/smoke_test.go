@@ -39,7 +39,7 @@ func TestSmokeRunAgainstRealEdge(t *testing.T) {
 	defer cancel()
 
 	data := t.TempDir()
-	var addrs [3]string
+	var addrs [4]string
 	for i := range addrs {
 		a, err := proc.FreeAddr()
 		if err != nil {
@@ -49,7 +49,7 @@ func TestSmokeRunAgainstRealEdge(t *testing.T) {
 	}
 	var out bytes.Buffer
 	edge, _, err := proc.Start("edge", &syncWriter{b: &out}, "", bin,
-		"-addr", addrs[0], "-nats-listen", addrs[1], "-nats-monitor", addrs[2], "-data", data,
+		"-addr", addrs[0], "-nats-listen", addrs[1], "-nats-monitor", addrs[2], "-metrics-addr", addrs[3], "-data", data,
 		"-conn-msg-rate", "1e6", "-conn-msg-burst", "1e6", "-site-msg-rate", "1e7", "-site-msg-burst", "1e7")
 	if err != nil {
 		t.Fatal(err)
@@ -76,15 +76,16 @@ func TestSmokeRunAgainstRealEdge(t *testing.T) {
 		t.Fatalf("seeded %d sites, want 20", len(sites))
 	}
 	rep, err := stairs.Run(ctx, stairs.Config{
-		EdgeURL: base,
-		Keys:    stairs.Keys(sites),
-		Sockets: 50,
-		Stairs:  []float64{200, 500},
-		Step:    3 * time.Second,
-		Warmup:  500 * time.Millisecond,
-		Drain:   15 * time.Second,
-		EdgePID: edge.PID(),
-		Log:     testLog{t},
+		EdgeURL:    base,
+		MetricsURL: "http://" + addrs[3] + "/metrics",
+		Keys:       stairs.Keys(sites),
+		Sockets:    50,
+		Stairs:     []float64{200, 500},
+		Step:       3 * time.Second,
+		Warmup:     500 * time.Millisecond,
+		Drain:      15 * time.Second,
+		EdgePID:    edge.PID(),
+		Log:        testLog{t},
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -1,0 +1,214 @@
+package server_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/cookiejar"
+	"strings"
+	"testing"
+	"time"
+
+	fws "github.com/fasthttp/websocket"
+
+	"spookat/edge/internal/admin"
+	"spookat/edge/internal/brakes"
+	"spookat/edge/internal/edgetest"
+	"spookat/edge/internal/server"
+	"spookat/edge/internal/store"
+	"spookat/schema"
+)
+
+// Every frame type takes from the connection's bucket, with the same code as a message: a
+// socket cannot write emails or read history in a loop.
+func TestEveryFrameIsBraked(t *testing.T) {
+	e := edgetest.Start(t, "", server.Config{Brakes: brakes.Config{ConnMsgRate: 1, ConnMsgBurst: 3}})
+	site := edgetest.AddSite(t, e.DataDir, &store.Site{Name: "braked", Origins: []string{"*"}})
+	db := edgetest.OpenDB(t, e.DataDir)
+	cases := []struct {
+		name, frame, answer string
+	}{
+		{"email", `{"type":"email","email":"v@example.com"}`, "email_saved"},
+		{"resume", `{"type":"resume","after_message_id":0}`, "message"},
+		{"unknown type", `{"type":"shout"}`, "error"},
+		{"not JSON", `{"type":`, "error"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			v := edgetest.Dial(t, e.Addr, site.Key, "")
+			v.Message(t, "first", "hello") // takes one of the 3; email and resume need a conversation
+			if f := v.Read(t); f.Type != "ack" {
+				t.Fatalf("first message: %+v", f)
+			}
+			for i := range 2 {
+				send(t, v, c.frame)
+				if f := v.Read(t); f.Type != c.answer || f.Code == schema.CodeRateLimited {
+					t.Fatalf("frame %d within the burst: %+v, want %s", i, f, c.answer)
+				}
+			}
+			send(t, v, c.frame)
+			f := v.Read(t)
+			if f.Type != "error" || f.Code != schema.CodeRateLimited || f.RetryAfterMS <= 0 || f.RetryAfterMS > 1000 {
+				t.Fatalf("frame past the burst: %+v, want rate_limited with retry_after_ms", f)
+			}
+		})
+	}
+	if n := edgetest.QueryInt(t, db, `SELECT count(*) FROM visitors WHERE email = 'v@example.com'`); n != 1 {
+		t.Fatalf("%d visitors with the email, want 1", n)
+	}
+
+	t.Run("a socket that ignores retry_after_ms is closed", func(t *testing.T) {
+		v := edgetest.Dial(t, e.Addr, site.Key, "")
+		for range 60 {
+			if err := v.WS.WriteMessage(fws.TextMessage, []byte(`{"type":"resume","after_message_id":0}`)); err != nil {
+				break // closed already
+			}
+		}
+		for {
+			_, err := v.ReadErr(10 * time.Second)
+			if err == nil {
+				continue
+			}
+			if !fws.IsCloseError(err, fws.ClosePolicyViolation) {
+				t.Fatalf("read: %v, want close 1008", err)
+			}
+			return
+		}
+	})
+}
+
+// send writes a frame as given (Client.Send marshals its argument).
+func send(t *testing.T, c *edgetest.Client, frame string) {
+	t.Helper()
+	if err := c.WS.WriteMessage(fws.TextMessage, []byte(frame)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestInvalidUTF8ClosesWith1007(t *testing.T) {
+	e, site := startWithSite(t)
+	c := edgetest.Dial(t, e.Addr, site.Key, "")
+	if err := c.WS.WriteMessage(fws.TextMessage, []byte("{\"type\":\"message\",\"client_id\":\"u\",\"text\":\"caf\xe9\"}")); err != nil {
+		t.Fatal(err)
+	}
+	_, err := c.ReadErr(10 * time.Second)
+	if !fws.IsCloseError(err, fws.CloseInvalidFramePayloadData) {
+		t.Fatalf("read after invalid UTF-8: %v, want close 1007", err)
+	}
+	db := edgetest.OpenDB(t, e.DataDir)
+	if n := edgetest.QueryInt(t, db, `SELECT count(*) FROM messages`); n != 0 {
+		t.Fatalf("%d messages stored from an invalid frame", n)
+	}
+}
+
+// Control characters and bidi overrides are stripped from the text before it is stored
+// (so they never reach Slack, webhooks or email); a client id holding one is refused.
+func TestControlCharactersNeverStored(t *testing.T) {
+	e, site := startWithSite(t)
+	db := edgetest.OpenDB(t, e.DataDir)
+	c := edgetest.Dial(t, e.Addr, site.Key, "")
+	c.Message(t, "c1", "pay\x00 \x1b[31minvoice_\u202Egnp.exe\r\nnow\tplease")
+	ack := c.Read(t)
+	if ack.Type != "ack" {
+		t.Fatalf("ack = %+v", ack)
+	}
+	st, _, err := db.Prepare(`SELECT text FROM messages WHERE id = ?`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	st.BindInt64(1, ack.MessageID)
+	st.Step()
+	if got, want := st.ColumnText(0), "pay [31minvoice_gnp.exe\nnow\tplease"; got != want {
+		t.Fatalf("stored %q, want %q", got, want)
+	}
+	for _, tc := range []struct{ name, clientID, text string }{
+		{"only controls", "c2", "\x00\x07\u202E"},
+		{"control in client_id", "c\x1b3", "hi"},
+	} {
+		c.Message(t, tc.clientID, tc.text)
+		if f := c.Read(t); f.Type != "error" || f.Code != schema.CodeInvalid {
+			t.Fatalf("%s: %+v, want invalid", tc.name, f)
+		}
+	}
+}
+
+// A visitor whose client id looks like a Slack reply's still reaches Slack (the source is a
+// column, not a prefix), and is not mistaken for the Slack reply with that id.
+func TestClientIDCannotClaimASource(t *testing.T) {
+	e, site := startWithSite(t)
+	db := edgetest.OpenDB(t, e.DataDir)
+	c := edgetest.Dial(t, e.Addr, site.Key, "")
+	for i := range 2 {
+		c.Message(t, fmt.Sprintf("slack:C1:%d", i), "looks like slack")
+		if f := c.Read(t); f.Type != "ack" {
+			t.Fatalf("ack = %+v", f)
+		}
+	}
+	if n := edgetest.QueryInt(t, db, `SELECT count(*) FROM messages WHERE source = 'widget' AND client_id LIKE 'slack:%'`); n != 2 {
+		t.Fatalf("%d visitor messages stored with source widget, want 2", n)
+	}
+}
+
+// A visitor sees the client ids of its own messages (its other tabs match them to what they
+// sent) and never an operator's.
+func TestVisitorSeesOnlyItsOwnClientIDs(t *testing.T) {
+	e, site := startWithSite(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := admin.NewClient(e.DataDir).AddOperator(ctx, admin.OperatorRequest{
+		Email: "olga@site.test", Name: "Olga", Password: "a long enough password", SiteKeys: []string{site.Key}}); err != nil {
+		t.Fatal(err)
+	}
+	a := edgetest.Dial(t, e.Addr, site.Key, "")
+	a.Message(t, "visitor-1", "hello")
+	ack := a.Read(t)
+	b := edgetest.Dial(t, e.Addr, site.Key, a.Hello.Visitor) // the visitor's second tab
+	a.Message(t, "visitor-2", "second")
+	a.Read(t)
+	if f := b.Read(t); f.Type != "message" || f.ClientID != "visitor-2" {
+		t.Fatalf("the other tab got %+v, want the visitor's message with its client id", f)
+	}
+
+	jar, _ := cookiejar.New(nil)
+	hc := &http.Client{Jar: jar}
+	post := func(path, csrf string, body any) *http.Response {
+		t.Helper()
+		raw, _ := json.Marshal(body)
+		req, _ := http.NewRequest("POST", "http://"+e.Addr+"/v1/api"+path, strings.NewReader(string(raw)))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("X-CSRF-Token", csrf)
+		resp, err := hc.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+	resp := post("/login", "", map[string]string{"email": "olga@site.test", "password": "a long enough password"})
+	var login struct {
+		CSRF string `json:"csrf_token"`
+	}
+	json.NewDecoder(resp.Body).Decode(&login)
+	resp.Body.Close()
+	resp = post(fmt.Sprintf("/conversations/%d/messages", *ack.ConversationID), login.CSRF,
+		map[string]string{"text": "operator here", "client_id": "op-secret-id"})
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusCreated {
+		t.Fatalf("reply: %d", resp.StatusCode)
+	}
+	for _, tab := range []*edgetest.Client{a, b} {
+		if f := tab.Read(t); f.Type != "message" || f.Author != schema.AuthorOperator || f.ClientID != "" {
+			t.Fatalf("visitor got %+v, want the operator's message without a client id", f)
+		}
+	}
+	// And on resume.
+	c := edgetest.Dial(t, e.Addr, site.Key, a.Hello.Visitor)
+	c.Send(t, map[string]any{"type": "resume", "after_message_id": 0})
+	for range 3 {
+		f := c.Read(t)
+		if (f.Author == schema.AuthorOperator) != (f.ClientID == "") {
+			t.Fatalf("resumed %+v", f)
+		}
+	}
+}

@@ -1,0 +1,83 @@
+package server
+
+import (
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/pprof"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"spookat/edge/internal/metrics"
+	"spookat/edge/internal/sockets"
+)
+
+// Addrs are the addresses a started edge listens on.
+type Addrs struct {
+	HTTP    string // widget, inbox, API
+	Metrics string // /metrics and pprof ("": off)
+}
+
+// listen opens the public listener with its socket budget.
+func listen(cfg Config, log *slog.Logger, m *metrics.Edge) (*sockets.Listener, error) {
+	extra := 0
+	if cfg.InprocWorker && cfg.Worker != nil {
+		// The in-process worker's outbound sockets share the process's file limit.
+		extra = cfg.Worker.ChatInFlight + cfg.Worker.WebhookInFlight + cfg.Worker.EmailInFlight
+	}
+	budget, limit, err := sockets.Budget(extra)
+	if err != nil {
+		return nil, fmt.Errorf("read the file limit: %w", err)
+	}
+	maxSockets := cfg.MaxSockets
+	switch {
+	case maxSockets == 0:
+		maxSockets = budget
+	case maxSockets > budget:
+		return nil, fmt.Errorf("-max-sockets %d is more than this process can hold: its file limit is %d, less %d kept for SQLite, NATS and outbound posts; lower -max-sockets to %d or raise the limit (ulimit -n, LimitNOFILE= in systemd)",
+			maxSockets, limit, int(limit)-budget, budget)
+	}
+	inner, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return nil, fmt.Errorf("listen -addr %s: %w", cfg.Addr, err)
+	}
+	m.Gauge("spookat_socket_budget", "Open HTTP and websocket connections allowed (-max-sockets).", func() float64 { return float64(maxSockets) })
+	l := &sockets.Listener{Listener: inner, Max: maxSockets, Log: log,
+		Refused:      m.SocketRefusals.Inc,
+		AcceptFailed: m.AcceptErrors.Inc,
+	}
+	m.Gauge("spookat_connections_open", "Open HTTP and websocket connections (widget and inbox).", func() float64 { return float64(l.Open()) })
+	return l, nil
+}
+
+// listenMetrics serves /metrics, and Go's /debug/pprof when pprofOn, on addr ("": none).
+func listenMetrics(addr string, m *metrics.Edge, pprofOn bool) (*http.Server, error) {
+	if addr == "" {
+		return nil, nil
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("listen -metrics-addr %s: %w", addr, err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{}))
+	if pprofOn {
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, Addr: ln.Addr().String()}
+	go func() { _ = srv.Serve(ln) }()
+	return srv, nil
+}
+
+func metricsAddr(s *http.Server) string {
+	if s == nil {
+		return ""
+	}
+	return s.Addr
+}

@@ -1,0 +1,165 @@
+// Package sockets makes the edge's open connections a budget: a listener that refuses
+// connections past a cap with an HTTP 503 and a JSON reason, and that backs off and retries
+// when accept itself fails (out of file descriptors), instead of stopping the server.
+package sockets
+
+import (
+	"errors"
+	"log/slog"
+	"net"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// Reserve is what the edge keeps for itself below the file limit: the SQLite files,
+// JetStream's block files, NATS connections, the admin and metrics listeners, logs.
+const Reserve = 512
+
+// Budget is the default cap of open connections: the process's file limit less Reserve and
+// less extra (what an in-process worker holds in outbound sockets). It never goes below a
+// quarter of the limit, so a small limit still serves.
+func Budget(extra int) (capacity int, limit uint64, err error) {
+	var rl syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl); err != nil {
+		return 0, 0, err
+	}
+	n := int(min(rl.Cur, 1<<30))
+	return max(n-Reserve-extra, n/4), rl.Cur, nil
+}
+
+const refusalBody = `{"code":"busy","message":"this server holds as many connections as it may; retry in a few seconds"}`
+
+// Refusal is what a client gets past the cap: a complete HTTP response, so a browser's
+// websocket handshake and a plain request both read a status and a reason.
+var Refusal = []byte("HTTP/1.1 503 Service Unavailable\r\n" +
+	"Content-Type: application/json\r\n" +
+	"Retry-After: 5\r\n" +
+	"Connection: close\r\n" +
+	"Content-Length: " + strconv.Itoa(len(refusalBody)) + "\r\n\r\n" + refusalBody)
+
+// refusing bounds the refusals being written at once: each holds a descriptor beyond the
+// cap for up to a second, and past this many a refused client is just closed.
+const refusing = 64
+
+// Listener wraps a net.Listener with the budget.
+type Listener struct {
+	net.Listener
+	// Max is the cap of open connections (0: no cap).
+	Max int
+	// Refused, if set, is called for each connection refused past Max.
+	Refused func()
+	// AcceptFailed, if set, is called for each failed accept that is retried.
+	AcceptFailed func()
+	Log          *slog.Logger
+	// Sleep waits between retries of a failed accept (tests inject it; nil: time.Sleep).
+	Sleep func(time.Duration)
+
+	open     atomic.Int64
+	refusing atomic.Int64
+	lastLog  atomic.Int64 // unix nanos of the last "accept failing" log line
+	closedMu sync.Mutex
+	closed   bool
+}
+
+// Open is the number of connections accepted and not yet closed.
+func (l *Listener) Open() int64 { return l.open.Load() }
+
+// Accept returns the next connection under the cap. Connections past it get Refusal and are
+// closed here; accept errors other than a closed listener are retried with a back-off from
+// 5 ms to 1 s, as net/http does.
+func (l *Listener) Accept() (net.Conn, error) {
+	var delay time.Duration
+	for {
+		c, err := l.Listener.Accept()
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) || l.isClosed() {
+				return nil, err
+			}
+			delay = min(max(2*delay, 5*time.Millisecond), time.Second)
+			if l.AcceptFailed != nil {
+				l.AcceptFailed()
+			}
+			l.logOnce("accept failing; retrying", "err", err, "open", l.open.Load(), "retry_in", delay)
+			l.sleep(delay)
+			continue
+		}
+		delay = 0
+		if l.Max > 0 && l.open.Load() >= int64(l.Max) {
+			l.refuse(c)
+			continue
+		}
+		l.open.Add(1)
+		return &conn{Conn: c, l: l}, nil
+	}
+}
+
+// Close stops accepting.
+func (l *Listener) Close() error {
+	l.closedMu.Lock()
+	l.closed = true
+	l.closedMu.Unlock()
+	return l.Listener.Close()
+}
+
+func (l *Listener) isClosed() bool {
+	l.closedMu.Lock()
+	defer l.closedMu.Unlock()
+	return l.closed
+}
+
+func (l *Listener) refuse(c net.Conn) {
+	if l.Refused != nil {
+		l.Refused()
+	}
+	l.logOnce("connection refused: the socket budget is full", "max", l.Max)
+	if l.refusing.Add(1) > refusing {
+		l.refusing.Add(-1)
+		_ = c.Close()
+		return
+	}
+	go func() {
+		defer l.refusing.Add(-1)
+		defer c.Close()
+		// Read the request first: closing with it unread would send a reset, and the
+		// client could lose the answer.
+		_ = c.SetDeadline(time.Now().Add(time.Second))
+		buf := make([]byte, 4096)
+		_, _ = c.Read(buf)
+		_, _ = c.Write(Refusal)
+	}()
+}
+
+// logOnce logs at most one line a minute: a client hammering a full edge must not fill the log.
+func (l *Listener) logOnce(msg string, args ...any) {
+	if l.Log == nil {
+		return
+	}
+	now := time.Now().UnixNano()
+	last := l.lastLog.Load()
+	if now-last < int64(time.Minute) || !l.lastLog.CompareAndSwap(last, now) {
+		return
+	}
+	l.Log.Warn(msg, args...)
+}
+
+func (l *Listener) sleep(d time.Duration) {
+	if l.Sleep != nil {
+		l.Sleep(d)
+		return
+	}
+	time.Sleep(d)
+}
+
+type conn struct {
+	net.Conn
+	l    *Listener
+	once sync.Once
+}
+
+func (c *conn) Close() error {
+	c.once.Do(func() { c.l.open.Add(-1) })
+	return c.Conn.Close()
+}

@@ -1,0 +1,121 @@
+package sockets
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// fakeListener returns what its accept field says.
+type fakeListener struct {
+	net.Listener
+	accept func() (net.Conn, error)
+}
+
+func (f *fakeListener) Accept() (net.Conn, error) { return f.accept() }
+func (f *fakeListener) Close() error              { return nil }
+
+func TestAcceptErrorsBackOff(t *testing.T) {
+	fails := 6
+	want, _ := net.Pipe()
+	inner := &fakeListener{accept: func() (net.Conn, error) {
+		if fails > 0 {
+			fails--
+			return nil, &net.OpError{Op: "accept", Err: syscall.EMFILE}
+		}
+		return want, nil
+	}}
+	var slept []time.Duration
+	failed := 0
+	l := &Listener{Listener: inner, AcceptFailed: func() { failed++ },
+		Sleep: func(d time.Duration) { slept = append(slept, d) }}
+	c, err := l.Accept()
+	if err != nil {
+		t.Fatalf("accept returned %v; want it to retry until a connection comes", err)
+	}
+	if c.(*conn).Conn != want {
+		t.Fatal("accept returned another connection")
+	}
+	if failed != 6 {
+		t.Errorf("AcceptFailed called %d times, want 6", failed)
+	}
+	if got := fmt.Sprint(slept); got != "[5ms 10ms 20ms 40ms 80ms 160ms]" {
+		t.Errorf("back-off %s", got)
+	}
+}
+
+func TestAcceptClosedReturns(t *testing.T) {
+	inner := &fakeListener{accept: func() (net.Conn, error) { return nil, net.ErrClosed }}
+	l := &Listener{Listener: inner, Sleep: func(time.Duration) { t.Fatal("a closed listener must not be retried") }}
+	if _, err := l.Accept(); err != net.ErrClosed {
+		t.Fatalf("got %v, want net.ErrClosed", err)
+	}
+}
+
+func TestBudget(t *testing.T) {
+	inner, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused := make(chan struct{}, 10)
+	l := &Listener{Listener: inner, Max: 2, Refused: func() { refused <- struct{}{} }}
+	defer l.Close()
+	accepted := make(chan net.Conn, 10)
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			accepted <- c
+		}
+	}()
+	dial := func() net.Conn {
+		c, err := net.Dial("tcp", inner.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		return c
+	}
+	var held []net.Conn
+	for range 2 {
+		dial()
+		held = append(held, <-accepted)
+	}
+	t.Run("past the cap a client reads 503 and a reason", func(t *testing.T) {
+		c := dial()
+		fmt.Fprintf(c, "GET /ws HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\n\r\n")
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != 503 || resp.Header.Get("Retry-After") == "" || !strings.Contains(string(body), `"code":"busy"`) {
+			t.Fatalf("got %d %q %s", resp.StatusCode, resp.Header.Get("Retry-After"), body)
+		}
+		<-refused
+		if l.Open() != 2 {
+			t.Errorf("open %d, want 2", l.Open())
+		}
+	})
+	t.Run("a closed connection frees its place", func(t *testing.T) {
+		held[0].Close()
+		held[0].Close() // twice: counted once
+		if l.Open() != 1 {
+			t.Fatalf("open %d after a close, want 1", l.Open())
+		}
+		dial()
+		select {
+		case <-accepted:
+		case <-refused:
+			t.Fatal("refused with a free place")
+		}
+	})
+}
