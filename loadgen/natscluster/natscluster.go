@@ -20,7 +20,7 @@ type Options struct {
 	StoreDir func(Node) string // a node's JetStream store
 }
 
-// Config is the configuration of node n of the cluster nodes: its listeners, the included
+// Config is the configuration of node n of the cluster nodes (one node: a standalone server): its listeners, the included
 // auth, client TLS, JetStream, and routes to every node with route authorization and
 // no_advertise (clients use the URLs they are given, so a test can put a proxy in between).
 func Config(n Node, nodes []Node, o Options) string {
@@ -37,6 +37,9 @@ func Config(n Node, nodes []Node, o Options) string {
 		fmt.Fprintf(&b, "tls { cert_file: %q, key_file: %q }\n", o.TLSCert, o.TLSKey)
 	}
 	fmt.Fprintf(&b, "jetstream { store_dir: %q }\n", o.StoreDir(n))
+	if len(nodes) == 1 {
+		return b.String() // one server: no cluster
+	}
 	fmt.Fprintf(&b, "cluster {\n  name: spookat\n  listen: %s\n  no_advertise: true\n", n.Route)
 	b.WriteString("  authorization { user: route, password: route-secret }\n")
 	fmt.Fprintf(&b, "  routes: [\n    %s\n  ]\n}\n", strings.Join(routes, "\n    "))

@@ -5,10 +5,13 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sync"
 	"testing"
+	"time"
 
 	"spookat/edge/internal/edgetest"
+	"spookat/loadgen/mock"
 )
 
 // limited writes a wrapper that starts bin with at most fds open files (soft and hard), as
@@ -57,4 +60,87 @@ func metric(t *testing.T, p *edgetest.Proc, series string) float64 {
 		t.Fatalf("%s missing from %s/metrics", series, p.MetricsAddr)
 	}
 	return v
+}
+
+// load is visitors sending "text of <client id>" one after another, each waiting for its
+// ack (and pace between messages), until stopped or their socket fails. It records every
+// acked client id and the errors that ended visitors.
+type load struct {
+	mu    sync.Mutex
+	acked map[string]bool
+	errs  []error
+	stop  chan struct{}
+	wg    sync.WaitGroup
+}
+
+func startLoad(t *testing.T, addr, siteKey string, visitors int, pace time.Duration) *load {
+	t.Helper()
+	l := &load{acked: map[string]bool{}, stop: make(chan struct{})}
+	for v := range visitors {
+		c, err := edgetest.DialVisitor(addr, siteKey, "http://site.test")
+		if err != nil {
+			t.Fatal(err)
+		}
+		l.wg.Go(func() {
+			defer c.WS.Close()
+			for i := 0; ; i++ {
+				select {
+				case <-l.stop:
+					return
+				default:
+				}
+				id := fmt.Sprintf("v%d-%d", v, i)
+				if _, err := c.SendAck(id, "text of "+id); err != nil {
+					l.mu.Lock()
+					l.errs = append(l.errs, err)
+					l.mu.Unlock()
+					return
+				}
+				l.mu.Lock()
+				l.acked[id] = true
+				l.mu.Unlock()
+				if pace > 0 {
+					select {
+					case <-l.stop:
+						return
+					case <-time.After(pace):
+					}
+				}
+			}
+		})
+	}
+	return l
+}
+
+// Acked is how many messages were acked so far.
+func (l *load) Acked() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.acked)
+}
+
+// Stop ends the load and returns the acked client ids and the visitors' errors.
+func (l *load) Stop() (map[string]bool, []error) {
+	close(l.stop)
+	l.wg.Wait()
+	return l.acked, l.errs
+}
+
+var postedID = regexp.MustCompile(`text of (v\d+-\d+)`)
+
+// missing lists the acked messages the Slack mock has no post of (merged posts hold several).
+func missing(slack *mock.Slack, acked map[string]bool) []string {
+	seen := map[string]bool{}
+	for _, post := range slack.Posts() {
+		for _, m := range postedID.FindAllStringSubmatch(post.Text, -1) {
+			seen[m[1]] = true
+		}
+	}
+	var out []string
+	for id := range acked {
+		if !seen[id] {
+			out = append(out, id)
+		}
+	}
+	return out
 }
