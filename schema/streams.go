@@ -91,9 +91,9 @@ func SiteKey(siteID int64) string { return "site." + strconv.FormatInt(siteID, 1
 // Byte budgets of the streams on disk, the edge's -jobs-max-bytes, -results-max-bytes and
 // -dead-max-bytes. They are sized for a small box (a 20-40 GB disk that also holds the SQLite
 // file and its backups): together under 2.5 GiB. JOBS at 1 GiB holds a few million jobs, hours
-// of traffic with every worker or Slack away; RESULTS at 1 GiB is history (the edge records
-// outcomes within seconds), so it bounds what an SRE can read back, not what is delivered;
-// DEAD at 256 MiB holds a very bad day of dead letters.
+// of ordinary traffic with every worker or Slack away; RESULTS at 1 GiB is history (the edge
+// records outcomes within seconds), so it bounds what an SRE can read back, not what is
+// delivered; DEAD at 256 MiB holds a very bad day of dead letters.
 const (
 	DefaultJobsMaxBytes    int64 = 1 << 30
 	DefaultResultsMaxBytes int64 = 1 << 30
