@@ -105,9 +105,9 @@ func serve(args []string) error {
 	fs.StringVar(&cfg.ProxyHeader, "proxy-header", "", "take the client's IP from this header (e.g. X-Forwarded-For) behind a trusted proxy")
 	// Disk is a budget: each stream's bytes on disk (see ops/RUNBOOK.md "Disk budget").
 	cfg.StreamLimits = schema.StreamLimits{}.WithDefaults()
-	fs.Var((*broker.Bytes)(&cfg.StreamLimits.JobsMaxBytes), "jobs-max-bytes", "byte budget of JOBS, e.g. 1GiB or 512MiB: when full, new jobs are kept by the edge (visitors still get acks) until workers make room")
-	fs.Var((*broker.Bytes)(&cfg.StreamLimits.ResultsMaxBytes), "results-max-bytes", "byte budget of RESULTS (delivery outcomes kept up to 72 h), e.g. 1GiB: when full, the oldest are dropped")
-	fs.Var((*broker.Bytes)(&cfg.StreamLimits.DeadMaxBytes), "dead-max-bytes", "byte budget of DEAD (jobs that used up their attempts), e.g. 256MiB: when full, the oldest are dropped")
+	fs.Var((*broker.Bytes)(&cfg.StreamLimits.JobsMaxBytes), "jobs-max-bytes", "byte budget of JOBS, a `size` such as 1GiB or 512MiB: when full, new jobs are kept by the edge (visitors still get acks) until workers make room")
+	fs.Var((*broker.Bytes)(&cfg.StreamLimits.ResultsMaxBytes), "results-max-bytes", "byte budget of RESULTS (delivery outcomes kept up to 72 h), a `size` such as 1GiB: when full, the oldest are dropped")
+	fs.Var((*broker.Bytes)(&cfg.StreamLimits.DeadMaxBytes), "dead-max-bytes", "byte budget of DEAD (jobs that used up their attempts), a `size` such as 256MiB: when full, the oldest are dropped")
 	wcfg := worker.DefaultConfig()
 	wcfg.RegisterFlags(fs)
 	wcfg.RegisterQueueFlags(fs)
