@@ -2,6 +2,7 @@ package schema
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"time"
 
@@ -87,9 +88,43 @@ func DeadSubject(lane string, siteID, conversationID int64) string {
 // SiteKey is a site's key in the SITES bucket.
 func SiteKey(siteID int64) string { return "site." + strconv.FormatInt(siteID, 10) }
 
+// Byte budgets of the streams on disk, the edge's -jobs-max-bytes, -results-max-bytes and
+// -dead-max-bytes. They are sized for a small box (a 20-40 GB disk that also holds the SQLite
+// file and its backups): together under 2.5 GiB. JOBS at 1 GiB holds a few million jobs, hours
+// of ordinary traffic with every worker or Slack away; RESULTS at 1 GiB is history (the edge
+// records outcomes within seconds), so it bounds what an SRE can read back, not what is
+// delivered; DEAD at 256 MiB holds a very bad day of dead letters.
+const (
+	DefaultJobsMaxBytes    int64 = 1 << 30
+	DefaultResultsMaxBytes int64 = 1 << 30
+	DefaultDeadMaxBytes    int64 = 256 << 20
+)
+
+// StreamLimits are the byte budgets of JOBS, RESULTS and DEAD (0: the default).
+type StreamLimits struct {
+	JobsMaxBytes    int64
+	ResultsMaxBytes int64
+	DeadMaxBytes    int64
+}
+
+// WithDefaults fills each budget left at 0 with its default.
+func (l StreamLimits) WithDefaults() StreamLimits {
+	if l.JobsMaxBytes <= 0 {
+		l.JobsMaxBytes = DefaultJobsMaxBytes
+	}
+	if l.ResultsMaxBytes <= 0 {
+		l.ResultsMaxBytes = DefaultResultsMaxBytes
+	}
+	if l.DeadMaxBytes <= 0 {
+		l.DeadMaxBytes = DefaultDeadMaxBytes
+	}
+	return l
+}
+
 // StreamConfigs returns the streams the edge creates or updates at start. replicas is 1 on a
 // single box and 3 on a cluster.
-func StreamConfigs(replicas int) []jetstream.StreamConfig {
+func StreamConfigs(replicas int, limits StreamLimits) []jetstream.StreamConfig {
+	limits = limits.WithDefaults()
 	return []jetstream.StreamConfig{
 		{
 			Name:             StreamJobs,
@@ -97,18 +132,26 @@ func StreamConfigs(replicas int) []jetstream.StreamConfig {
 			Subjects:         []string{"jobs.>"},
 			SubjectTransform: jobsTransform,
 			Retention:        jetstream.WorkQueuePolicy,
-			Storage:          jetstream.FileStorage,
-			Duplicates:       DuplicateWindow,
-			Replicas:         replicas,
+			// Jobs are work, not history: a full JOBS refuses new jobs ("maximum bytes
+			// exceeded") and the edge keeps them above its watermark until there is room,
+			// rather than dropping the oldest undelivered ones.
+			MaxBytes:   limits.JobsMaxBytes,
+			Discard:    jetstream.DiscardNew,
+			Storage:    jetstream.FileStorage,
+			Duplicates: DuplicateWindow,
+			Replicas:   replicas,
 		},
 		{
 			Name:        StreamResults,
 			Description: "outcome of every delivery attempt, recorded by the edge",
 			Subjects:    []string{"results.>"},
 			// Limits, not work queue: the edge acks a whole batch at once (AckAll, which a
-			// work queue refuses), and an SRE can read three days of outcomes back.
+			// work queue refuses), and an SRE can read three days of outcomes back, as far
+			// as the byte budget allows: full, it drops the oldest.
 			Retention:  jetstream.LimitsPolicy,
 			MaxAge:     72 * time.Hour,
+			MaxBytes:   limits.ResultsMaxBytes,
+			Discard:    jetstream.DiscardOld,
 			Storage:    jetstream.FileStorage,
 			Duplicates: 2 * time.Minute,
 			Replicas:   replicas,
@@ -120,17 +163,21 @@ func StreamConfigs(replicas int) []jetstream.StreamConfig {
 			Retention:   jetstream.LimitsPolicy,
 			Storage:     jetstream.FileStorage,
 			MaxAge:      30 * 24 * time.Hour,
-			Duplicates:  DuplicateWindow,
-			Replicas:    replicas,
+			// History too: full, it drops the oldest dead letters (an alert says so).
+			MaxBytes:   limits.DeadMaxBytes,
+			Discard:    jetstream.DiscardOld,
+			Duplicates: DuplicateWindow,
+			Replicas:   replicas,
 		},
 	}
 }
 
-// EnsureStreams creates or updates every stream and bucket. Safe to run on every start.
-func EnsureStreams(ctx context.Context, js jetstream.JetStream, replicas int) error {
-	for _, cfg := range StreamConfigs(replicas) {
+// EnsureStreams creates or updates every stream and bucket. Safe to run on every start: an
+// existing stream takes changed byte budgets on the update.
+func EnsureStreams(ctx context.Context, js jetstream.JetStream, replicas int, limits StreamLimits) error {
+	for _, cfg := range StreamConfigs(replicas, limits) {
 		if _, err := js.CreateOrUpdateStream(ctx, cfg); err != nil {
-			return err
+			return fmt.Errorf("stream %s: %w", cfg.Name, err)
 		}
 	}
 	if _, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{

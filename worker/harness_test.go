@@ -78,7 +78,7 @@ func newEnv(t *testing.T, slackOpt mock.SlackOptions) *env {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := schema.EnsureStreams(ctx, e.js, 1); err != nil {
+	if err := schema.EnsureStreams(ctx, e.js, 1, schema.StreamLimits{}); err != nil {
 		t.Fatal(err)
 	}
 	e.slack = mock.NewSlack(slackOpt)

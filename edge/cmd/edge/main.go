@@ -26,8 +26,10 @@ import (
 	"syscall"
 
 	"spookat/edge/internal/brakes"
+	"spookat/edge/internal/broker"
 	"spookat/edge/internal/clientip"
 	"spookat/edge/internal/server"
+	"spookat/schema"
 	"spookat/worker"
 )
 
@@ -105,6 +107,11 @@ func serve(args []string) error {
 	trustedProxies := fs.String("trusted-proxies", "", "CIDRs or addresses of the proxies allowed to set -proxy-header, comma-separated (e.g. 127.0.0.1,10.0.0.0/8)")
 	fs.IntVar(&cfg.MaxSockets, "max-sockets", 0, "open HTTP and websocket connections past which new ones get 503 (0: the file limit less a reserve for SQLite, NATS and outbound posts)")
 	fs.StringVar(&cfg.MetricsAddr, "metrics-addr", "127.0.0.1:9102", "serve /metrics on this address, apart from -addr (empty: off)")
+	// Disk is a budget: each stream's bytes on disk (see ops/RUNBOOK.md "Disk budget").
+	cfg.StreamLimits = schema.StreamLimits{}.WithDefaults()
+	fs.Var((*broker.Bytes)(&cfg.StreamLimits.JobsMaxBytes), "jobs-max-bytes", "byte budget of JOBS, a `size` such as 1GiB or 512MiB: when full, new jobs are kept by the edge (visitors still get acks) until workers make room")
+	fs.Var((*broker.Bytes)(&cfg.StreamLimits.ResultsMaxBytes), "results-max-bytes", "byte budget of RESULTS (delivery outcomes kept up to 72 h), a `size` such as 1GiB: when full, the oldest are dropped")
+	fs.Var((*broker.Bytes)(&cfg.StreamLimits.DeadMaxBytes), "dead-max-bytes", "byte budget of DEAD (jobs that used up their attempts), a `size` such as 256MiB: when full, the oldest are dropped")
 	wcfg := worker.DefaultConfig()
 	wcfg.RegisterFlags(fs)
 	wcfg.RegisterQueueFlags(fs)

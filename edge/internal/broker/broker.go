@@ -9,6 +9,7 @@ import (
 	"net"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"log/slog"
@@ -29,6 +30,8 @@ type Options struct {
 	URL      string // external NATS; when set nothing is embedded
 	DataDir  string // JetStream store goes under DataDir/nats
 	Replicas int    // stream replicas (1 on one box)
+	// Limits are the streams' byte budgets, applied on every start (0s: the defaults).
+	Limits schema.StreamLimits
 
 	// Auth signs every identity; the embedded server trusts it and nothing else.
 	Auth *natsauth.Authority
@@ -105,12 +108,29 @@ func Start(ctx context.Context, opts Options) (*Broker, error) {
 	}
 	replicas := max(opts.Replicas, 1)
 	if err := Settle(ctx, opts.Log, "create streams", func(ctx context.Context) error {
-		return schema.EnsureStreams(ctx, js, replicas)
+		return schema.EnsureStreams(ctx, js, replicas, opts.Limits)
 	}); err != nil {
 		b.Close()
-		return nil, err
+		return nil, budgetError(err, opts.Limits)
 	}
 	return b, nil
+}
+
+// errCodeStorageExceeded is nats-server's JSStorageResourcesExceededErr ("insufficient storage
+// resources available"), which nats.go has no name for.
+const errCodeStorageExceeded jetstream.ErrorCode = 10047
+
+// budgetError names the flags when JetStream cannot reserve the streams' byte budgets: its
+// own bound is 75 % of the free disk (embedded) or the server's max_file_store.
+func budgetError(err error, l schema.StreamLimits) error {
+	var api *jetstream.APIError
+	if !errors.As(err, &api) || api.ErrorCode != errCodeStorageExceeded && !strings.Contains(api.Description, "insufficient storage") {
+		return err
+	}
+	l = l.WithDefaults()
+	return fmt.Errorf("%w: JetStream has less disk than the stream budgets ask for (-jobs-max-bytes %s, -results-max-bytes %s, -dead-max-bytes %s); "+
+		"free disk under the data directory or lower them, e.g. -results-max-bytes 256MiB", err,
+		FormatBytes(l.JobsMaxBytes), FormatBytes(l.ResultsMaxBytes), FormatBytes(l.DeadMaxBytes))
 }
 
 // SettleTimeout bounds how long Settle waits for a cluster that is still electing leaders.
@@ -365,4 +385,40 @@ func splitHostPort(addr string, defPort int) (string, int, error) {
 		return "", 0, fmt.Errorf("port %q: %w", p, err)
 	}
 	return host, port, nil
+}
+
+// DefaultStreamStatsEvery is how often WatchStreams reads the streams' use: a stream info
+// request each, cheap, and often enough for a 5-minute alert.
+const DefaultStreamStatsEvery = 15 * time.Second
+
+// WatchStreams reads the info of JOBS, RESULTS and DEAD now and every interval (0:
+// DefaultStreamStatsEvery) until ctx is done, and hands each stream's bytes, byte budget
+// and messages to fn. A stream it cannot read (NATS away) keeps its last values.
+func (b *Broker) WatchStreams(ctx context.Context, every time.Duration, fn func(stream string, bytes, maxBytes, msgs uint64)) {
+	if every <= 0 {
+		every = DefaultStreamStatsEvery
+	}
+	js, err := jetstream.New(b.NC)
+	if err != nil {
+		b.opts.Log.Warn("stream use is not exported to /metrics", "err", err)
+		return
+	}
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		for _, name := range []string{schema.StreamJobs, schema.StreamResults, schema.StreamDead} {
+			rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			s, err := js.Stream(rctx, name)
+			if err == nil {
+				info := s.CachedInfo()
+				fn(name, info.State.Bytes, uint64(max(info.Config.MaxBytes, 0)), info.State.Msgs)
+			}
+			cancel()
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
 }

@@ -281,7 +281,7 @@ func TestWorkerMayOnlyDoItsPart(t *testing.T) {
 		return err
 	})
 	wk.denied("change JOBS", "$JS.API.STREAM.UPDATE.JOBS", func(ctx context.Context) error {
-		cfg := schema.StreamConfigs(1)[0]
+		cfg := schema.StreamConfigs(1, schema.StreamLimits{})[0]
 		cfg.MaxAge = time.Second
 		_, err := wk.js.UpdateStream(ctx, cfg)
 		return err

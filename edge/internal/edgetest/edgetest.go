@@ -26,9 +26,9 @@ type Edge struct {
 	Addr        string // host:port of HTTP/websocket
 	MetricsAddr string // host:port of /metrics
 	NATSURL     string // its embedded NATS (credentials: natsauth.Open(DataDir))
-	DataDir string
-	stop    context.CancelFunc
-	done    chan error
+	DataDir     string
+	stop        context.CancelFunc
+	done        chan error
 }
 
 // Start runs an edge in this process on free ports, without a worker, and stops it at the

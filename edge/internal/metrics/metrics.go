@@ -25,6 +25,10 @@ type Edge struct {
 	SocketRefusals prometheus.Counter
 	// AcceptErrors counts failed accepts (out of file descriptors), each retried.
 	AcceptErrors prometheus.Counter
+	// Streams' use of their byte budgets, as last read from JetStream (see SetStream).
+	StreamBytes    *prometheus.GaugeVec
+	StreamMaxBytes *prometheus.GaugeVec
+	StreamMessages *prometheus.GaugeVec
 }
 
 // New registers every metric, the Go runtime's (scheduler latency included: loadgen reads
@@ -66,8 +70,18 @@ func New() *Edge {
 		AcceptErrors: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "spookat_accept_errors_total", Help: "Failed accepts on the public listener (e.g. out of file descriptors), retried with a back-off.",
 		}),
+		StreamBytes: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "spookat_stream_bytes", Help: "Bytes a JetStream stream holds (read every few seconds).",
+		}, []string{"stream"}),
+		StreamMaxBytes: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "spookat_stream_max_bytes", Help: "A stream's byte budget (-jobs-max-bytes, -results-max-bytes, -dead-max-bytes): JOBS then refuses new jobs, RESULTS and DEAD drop their oldest.",
+		}, []string{"stream"}),
+		StreamMessages: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "spookat_stream_messages", Help: "Messages a JetStream stream holds (read every few seconds).",
+		}, []string{"stream"}),
 	}
 	reg.MustRegister(m.SocketRefusals, m.AcceptErrors, m.MessagesSaved, m.AckLatency, m.CommitBatch, m.CommitDuration, m.OpenSockets, m.FrameErrors, m.ResultsRecords, m.ResultsRejected,
+		m.StreamBytes, m.StreamMaxBytes, m.StreamMessages,
 		collectors.NewGoCollector(collectors.WithGoCollectorRuntimeMetrics(collectors.MetricsScheduler, collectors.MetricsGC)),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
@@ -106,4 +120,29 @@ func (c *brakeCollector) Collect(ch chan<- prometheus.Metric) {
 // Gauge registers a gauge whose value is read at scrape time.
 func (m *Edge) Gauge(name, help string, fn func() float64) {
 	m.Registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, fn))
+}
+
+// SetStream records what a stream holds against its byte budget.
+func (m *Edge) SetStream(stream string, bytes, maxBytes, msgs uint64) {
+	m.StreamBytes.WithLabelValues(stream).Set(float64(bytes))
+	m.StreamMaxBytes.WithLabelValues(stream).Set(float64(maxBytes))
+	m.StreamMessages.WithLabelValues(stream).Set(float64(msgs))
+}
+
+// Publisher exports the job publisher's refusals by a full JOBS: refused counts the publishes
+// JetStream refused, full is whether jobs are held for want of room now.
+func (m *Edge) Publisher(refused func() int64, full func() bool) {
+	m.Registry.MustRegister(
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "spookat_publish_refused_total", ConstLabels: prometheus.Labels{"reason": "stream_full"},
+			Help: "Job publishes JetStream refused; reason stream_full: JOBS is at -jobs-max-bytes (the jobs are kept and retried).",
+		}, func() float64 { return float64(refused()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "spookat_jobs_full", Help: "1 while JOBS is at its byte budget and the edge holds new jobs until workers make room.",
+		}, func() float64 {
+			if full() {
+				return 1
+			}
+			return 0
+		}))
 }

@@ -13,10 +13,16 @@
 // that whenever a publish fails and a later one succeeds (a cluster's stream leader dying, a
 // timeout), so a subject (lane, site, conversation) has at most one job in flight: the next
 // goes out when JetStream has stored the previous one. Conversations proceed in parallel.
+//
+// A full JOBS (its byte budget reached, workers or Slack away for hours) refuses new jobs. The
+// publisher keeps them, above the watermark, and probes for room once a second with one job;
+// when one is stored it releases the held jobs in doubling rounds, so a stream that has room
+// for a few jobs at a time costs a few refusals, not one per held job every retry.
 package outbox
 
 import (
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"strconv"
 	"strings"
@@ -64,9 +70,19 @@ type Publisher struct {
 	published int64             // jobs published, for metrics
 	failed    int               // publishes failed since the last log line about them
 	lastLog   time.Time
-	wake      chan struct{}
-	stop      chan struct{}
-	done      chan struct{}
+
+	// While JOBS is full: full is set by a refusal and cleared by the next stored job; window
+	// is how many held jobs the next round may send (0: no limit, JOBS has room).
+	full        bool
+	fullSince   time.Time // start of the episode (first refusal until every held job is out); zero: none
+	window      int
+	lastRelease time.Time // last probe or round while full or recovering
+	refused     int64     // publishes refused because JOBS is full, for metrics
+	lastFullLog time.Time
+
+	wake chan struct{}
+	stop chan struct{}
+	done chan struct{}
 }
 
 // line is one subject's jobs: the head is in flight, the rest wait for it.
@@ -181,11 +197,11 @@ func (p *Publisher) loop() {
 		}
 		p.mu.Lock()
 		batch, p.queue = p.queue, batch[:0]
-		retry, ready := p.retry, p.ready
-		p.retry, p.ready = nil, nil
+		retry, ready := p.release(time.Now()), p.ready
+		p.ready = nil
 		p.mu.Unlock()
 		for _, m := range retry {
-			p.send(m)
+			p.transmit(m)
 		}
 		for _, m := range ready {
 			p.send(m)
@@ -265,7 +281,62 @@ func (p *Publisher) publish(c *store.Committed) {
 	}
 }
 
+// fullProbe is how often one held job asks a full JOBS for room; fullLogEvery how often the
+// log says it is still full.
+const (
+	fullProbe    = time.Second
+	fullLogEvery = time.Minute
+)
+
+// release takes the failed publishes to send again now: all of them while JOBS has room; one
+// per fullProbe while it is full; then rounds of 1, 2, 4, … per retry tick until none are
+// held, so that a JOBS with room for a few jobs refuses a few, not every held one. Called
+// with p.mu held.
+func (p *Publisher) release(now time.Time) []*nats.Msg {
+	n := len(p.retry)
+	switch {
+	case n == 0:
+		p.window = 0
+		if !p.full && !p.fullSince.IsZero() {
+			p.log.Info("JOBS has room again; every held job is published", "full_for", now.Sub(p.fullSince).Round(time.Second))
+			p.fullSince = time.Time{}
+		}
+		return nil
+	case p.full:
+		if now.Sub(p.lastRelease) < fullProbe {
+			return nil
+		}
+		n = 1
+	case p.window > 0:
+		if now.Sub(p.lastRelease) < 250*time.Millisecond {
+			return nil
+		}
+		n = min(n, p.window)
+		p.window *= 2
+	}
+	p.lastRelease = now
+	out := p.retry[:n:n]
+	p.retry = p.retry[n:]
+	if len(p.retry) == 0 {
+		p.retry = nil
+	}
+	return out
+}
+
+// send publishes a job, or holds it while JOBS is full or recovering: it would be refused,
+// and held jobs go out in the rounds release makes.
 func (p *Publisher) send(m *nats.Msg) {
+	p.mu.Lock()
+	if p.full || p.window > 0 {
+		p.retry = append(p.retry, m)
+		p.mu.Unlock()
+		return
+	}
+	p.mu.Unlock()
+	p.transmit(m)
+}
+
+func (p *Publisher) transmit(m *nats.Msg) {
 	if _, err := p.js.PublishMsgAsync(m); err != nil {
 		p.onErr(p.js, m, err)
 		return
@@ -282,6 +353,13 @@ func (p *Publisher) onAck(_ jetstream.JetStream, m *nats.Msg, _ *jetstream.PubAc
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.full { // there was room for this one: release the held jobs
+		p.full = false
+		select {
+		case p.wake <- struct{}{}:
+		default:
+		}
+	}
 	// The subject's next job may go. The loop sends it: publishing from this callback could
 	// block on the in-flight limit while acks wait for this very goroutine.
 	if l := p.subjects[m.Subject]; l != nil {
@@ -324,6 +402,26 @@ func (p *Publisher) onAck(_ jetstream.JetStream, m *nats.Msg, _ *jetstream.PubAc
 func (p *Publisher) onErr(_ jetstream.JetStream, m *nats.Msg, err error) {
 	p.mu.Lock()
 	p.retry = append(p.retry, &nats.Msg{Subject: m.Subject, Data: m.Data, Header: m.Header})
+	if StreamFull(err) {
+		p.refused++
+		now := time.Now()
+		first := p.fullSince.IsZero()
+		p.full, p.window = true, 1
+		if first {
+			p.fullSince = now
+		}
+		logNow := first || now.Sub(p.lastFullLog) >= fullLogEvery
+		if logNow {
+			p.lastFullLog = now
+		}
+		held, since := len(p.retry), p.fullSince
+		p.mu.Unlock()
+		if logNow {
+			p.log.Warn("JOBS is full: new jobs are kept (visitors still get acks) and published when workers make room; see ops/RUNBOOK.md \"Disk budget\"",
+				"held", held, "full_for", now.Sub(since).Round(time.Second), "err", err)
+		}
+		return
+	}
 	p.failed++
 	now := time.Now()
 	var n int
@@ -334,6 +432,32 @@ func (p *Publisher) onErr(_ jetstream.JetStream, m *nats.Msg, err error) {
 	if n > 0 {
 		p.log.Warn("publishing jobs failed; they are retried", "failed", n, "last_job", m.Header.Get(jetstream.MsgIDHeader), "err", err)
 	}
+}
+
+// StreamFull reports whether JetStream refused a publish because the stream is at its byte
+// (or message) budget and discards new messages.
+func StreamFull(err error) bool {
+	var api *jetstream.APIError
+	return errors.As(err, &api) && api.ErrorCode == errCodeStoreFailed &&
+		(strings.Contains(api.Description, "maximum bytes") || strings.Contains(api.Description, "maximum messages"))
+}
+
+// errCodeStoreFailed is nats-server's JSStreamStoreFailedF, what a full DiscardNew stream
+// answers a publish with ("maximum bytes exceeded"); nats.go has no name for it.
+const errCodeStoreFailed jetstream.ErrorCode = 10077
+
+// Full reports whether JOBS is refusing jobs for want of room and the publisher holds them.
+func (p *Publisher) Full() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.full
+}
+
+// Refused is the number of publishes JOBS refused for want of room.
+func (p *Publisher) Refused() int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.refused
 }
 
 // messageID parses the message id out of a job id "m<id>.<target>".

@@ -73,6 +73,11 @@ type Config struct {
 	InprocWorker bool
 	// Ready, if set, is called once the edge serves, with the addresses it listens on.
 	Ready func(Addrs)
+
+	// StreamLimits are the byte budgets of JOBS, RESULTS and DEAD (0s: the defaults), applied
+	// at every start; StreamStatsEvery is how often their use is read for /metrics (0: 15 s).
+	StreamLimits     schema.StreamLimits
+	StreamStatsEvery time.Duration
 }
 
 // DefaultStopTimeout bounds a graceful stop when Config.StopTimeout is 0.
@@ -141,6 +146,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	br, err := broker.Start(ctx, broker.Options{
 		Listen: cfg.NATSListen, Monitor: cfg.NATSMonitor, URL: cfg.NATSURL, DataDir: cfg.DataDir,
 		Replicas: cfg.Replicas, Auth: auth, Creds: cfg.NATSCreds, TLS: cfg.NATSTLS, Insecure: cfg.NATSInsecure, Log: log,
+		Limits: cfg.StreamLimits,
 	})
 	if err != nil {
 		return err
@@ -221,11 +227,13 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	m.Gauge("spookat_publish_backlog", "Jobs published and not yet stored by JetStream, plus messages not yet handled.",
 		func() float64 { return float64(p.Backlog()) })
 	m.Gauge("spookat_jobs_published", "Jobs published to JOBS since start.", func() float64 { return float64(p.Published()) })
+	m.Publisher(p.Refused, p.Full)
 
 	bg, stopBG := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	// Not signalled early: the recorder keeps recording what the worker reports while it stops.
-	sg.add("results recorder and sweeper", nil, func(ctx context.Context) error { stopBG(); return waitGroup(ctx, &wg) })
+	sg.add("results recorder, sweeper, stream stats", nil, func(ctx context.Context) error { stopBG(); return waitGroup(ctx, &wg) })
+	wg.Go(func() { br.WatchStreams(bg, cfg.StreamStatsEvery, m.SetStream) })
 	rec := &results.Recorder{Store: st, Sites: reg, Metrics: m, Log: log, OnRecorded: inboxHub.Deliveries}
 	for _, reason := range results.Reasons {
 		m.ResultsRejected.WithLabelValues(reason)
