@@ -53,7 +53,8 @@ type Sender struct {
 	allowPrivate bool
 }
 
-// New builds a sender; allowPrivate (labs, tests) also takes http:// URLs.
+// New builds a sender; allowPrivate (labs, tests) lets http:// URLs and literal private
+// addresses pass its URL check (the client decides about connections).
 func New(c *http.Client, allowPrivate bool) *Sender {
 	return &Sender{http: c, now: time.Now, limits: deliver.NewLimits(time.Second, 0), allowPrivate: allowPrivate}
 }
