@@ -134,6 +134,7 @@ func (e *env) config() worker.Config {
 	cfg.RetryMax = 200 * time.Millisecond
 	cfg.MaxAttempts = 4
 	cfg.StopTimeout = 3 * time.Second
+	cfg.AllowPrivateTargets = true // the mocks listen on 127.0.0.1
 	cfg.Registerer = prometheus.NewRegistry()
 	cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: testLogLevel()}))
 	return cfg

@@ -140,6 +140,73 @@ func TestDiscordWebhookRateLimits(t *testing.T) {
 	if d.RateLimited() != 0 {
 		t.Errorf("%d 429s: the worker ignored X-RateLimit-Remaining", d.RateLimited())
 	}
+	// The webhook URL is a secret (its path holds the token): the error says the status and
+	// Discord's code, nothing of the URL or the answer's text.
+	dead := e.deadJobs()
+	if len(dead) != 1 || dead[0].Header.Get(schema.HeaderError) != "discord: http 404 (code 10015)" {
+		t.Fatalf("DEAD %d, error %q", len(dead), dead[0].Header.Get(schema.HeaderError))
+	}
+	if r := e.results.of(jobs[7].ID); r[len(r)-1].Error != "discord: http 404 (code 10015)" {
+		t.Errorf("dead result error %q", r[len(r)-1].Error)
+	}
+}
+
+// TestPrivateTargetsRefused: without -allow-private-targets a site cannot make the worker
+// reach this host. URLs that name it are refused before any connection; a Discord webhook
+// whose address turns out to be loopback at connect time (here through -discord-api, as
+// a rebinding name would) is refused by the dialer. Every job goes to DEAD at once with the
+// reason, never the URL's path or token; no mock hears a thing.
+func TestPrivateTargetsRefused(t *testing.T) {
+	e := newEnv(t, mock.SlackOptions{})
+	rc := mock.NewReceiver(mock.ReceiverOptions{Secret: whsec})
+	hooks := httptest.NewServer(rc)
+	defer hooks.Close()
+	d := mock.NewDiscord(mock.DiscordOptions{Limit: 1000, Window: time.Second})
+	ds := httptest.NewServer(d)
+	defer ds.Close()
+	_, port, _ := net.SplitHostPort(hooks.Listener.Addr().String())
+	cases := []struct {
+		d    schema.SiteDelivery
+		want string
+	}{
+		{schema.SiteDelivery{WebhookURL: hooks.URL + "/ok?key=SECRET"}, "webhook: refused: the URL must start with https://"},
+		{schema.SiteDelivery{WebhookURL: "https://127.0.0.1:" + port + "/ok?key=SECRET"}, "webhook: refused: the URL must not point at a non-public address (address 127.0.0.1 is loopback)"},
+		{schema.SiteDelivery{WebhookURL: "https://localhost:" + port + "/ok?key=SECRET"}, "webhook: refused: the URL must not point at localhost"},
+		{schema.SiteDelivery{WebhookURL: "https://[::ffff:169.254.169.254]/latest/meta-data/"}, "webhook: refused: the URL must not point at a non-public address (address ::ffff:169.254.169.254 is cloud metadata)"},
+		{schema.SiteDelivery{DiscordWebhook: "https://discord.com/api/webhooks/11/SECRET"}, "discord: refused: address 127.0.0.1 is loopback"},
+		{schema.SiteDelivery{DiscordWebhook: ds.URL + "/api/webhooks/11/SECRET"}, "discord: refused: the webhook URL must start with https://"},
+	}
+	var jobs []schema.Job
+	for i, tc := range cases {
+		site := int64(i + 1)
+		tc.d.SiteID, tc.d.WebhookSecret = site, whsec
+		e.putSite(tc.d)
+		target := schema.TargetWebhook
+		if tc.d.DiscordWebhook != "" {
+			target = schema.TargetDiscord
+		}
+		jobs = append(jobs, job(target, site, site, site, true, "x"))
+	}
+	cfg := e.config()
+	cfg.AllowPrivateTargets = false
+	cfg.DiscordAPI = ds.URL + "/api"
+	e.start(cfg)
+	e.publish(jobs...)
+	waitFor(t, 10*time.Second, "dead results", func() bool { return len(e.results.final(schema.StatusDead)) == len(jobs) })
+	for i, j := range jobs {
+		rs := e.results.of(j.ID)
+		if got := rs[len(rs)-1]; got.Error != cases[i].want || got.Attempts != 1 {
+			t.Errorf("site %d: %d attempts, error %q, want 1 and %q", j.SiteID, got.Attempts, got.Error, cases[i].want)
+		}
+	}
+	for _, m := range e.deadJobs() {
+		if h := m.Header.Get(schema.HeaderError); strings.Contains(h, "SECRET") || strings.Contains(h, "/api") {
+			t.Errorf("DEAD error %q holds the URL", h)
+		}
+	}
+	if n := len(rc.Events()) + len(d.Posts()); n != 0 {
+		t.Errorf("%d requests reached the mocks", n)
+	}
 }
 
 // smtpBackend is a real SMTP server (go-smtp) that keeps what it receives.

@@ -13,7 +13,6 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/url"
 	"sync"
@@ -25,6 +24,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"spookat/schema"
+	"spookat/worker/egress"
 	"spookat/worker/internal/deliver"
 	"spookat/worker/internal/discord"
 	"spookat/worker/internal/email"
@@ -60,6 +60,12 @@ type Config struct {
 	// `loadgen mock`). The real API is https, where HTTP/2 is negotiated anyway. Slack is
 	// always HTTP/1.1 keep-alive (see internal/slack).
 	H2C bool
+
+	// AllowPrivateTargets lets webhooks and Discord reach loopback, private, link-local and
+	// metadata addresses and http:// URLs: for labs and tests whose receivers run on this host.
+	// Off, both are checked at save time by the edge and at every connection by the worker
+	// (package egress).
+	AllowPrivateTargets bool
 
 	SMTP email.Config
 
@@ -108,6 +114,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.SlackAPI, "slack-api", c.SlackAPI, "Slack Web API base URL (point it at `loadgen mock` for tests)")
 	fs.StringVar(&c.DiscordAPI, "discord-api", c.DiscordAPI, "replace https://discord.com/api in Discord webhook URLs with this base (tests)")
 	fs.BoolVar(&c.H2C, "h2c", c.H2C, "HTTP/2 without TLS to an http:// -discord-api (mocks that serve it, e.g. loadgen mock); https uses HTTP/2 regardless")
+	fs.BoolVar(&c.AllowPrivateTargets, "allow-private-targets", c.AllowPrivateTargets, "labs and tests only: let webhooks and Discord reach loopback, private, link-local and cloud metadata addresses, over http:// too")
 	fs.IntVar(&c.ChatInFlight, "chat-inflight", c.ChatInFlight, "chat posts (Slack, Discord) in flight at once")
 	fs.IntVar(&c.WebhookInFlight, "webhook-inflight", c.WebhookInFlight, "webhook posts in flight at once")
 	fs.IntVar(&c.EmailInFlight, "email-inflight", c.EmailInFlight, "emails in flight at once")
@@ -200,10 +207,11 @@ func Provision(ctx context.Context, js jetstream.JetStream, replicas int, cfg Co
 	return nil
 }
 
-func httpClient(perHost int, timeout time.Duration, h2c bool) *http.Client {
+// httpClient is a target's client: egress.Client checks every address it connects to
+// (unless allowPrivate) and follows no redirects.
+func httpClient(perHost int, timeout time.Duration, h2c, allowPrivate bool) *http.Client {
 	tr := &http.Transport{
 		Proxy:                 http.ProxyFromEnvironment,
-		DialContext:           (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
 		MaxIdleConns:          0,
 		MaxIdleConnsPerHost:   perHost, // keep a socket per in-flight post: no reconnects under load
 		IdleConnTimeout:       90 * time.Second,
@@ -217,7 +225,7 @@ func httpClient(perHost int, timeout time.Duration, h2c bool) *http.Client {
 		tr.Protocols.SetUnencryptedHTTP2(true)
 		tr.Protocols.SetHTTP2(true)
 	}
-	return &http.Client{Timeout: timeout, Transport: tr}
+	return egress.Client(tr, timeout, allowPrivate)
 }
 
 // Run consumes jobs until ctx ends, then stops gracefully: hands its partitions over, lets
@@ -275,9 +283,9 @@ func Run(ctx context.Context, nc *nats.Conn, cfg Config) error {
 		schema.LaneChat: {
 			schema.TargetSlack: slack.New(slack.Options{APIURL: cfg.SlackAPI, HTTP: slack.NewHTTP(cfg.ChatInFlight),
 				Threads: threads.New(threadsKV), Pace: cfg.SlackPace, MergeMax: cfg.SlackMerge}),
-			schema.TargetDiscord: discord.New(httpClient(cfg.ChatInFlight, 0, cfg.H2C), cfg.DiscordAPI, threads.New(threadsKV)),
+			schema.TargetDiscord: discord.New(httpClient(cfg.ChatInFlight, 0, cfg.H2C, cfg.AllowPrivateTargets), cfg.DiscordAPI, threads.New(threadsKV), cfg.AllowPrivateTargets),
 		},
-		schema.LaneWebhook: {schema.TargetWebhook: webhook.New(httpClient(cfg.WebhookInFlight, cfg.WebhookTimeout, false))},
+		schema.LaneWebhook: {schema.TargetWebhook: webhook.New(httpClient(cfg.WebhookInFlight, cfg.WebhookTimeout, false, cfg.AllowPrivateTargets), cfg.AllowPrivateTargets)},
 		schema.LaneEmail:   {schema.TargetEmail: mailer},
 	}
 

@@ -19,6 +19,7 @@ import (
 	"spookat/edge/internal/store"
 	"spookat/schema"
 	"spookat/schema/natsauth"
+	"spookat/worker/egress"
 )
 
 // multi is a repeatable string flag.
@@ -73,6 +74,7 @@ func siteAdd(args []string) error {
 	fs.StringVar(&s.WebhookURL, "webhook-url", "", "URL that receives signed webhooks")
 	fs.StringVar(&s.WebhookSecret, "webhook-secret", "", "webhook signing secret (whsec_…)")
 	fs.StringVar(&s.NotifyEmail, "notify-email", "", "address told of each new conversation")
+	allowPrivate := fs.Bool("allow-private-targets", false, "labs and tests only: take http:// and loopback or private addresses in -webhook-url and -discord-webhook")
 	asJSON := fs.Bool("json", false, "print JSON")
 	if err := parse(fs, args); err != nil {
 		return err
@@ -83,6 +85,9 @@ func siteAdd(args []string) error {
 	}
 	if s.WebhookURL != "" && s.WebhookSecret == "" {
 		return errors.New("-webhook-url needs -webhook-secret")
+	}
+	if err := checkTargetFlags(s.WebhookURL, s.DiscordWebhook, *allowPrivate); err != nil {
+		return err
 	}
 	return withAPI(*dataDir, func(ctx context.Context, api admin.API) error {
 		site, err := api.AddSite(ctx, s)
@@ -95,6 +100,22 @@ func siteAdd(args []string) error {
 		fmt.Printf("site %d %q added; key %s\n", site.ID, site.Name, site.Key)
 		return nil
 	})
+}
+
+// checkTargetFlags refuses the targets the worker would refuse (package egress). The error
+// never repeats a URL: a Discord webhook's path is its token.
+func checkTargetFlags(webhook, discord string, allowPrivate bool) error {
+	if webhook != "" {
+		if err := egress.CheckWebhookURL(webhook, allowPrivate); err != nil {
+			return fmt.Errorf("-webhook-url %s, e.g. -webhook-url %s (a lab receiver on this host needs -allow-private-targets here and on the worker)", err, egress.WebhookExample)
+		}
+	}
+	if discord != "" {
+		if err := egress.CheckDiscordURL(discord, allowPrivate); err != nil {
+			return fmt.Errorf("-discord-webhook %s, e.g. -discord-webhook %s", err, egress.DiscordExample)
+		}
+	}
+	return nil
 }
 
 func siteList(args []string) error {
@@ -166,8 +187,12 @@ func seed(args []string) error {
 	fs.StringVar(&req.SlackToken, "slack-token", "", "give every seeded site Slack delivery, each its own channel")
 	fs.StringVar(&req.WebhookURL, "webhook-url", "", "give every seeded site this webhook")
 	fs.StringVar(&req.WebhookSecret, "webhook-secret", "", "secret of -webhook-url")
+	allowPrivate := fs.Bool("allow-private-targets", false, "labs and tests only: take http:// and loopback or private addresses in -webhook-url")
 	asJSON := fs.Bool("json", false, "print JSON")
 	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if err := checkTargetFlags(req.WebhookURL, "", *allowPrivate); err != nil {
 		return err
 	}
 	return withAPI(*dataDir, func(ctx context.Context, api admin.API) error {

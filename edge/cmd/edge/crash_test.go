@@ -145,7 +145,7 @@ func TestCrashLosesNothing(t *testing.T) {
 		Key string
 	}
 	json.Unmarshal([]byte(edgetest.Admin(t, bin, dir, "site", "add", "-name", "hooked", "-origin", "*",
-		"-webhook-url", "http://127.0.0.1:9/never-called", "-webhook-secret", "whsec_c2VjcmV0", "-json")), &withTarget)
+		"-webhook-url", "http://127.0.0.1:9/never-called", "-webhook-secret", "whsec_c2VjcmV0", "-allow-private-targets", "-json")), &withTarget)
 	json.Unmarshal([]byte(edgetest.Admin(t, bin, dir, "site", "add", "-name", "plain", "-origin", "*", "-json")), &plain)
 	if withTarget.Key == "" || plain.Key == "" {
 		t.Fatal("sites not created")
@@ -297,7 +297,7 @@ func TestGracefulStopUnderLoad(t *testing.T) {
 	p := edgetest.StartProc(t, bin, dir, args...)
 	var site struct{ Key string }
 	json.Unmarshal([]byte(edgetest.Admin(t, bin, dir, "site", "add", "-name", "hooked", "-origin", "*",
-		"-webhook-url", "http://127.0.0.1:9/never-called", "-webhook-secret", "whsec_c2VjcmV0", "-json")), &site)
+		"-webhook-url", "http://127.0.0.1:9/never-called", "-webhook-secret", "whsec_c2VjcmV0", "-allow-private-targets", "-json")), &site)
 
 	w := &world{up: make(chan struct{})}
 	w.back(p.Addr)

@@ -11,6 +11,7 @@ import (
 
 	"spookat/edge/internal/store"
 	"spookat/schema"
+	"spookat/worker/egress"
 )
 
 func parseID(s string) (int64, error) {
@@ -327,6 +328,9 @@ func (h *Handler) updateSettings(c *fiber.Ctx) error {
 				return badRequest("Origins look like https://example.com (scheme and host, no path).")
 			}
 		}
+		if err := h.checkTargets(cur); err != nil {
+			return err
+		}
 		row = cur
 		return tx.UpdateSite(cur)
 	})
@@ -341,6 +345,23 @@ func (h *Handler) updateSettings(c *fiber.Ctx) error {
 		h.Log.Error("publish site settings", "site", row.ID, "err", err)
 	}
 	return c.JSON(settingsOf(row))
+}
+
+// checkTargets refuses the webhook and Discord URLs the worker would refuse (package egress),
+// so the operator hears it now rather than from a dead delivery. The message never repeats a
+// URL: the Discord webhook's path is a secret.
+func (h *Handler) checkTargets(s *store.Site) error {
+	if s.WebhookURL != "" {
+		if err := egress.CheckWebhookURL(s.WebhookURL, h.AllowPrivateTargets); err != nil {
+			return badRequest("webhook_url " + err.Error() + ", for example " + egress.WebhookExample + ".")
+		}
+	}
+	if s.DiscordWebhook != "" {
+		if err := egress.CheckDiscordURL(s.DiscordWebhook, h.AllowPrivateTargets); err != nil {
+			return badRequest("discord_webhook " + err.Error() + ", for example " + egress.DiscordExample + ".")
+		}
+	}
+	return nil
 }
 
 type badRequest string

@@ -42,6 +42,9 @@ type Handler struct {
 	Log   *slog.Logger
 	// Limiter bounds login attempts (default: 10 per minute per address, 5 per minute per email).
 	Limiter *Limiter
+	// AllowPrivateTargets takes webhook and Discord URLs the worker's -allow-private-targets
+	// would let through (http://, loopback, private addresses): labs and tests.
+	AllowPrivateTargets bool
 }
 
 // who is the authenticated operator of a request.

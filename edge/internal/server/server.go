@@ -335,7 +335,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	}()
 	wh.Register(app)
 	assets.New().Register(app) // widget.js, chat window, /app/, /demo
-	(&inbox.Handler{Store: st, Sites: reg, Hub: inboxHub, Log: log}).Register(app)
+	(&inbox.Handler{Store: st, Sites: reg, Hub: inboxHub, Log: log, AllowPrivateTargets: wcfg.AllowPrivateTargets}).Register(app)
 	slackEvents := &slackevents.Handler{Store: st, Sites: reg, Log: log}
 	slackEvents.Register(app)
 

@@ -11,6 +11,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -21,6 +22,7 @@ import (
 	"time"
 
 	"spookat/schema"
+	"spookat/worker/egress"
 	"spookat/worker/internal/deliver"
 	"spookat/worker/internal/threads"
 )
@@ -31,16 +33,20 @@ const codeForumNeedsThread = 220001
 
 // Sender posts to Discord webhooks.
 type Sender struct {
-	http    *http.Client
-	base    string // replaces https://discord.com/api in webhook URLs (tests, load tests)
-	limits  *deliver.Limits
-	threads *threads.Store
-	forums  sync.Map // webhook URL → true: it posts into a forum channel
+	http         *http.Client
+	base         string // replaces https://discord.com/api in webhook URLs (tests, load tests)
+	limits       *deliver.Limits
+	threads      *threads.Store
+	forums       sync.Map // webhook URL → true: it posts into a forum channel
+	allowPrivate bool     // any http(s) URL, not only discord.com's (labs, tests)
 }
 
-// New builds a sender; base "" keeps the URLs as configured.
-func New(c *http.Client, base string, th *threads.Store) *Sender {
-	return &Sender{http: c, base: strings.TrimSuffix(base, "/"), limits: deliver.NewLimits(time.Second, 5*time.Second), threads: th}
+// New builds a sender; base "" keeps the URLs as configured. The webhook URL is a secret (its
+// path holds the token): no error of this package quotes it or what Discord answered, only a
+// status, Discord's error code and a short reason.
+func New(c *http.Client, base string, th *threads.Store, allowPrivate bool) *Sender {
+	return &Sender{http: c, base: strings.TrimSuffix(base, "/"), limits: deliver.NewLimits(time.Second, 5*time.Second),
+		threads: th, allowPrivate: allowPrivate}
 }
 
 func (s *Sender) url(u, threadID string) string {
@@ -84,6 +90,10 @@ func (s *Sender) Send(ctx context.Context, deadline time.Time, site *schema.Site
 	defer cancel()
 	if site.DiscordWebhook == "" {
 		return deliver.Permanent(deliver.ErrNotConfigured)
+	}
+	// Saved before the edge checked URLs, or by an edge with other settings: checked again.
+	if err := egress.CheckDiscordURL(site.DiscordWebhook, s.allowPrivate); err != nil {
+		return deliver.Permanent(errors.New("discord: refused: the webhook URL " + err.Error()))
 	}
 	j := jobs[0]
 	if _, forum := s.forums.Load(site.DiscordWebhook); forum {
@@ -163,12 +173,15 @@ func (s *Sender) post(ctx context.Context, site *schema.SiteDelivery, p post, th
 	body, _ := json.Marshal(p)
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.url(site.DiscordWebhook, threadID), bytes.NewReader(body))
 	if err != nil {
-		return deliver.Permanent(fmt.Errorf("discord webhook url: %w", err)), 0
+		return deliver.Permanent(errors.New("discord: invalid webhook URL")), 0
 	}
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := s.http.Do(req)
 	if err != nil {
-		return deliver.Fail(err), 0
+		out := deliver.Fail(errors.New("discord: " + egress.Reason(err)))
+		var refused *egress.RefusedError
+		out.Permanent = errors.As(err, &refused)
+		return out, 0
 	}
 	defer resp.Body.Close()
 	raw, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
@@ -204,12 +217,19 @@ func (s *Sender) post(ctx context.Context, site *schema.SiteDelivery, p post, th
 		return deliver.RateLimited(d), 0
 	case c >= 500:
 		return deliver.Fail(fmt.Errorf("discord: http %d", c)), 0
+	case c >= 300 && c < 400:
+		return deliver.Permanent(fmt.Errorf("discord: http %d: %w", c, egress.ErrRedirect)), 0
 	default:
+		// Only Discord's numeric code: its message text, or a stand-in's body, could echo
+		// the request.
 		var e struct {
 			Code int `json:"code"`
 		}
 		_ = json.Unmarshal(raw, &e)
-		return deliver.Permanent(fmt.Errorf("discord: http %d: %s", c, strings.TrimSpace(string(raw[:min(len(raw), 200)])))), e.Code
+		if e.Code != 0 {
+			return deliver.Permanent(fmt.Errorf("discord: http %d (code %d)", c, e.Code)), e.Code
+		}
+		return deliver.Permanent(fmt.Errorf("discord: http %d", c)), 0
 	}
 }
 

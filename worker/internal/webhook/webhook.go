@@ -11,6 +11,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -19,6 +20,7 @@ import (
 	"time"
 
 	"spookat/schema"
+	"spookat/worker/egress"
 	"spookat/worker/internal/deliver"
 )
 
@@ -42,16 +44,19 @@ type EventData struct {
 	InboxURL       string    `json:"inbox_url,omitempty"`
 }
 
-// Sender posts events. Its HTTP client carries the 10 s timeout.
+// Sender posts events. Its HTTP client carries the 10 s timeout and, unless allowPrivate,
+// refuses non-public addresses at connect time (egress.Client).
 type Sender struct {
-	http   *http.Client
-	now    func() time.Time
-	limits *deliver.Limits // receivers that answered 429, by URL
+	http         *http.Client
+	now          func() time.Time
+	limits       *deliver.Limits // receivers that answered 429, by URL
+	allowPrivate bool
 }
 
-// New builds a sender.
-func New(c *http.Client) *Sender {
-	return &Sender{http: c, now: time.Now, limits: deliver.NewLimits(time.Second, 0)}
+// New builds a sender; allowPrivate (labs, tests) lets http:// URLs and literal private
+// addresses pass its URL check (the client decides about connections).
+func New(c *http.Client, allowPrivate bool) *Sender {
+	return &Sender{http: c, now: time.Now, limits: deliver.NewLimits(time.Second, 0), allowPrivate: allowPrivate}
 }
 
 // Wait implements deliver.Gate: a receiver that answered 429 gets nothing before its
@@ -99,6 +104,11 @@ func (s *Sender) Send(ctx context.Context, deadline time.Time, site *schema.Site
 	if site.WebhookURL == "" {
 		return deliver.Permanent(deliver.ErrNotConfigured)
 	}
+	// Saved before the edge checked URLs, or by an edge with other settings: checked again.
+	// Errors never quote the URL, here or below: they go to RESULTS, DEAD, the inbox and logs.
+	if err := egress.CheckWebhookURL(site.WebhookURL, s.allowPrivate); err != nil {
+		return deliver.Permanent(errors.New("webhook: refused: the URL " + err.Error()))
+	}
 	j := jobs[0]
 	body, err := json.Marshal(Event{Type: "message.created", Timestamp: j.CreatedAt, Data: EventData{
 		SiteID: j.SiteID, ConversationID: j.ConversationID, MessageID: j.MessageID, Author: j.Author,
@@ -108,7 +118,7 @@ func (s *Sender) Send(ctx context.Context, deadline time.Time, site *schema.Site
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, site.WebhookURL, bytes.NewReader(body))
 	if err != nil {
-		return deliver.Permanent(fmt.Errorf("webhook url: %w", err))
+		return deliver.Permanent(errors.New("webhook: invalid URL"))
 	}
 	ts := s.now().Unix()
 	req.Header.Set("Content-Type", "application/json")
@@ -120,7 +130,10 @@ func (s *Sender) Send(ctx context.Context, deadline time.Time, site *schema.Site
 	}
 	resp, err := s.http.Do(req)
 	if err != nil {
-		return deliver.Fail(err) // network error or the 10 s timeout
+		out := deliver.Fail(errors.New("webhook: " + egress.Reason(err))) // network error or the 10 s timeout
+		var refused *egress.RefusedError
+		out.Permanent = errors.As(err, &refused) // the name leads into a network it must not reach
+		return out
 	}
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 	resp.Body.Close()
@@ -133,6 +146,8 @@ func (s *Sender) Send(ctx context.Context, deadline time.Time, site *schema.Site
 		after := retryAfter(resp.Header.Get("Retry-After"), now)
 		s.limits.Exhausted(site.WebhookURL, now, after)
 		return deliver.RateLimited(after)
+	case c >= 300 && c < 400:
+		return deliver.Permanent(fmt.Errorf("webhook: http %d: %w", c, egress.ErrRedirect))
 	case c == http.StatusRequestTimeout || c >= 500:
 		return deliver.Fail(fmt.Errorf("webhook: http %d", c))
 	default:
