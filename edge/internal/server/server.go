@@ -297,7 +297,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if err != nil {
 		stopWorker()
 		stopBG()
-		return fmt.Errorf("listen %s: %w", cfg.Addr, err)
+		return fmt.Errorf("-addr %s: %w", cfg.Addr, err)
 	}
 	adminLn, err := admin.Listen(cfg.DataDir)
 	if err != nil {
@@ -310,7 +310,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	go func() { serveErr <- app.Listener(ln) }()
 	adminCtx, stopAdmin := context.WithCancel(context.Background())
 	go func() {
-		if err := admin.Serve(adminCtx, adminLn, &admin.Ops{Store: st, Registry: reg, Auth: auth, NATS: br}); err != nil {
+		if err := admin.Serve(adminCtx, adminLn, &admin.Ops{Store: st, Registry: reg, Auth: auth, NATS: br, Sessions: inboxHub}); err != nil {
 			log.Error("admin socket", "err", err)
 		}
 	}()
