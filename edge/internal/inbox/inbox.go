@@ -281,6 +281,9 @@ func (h *Handler) changePassword(c *fiber.Ctx) error {
 	if err := c.BodyParser(&req); err != nil || req.Current == "" || req.New == "" {
 		return fail(c, fiber.StatusBadRequest, "invalid", "Give current_password and new_password.")
 	}
+	if err := store.PasswordRule(req.New); err != nil {
+		return fail(c, fiber.StatusBadRequest, "invalid", "The new password is not accepted: "+err.Error()+".")
+	}
 	if wait := h.Limiter.Take(c.IP(), strings.ToLower(w.op.Email)); wait > 0 {
 		secs := int(wait/time.Second) + 1
 		c.Set(fiber.HeaderRetryAfter, itoa(secs))

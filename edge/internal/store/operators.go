@@ -20,14 +20,22 @@ var ErrOperatorExists = errors.New("an operator with this email exists")
 // HashPassword checks a password's length and returns its bcrypt hash. Call it outside a
 // write transaction: bcrypt is slow on purpose and the writer is shared.
 func HashPassword(password string) (string, error) {
-	if len(password) < 8 {
-		return "", errors.New("the password must have at least 8 characters")
-	}
-	if len(password) > 72 { // bcrypt reads no further
-		return "", errors.New("the password must have at most 72 bytes")
+	if err := PasswordRule(password); err != nil {
+		return "", err
 	}
 	h, err := bcrypt.GenerateFromPassword([]byte(password), bcrypt.DefaultCost)
 	return string(h), err
+}
+
+// PasswordRule says what is wrong with a new password's length (nil: nothing).
+func PasswordRule(password string) error {
+	if len(password) < 8 {
+		return errors.New("the password must have at least 8 characters")
+	}
+	if len(password) > 72 { // bcrypt reads no further
+		return errors.New("the password must have at most 72 bytes")
+	}
+	return nil
 }
 
 // OperatorByEmail finds an operator (emails compare case-insensitively).
