@@ -396,8 +396,10 @@ func siteMember(add bool, args []string) error {
 			fmt.Printf("%s is now a member of %s\n", res.Operator.Email, res.SiteKey)
 		case add:
 			fmt.Printf("%s was a member of %s already\n", res.Operator.Email, res.SiteKey)
-		case res.Changed:
+		case res.Changed && res.Live:
 			fmt.Printf("%s is no longer a member of %s; their inbox sockets were closed\n", res.Operator.Email, res.SiteKey)
+		case res.Changed:
+			fmt.Printf("%s is no longer a member of %s\n", res.Operator.Email, res.SiteKey)
 		default:
 			fmt.Printf("%s was not a member of %s\n", res.Operator.Email, res.SiteKey)
 		}

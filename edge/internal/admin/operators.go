@@ -44,6 +44,8 @@ type MemberResult struct {
 	Operator store.Operator `json:"operator"`
 	SiteKey  string         `json:"site_key"`
 	Changed  bool           `json:"changed"`
+	// Live: a running edge applied it (and closed the operator's sockets on a removal).
+	Live bool `json:"live"`
 }
 
 func noOperator(email string) error {
@@ -117,7 +119,7 @@ func (o *Ops) member(ctx context.Context, req MemberRequest, add bool) (*MemberR
 	if req.SiteKey == "" {
 		return nil, errors.New("-site is required, e.g. -site st_… (see `edge site list`)")
 	}
-	res := &MemberResult{SiteKey: req.SiteKey}
+	res := &MemberResult{SiteKey: req.SiteKey, Live: o.Sessions != nil}
 	err := o.Store.Write(ctx, func(tx *store.Tx) error {
 		var err error
 		if res.Operator, err = operator(tx, req.Email); err != nil {
