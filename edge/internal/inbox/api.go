@@ -398,8 +398,16 @@ func (h *Handler) deleteToken(c *fiber.Ctx) error {
 	ctx, cancel := reqCtx(c)
 	defer cancel()
 	w := current(c)
-	if err := h.Store.Write(ctx, func(tx *store.Tx) error { return tx.DeleteAPIToken(w.op.ID, id) }); err != nil {
+	var th []byte
+	if err := h.Store.Write(ctx, func(tx *store.Tx) error {
+		var err error
+		th, err = tx.DeleteAPIToken(w.op.ID, id)
 		return err
+	}); err != nil {
+		return err
+	}
+	if th != nil {
+		h.Hub.endToken(w.op.ID, th)
 	}
 	return c.SendStatus(fiber.StatusNoContent)
 }

@@ -93,6 +93,11 @@ func (h *Hub) endSession(operatorID int64, session []byte) {
 	h.closeWhere(operatorID, CloseSessionEnded, "session_ended", func(c *opConn) bool { return string(c.session) != string(session) })
 }
 
+// endToken closes the sockets opened with one API token (revoked).
+func (h *Hub) endToken(operatorID int64, token []byte) {
+	h.closeWhere(operatorID, CloseSessionEnded, "session_ended", func(c *opConn) bool { return string(c.token) != string(token) })
+}
+
 // endOthers closes an operator's sockets but those of the session keep (their own new
 // password: the tab where they changed it stays live).
 func (h *Hub) endOthers(operatorID int64, keep []byte) {

@@ -3,6 +3,7 @@ package inbox_test
 import (
 	"context"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -101,6 +102,30 @@ func TestLogoutClosesThatSessionsSocket(t *testing.T) {
 	}
 	v.visit(t, 0, "still watched")
 	wantMessage(t, wsB, "still watched")
+}
+
+func TestDeletingATokenClosesItsSocket(t *testing.T) {
+	v := start(t)
+	s := edgetest.Login(t, v.e.Addr, email, password)
+	keep, drop := s.NewToken(t), s.NewToken(t)
+	wsKeep, wsDrop := keep.DialInbox(t), drop.DialInbox(t)
+	var list struct {
+		Tokens []struct {
+			ID int64 `json:"id"`
+		} `json:"tokens"`
+	}
+	if st := s.Do(t, http.MethodGet, "/tokens", nil, &list); st != http.StatusOK || len(list.Tokens) != 2 {
+		t.Fatalf("GET /tokens: %d %+v", st, list)
+	}
+	if st := status(t, s, http.MethodDelete, "/tokens/"+strconv.FormatInt(list.Tokens[1].ID, 10), nil); st != http.StatusNoContent {
+		t.Fatalf("DELETE /tokens: %d", st)
+	}
+	wantClosed(t, wsDrop, inbox.CloseSessionEnded, "session_ended")
+	if st := status(t, drop, http.MethodGet, "/me", nil); st != http.StatusUnauthorized {
+		t.Errorf("GET /me with the deleted token: %d, want 401", st)
+	}
+	v.visit(t, 0, "the other token still hears")
+	wantMessage(t, wsKeep, "the other token still hears")
 }
 
 func TestPasswdRevokesSessionsAndTokens(t *testing.T) {

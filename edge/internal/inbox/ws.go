@@ -21,6 +21,7 @@ type opConn struct {
 	once       sync.Once
 	operatorID int64
 	session    []byte // session token hash; nil for an API token
+	token      []byte // API token hash; nil for a session
 	// code and reason are the close frame's, set once before gone is closed.
 	code   int
 	reason string
@@ -58,7 +59,7 @@ func (h *Handler) wsUpgrade(c *fiber.Ctx) error {
 func (h *Handler) ws() fiber.Handler {
 	return websocket.New(func(ws *websocket.Conn) {
 		w := ws.Locals("who").(*who)
-		c := &opConn{ws: ws, out: make(chan []byte, 256), gone: make(chan struct{}), operatorID: w.op.ID, session: w.session}
+		c := &opConn{ws: ws, out: make(chan []byte, 256), gone: make(chan struct{}), operatorID: w.op.ID, session: w.session, token: w.token}
 		h.Hub.track(c)
 		defer h.Hub.untrack(c)
 		// Read again once tracked: a logout or a membership removed between the upgrade's
