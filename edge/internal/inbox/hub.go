@@ -61,7 +61,7 @@ func (h *Hub) untrack(c *opConn) {
 }
 
 // closeWhere closes the operator's sockets for which skip (nil: none) is false.
-func (h *Hub) closeWhere(operatorID int64, code int, reason string, skip func(*opConn) bool) int {
+func (h *Hub) closeWhere(operatorID int64, code int, reason string, skip func(*opConn) bool) {
 	h.mu.RLock()
 	var list []*opConn
 	for c := range h.ops[operatorID] {
@@ -73,7 +73,6 @@ func (h *Hub) closeWhere(operatorID int64, code int, reason string, skip func(*o
 	for _, c := range list {
 		c.closeWith(code, reason)
 	}
-	return len(list)
 }
 
 // EndOperator closes every socket of an operator whose sessions and tokens were revoked
@@ -159,7 +158,7 @@ func (h *Hub) send(siteID int64, ev any) {
 func (h *Hub) CloseAll() {
 	h.mu.RLock()
 	var list []*opConn
-	for _, set := range h.subs {
+	for _, set := range h.ops { // every socket, those of an operator without sites too
 		for c := range set {
 			list = append(list, c)
 		}
