@@ -149,10 +149,24 @@ func (c *Config) Check() error {
 		return fmt.Errorf("-slack-api %q: want an http(s) URL such as https://slack.com/api/", c.SlackAPI)
 	}
 	if c.ChatInFlight < 1 || c.WebhookInFlight < 1 || c.EmailInFlight < 1 {
-		return errors.New("in-flight limits must be ≥ 1")
+		return errors.New("-chat-inflight, -webhook-inflight and -email-inflight must be ≥ 1, e.g. -chat-inflight 512")
 	}
 	if c.MaxAttempts < 1 {
-		return errors.New("-max-attempts must be ≥ 1")
+		return errors.New("-max-attempts must be ≥ 1, e.g. -max-attempts 40")
+	}
+	for _, d := range []struct {
+		flag string
+		v    time.Duration
+	}{{"-retry-base", c.RetryBase}, {"-retry-max", c.RetryMax}, {"-slack-pace", c.SlackPace},
+		{"-webhook-timeout", c.WebhookTimeout}, {"-stop-timeout", c.StopTimeout}} {
+		if d.v <= 0 {
+			return fmt.Errorf("%s %s: want a duration above zero, e.g. %s 10s", d.flag, d.v, d.flag)
+		}
+	}
+	switch c.SMTP.TLS {
+	case "none", "starttls", "mandatory", "tls":
+	default:
+		return fmt.Errorf("-smtp-tls %q: want none, starttls, mandatory or tls (e.g. -smtp-tls starttls)", c.SMTP.TLS)
 	}
 	if c.MemberTTL < time.Second {
 		c.MemberTTL = time.Second

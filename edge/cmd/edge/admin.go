@@ -79,9 +79,26 @@ func siteAdd(args []string) error {
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	s.Origins = origins
 	if s.Name == "" {
-		return errors.New("-name is required")
+		return errors.New(`-name is required, e.g. -name "Shop"`)
+	}
+	if len(origins) == 0 {
+		return errors.New("-origin is required, e.g. -origin https://shop.example (repeatable; * allows any page: development only)")
+	}
+	for _, o := range origins {
+		n, err := store.NormalizeOrigin(o)
+		if err != nil {
+			return fmt.Errorf("-origin: %w", err)
+		}
+		s.Origins = append(s.Origins, n)
+	}
+	if s.SlackChannel != "" {
+		if err := store.CheckSlackChannel(s.SlackChannel); err != nil {
+			return fmt.Errorf("-slack-channel: %w", err)
+		}
+	}
+	if (s.SlackChannel == "") != (s.SlackToken == "") {
+		return errors.New("-slack-token and -slack-channel go together, e.g. -slack-token xoxb-… -slack-channel C0123ABCD")
 	}
 	if s.WebhookURL != "" && s.WebhookSecret == "" {
 		return errors.New("-webhook-url needs -webhook-secret")
@@ -149,20 +166,23 @@ func operatorAdd(args []string) error {
 	var keys multi
 	fs.StringVar(&req.Email, "email", "", "operator's email (login)")
 	fs.StringVar(&req.Name, "name", "", "name shown to visitors (default: the email's local part)")
-	fs.Var(&keys, "site", "key of a site the operator answers for (repeatable)")
+	fs.Var(&keys, "site", "key of a site the operator answers for (required, repeatable; see edge site list)")
 	fromStdin := fs.Bool("password-stdin", false, "read the password from standard input")
 	asJSON := fs.Bool("json", false, "print JSON")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	if !*fromStdin {
-		return errors.New("give the password on standard input with -password-stdin (never on the command line)")
+	if err := needEmail(req.Email); err != nil {
+		return err
 	}
-	line, err := bufio.NewReader(os.Stdin).ReadString('\n')
-	if err != nil && line == "" {
-		return errors.New("no password on standard input")
+	if len(keys) == 0 {
+		return errors.New("-site is required: the operator answers for at least one site, e.g. -site st_… (see `edge site list`)")
 	}
-	req.Password = strings.TrimRight(line, "\r\n")
+	pw, err := readPassword(*fromStdin)
+	if err != nil {
+		return err
+	}
+	req.Password = pw
 	req.SiteKeys = keys
 	return withAPI(*dataDir, func(ctx context.Context, api admin.API) error {
 		op, err := api.AddOperator(ctx, req)
@@ -272,4 +292,142 @@ spookat demo
 `, d.SiteKey, d.Email, d.Password, path, u, d.SiteKey, u, strings.Replace(u, "http", "ws", 1), d.SiteKey, u,
 		opsCreds, opsCreds, schema.OpsAPIPrefix)
 	return nil
+}
+
+func needEmail(email string) error {
+	if !strings.Contains(email, "@") {
+		return errors.New("-email is required, e.g. -email ann@shop.example")
+	}
+	return nil
+}
+
+// readPassword reads one line from standard input: a password on the command line would
+// sit in the shell's history and in every `ps` listing.
+func readPassword(fromStdin bool) (string, error) {
+	if !fromStdin {
+		return "", errors.New("give the password on standard input with -password-stdin (never on the command line), e.g. printf '%s\\n' \"$PASSWORD\" | edge operator … -password-stdin")
+	}
+	line, err := bufio.NewReader(os.Stdin).ReadString('\n')
+	if err != nil && line == "" {
+		return "", errors.New("-password-stdin: no password on standard input")
+	}
+	return strings.TrimRight(line, "\r\n"), nil
+}
+
+func operatorPasswd(args []string) error {
+	fs := flag.NewFlagSet("edge operator passwd", flag.ContinueOnError)
+	dataDir := fs.String("data", "data", "data directory")
+	req := admin.PasswordRequest{}
+	fs.StringVar(&req.Email, "email", "", "operator's email (required)")
+	fromStdin := fs.Bool("password-stdin", false, "read the new password from standard input (required)")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if err := needEmail(req.Email); err != nil {
+		return err
+	}
+	pw, err := readPassword(*fromStdin)
+	if err != nil {
+		return err
+	}
+	req.Password = pw
+	return withAPI(*dataDir, func(ctx context.Context, api admin.API) error {
+		op, err := api.SetPassword(ctx, req)
+		if err != nil {
+			return err
+		}
+		fmt.Printf("operator %d %s: new password set; every session and API token of theirs revoked\n", op.ID, op.Email)
+		return nil
+	})
+}
+
+func operatorRemove(args []string) error {
+	fs := flag.NewFlagSet("edge operator remove", flag.ContinueOnError)
+	dataDir := fs.String("data", "data", "data directory")
+	req := admin.OperatorRef{}
+	fs.StringVar(&req.Email, "email", "", "operator's email (required)")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if err := needEmail(req.Email); err != nil {
+		return err
+	}
+	return withAPI(*dataDir, func(ctx context.Context, api admin.API) error {
+		op, err := api.RemoveOperator(ctx, req)
+		if err != nil {
+			return err
+		}
+		fmt.Printf("operator %d %s removed, with their sessions, API tokens and memberships\n", op.ID, op.Email)
+		return nil
+	})
+}
+
+func operatorList(args []string) error {
+	fs := flag.NewFlagSet("edge operator list", flag.ContinueOnError)
+	dataDir := fs.String("data", "data", "data directory")
+	asJSON := fs.Bool("json", false, "print JSON")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	return withAPI(*dataDir, func(ctx context.Context, api admin.API) error {
+		list, err := api.ListOperators(ctx)
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			return printJSON(list)
+		}
+		tw := tabwriter.NewWriter(os.Stdout, 2, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "ID\tEMAIL\tNAME\tSESSIONS\tTOKENS\tSITES")
+		for _, o := range list {
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%d\t%s\n", o.ID, o.Email, o.Name, o.Sessions, o.Tokens, strings.Join(o.SiteKeys, " "))
+		}
+		return tw.Flush()
+	})
+}
+
+func siteMember(add bool, args []string) error {
+	name := "edge site member remove"
+	if add {
+		name = "edge site member add"
+	}
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	dataDir := fs.String("data", "data", "data directory")
+	req := admin.MemberRequest{}
+	fs.StringVar(&req.SiteKey, "site", "", "the site's key (required; see edge site list)")
+	fs.StringVar(&req.Email, "email", "", "operator's email (required)")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if req.SiteKey == "" {
+		return errors.New("-site is required, e.g. -site st_… (see `edge site list`)")
+	}
+	if err := needEmail(req.Email); err != nil {
+		return err
+	}
+	return withAPI(*dataDir, func(ctx context.Context, api admin.API) error {
+		var res *admin.MemberResult
+		var err error
+		if add {
+			res, err = api.AddMember(ctx, req)
+		} else {
+			res, err = api.RemoveMember(ctx, req)
+		}
+		if err != nil {
+			return err
+		}
+		switch {
+		case add && res.Changed:
+			fmt.Printf("%s is now a member of %s\n", res.Operator.Email, res.SiteKey)
+		case add:
+			fmt.Printf("%s was a member of %s already\n", res.Operator.Email, res.SiteKey)
+		case res.Changed && res.Live:
+			fmt.Printf("%s is no longer a member of %s; their inbox sockets were closed\n", res.Operator.Email, res.SiteKey)
+		case res.Changed:
+			fmt.Printf("%s is no longer a member of %s\n", res.Operator.Email, res.SiteKey)
+		default:
+			fmt.Printf("%s was not a member of %s\n", res.Operator.Email, res.SiteKey)
+		}
+		return nil
+	})
 }

@@ -14,29 +14,6 @@ import (
 	"spookat/schema/natsauth"
 )
 
-const credsUsage = `usage:
-  edge creds worker -id ID -out FILE   credentials of one worker (its id is in them)
-  edge creds ops -out FILE             read-only credentials for an SRE's nats CLI
-  edge creds edge [-expires 1h] -out FILE   the edge's own: an external NATS (-nats-creds), a one-off replay
-  edge creds list [-json]              every credential issued, and which are revoked
-  edge creds revoke -key U… | -id ID   revoke one credential, or every one of a worker`
-
-// creds issues, lists and revokes NATS credentials (see internal/natsauth).
-func creds(args []string) error {
-	if len(args) == 0 {
-		return errors.New(credsUsage)
-	}
-	switch args[0] {
-	case "list":
-		return credsList(args[1:])
-	case "revoke":
-		return credsRevoke(args[1:])
-	case string(schema.RoleEdge), string(schema.RoleWorker), string(schema.RoleOps):
-		return credsIssue(schema.Role(args[0]), args[1:])
-	}
-	return fmt.Errorf("edge creds %s: unknown; want worker, ops, edge, list or revoke\n%s", args[0], credsUsage)
-}
-
 func credsIssue(role schema.Role, args []string) error {
 	fs := flag.NewFlagSet("edge creds "+string(role), flag.ContinueOnError)
 	dataDir := fs.String("data", "data", "data directory (its nats-auth/ folder signs the credentials)")
@@ -128,7 +105,7 @@ func credsRevoke(args []string) error {
 	fs := flag.NewFlagSet("edge creds revoke", flag.ContinueOnError)
 	dataDir := fs.String("data", "data", "data directory")
 	req := admin.RevokeRequest{}
-	fs.StringVar(&req.Key, "key", "", "public key of the credential (U…, from `edge creds list`)")
+	fs.StringVar(&req.Key, "key", "", "public key of the credential (U…, from edge creds list)")
 	fs.StringVar(&req.WorkerID, "id", "", "revoke every credential issued to this worker id")
 	if err := parse(fs, args); err != nil {
 		return err

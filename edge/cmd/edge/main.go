@@ -1,15 +1,6 @@
 // Command edge is spookat's edge: websockets, the only SQLite writer, embedded NATS, and
-// (by default) the delivery worker in-process. The same binary holds the admin commands.
-//
-//	edge [flags]                      serve (see -help)
-//	edge site add -name N -origin O   add a site, print it
-//	edge site list                    list sites
-//	edge operator add -email E -password-stdin -site KEY
-//	edge seed -sites N                create N test sites (load tests)
-//	edge demo                         create the demo site and operator, print the URLs
-//	edge creds worker -id ID -out F   NATS credentials of a worker (ops, edge: see -h)
-//	edge creds list | revoke          credentials issued, revoke one
-//	edge nats-config -out F           what a NATS cluster needs to trust this edge
+// (by default) the delivery worker in-process. The same binary holds the admin commands;
+// `edge help` lists them (see commands in help.go).
 package main
 
 import (
@@ -17,6 +8,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	_ "net/http/pprof" // only served with -pprof
@@ -35,41 +27,15 @@ import (
 
 func main() {
 	if err := run(os.Args[1:]); err != nil {
-		if !errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintln(os.Stderr, "edge:", err)
+		if errors.Is(err, flag.ErrHelp) {
+			return // help was asked for and printed
 		}
+		fmt.Fprintln(os.Stderr, "edge:", err)
 		os.Exit(1)
 	}
 }
 
-func run(args []string) error {
-	if len(args) > 0 {
-		switch args[0] {
-		case "site":
-			if len(args) > 1 && args[1] == "add" {
-				return siteAdd(args[2:])
-			}
-			if len(args) > 1 && args[1] == "list" {
-				return siteList(args[2:])
-			}
-			return errors.New("usage: edge site add|list [flags]")
-		case "operator":
-			if len(args) > 1 && args[1] == "add" {
-				return operatorAdd(args[2:])
-			}
-			return errors.New("usage: edge operator add [flags]")
-		case "seed":
-			return seed(args[1:])
-		case "demo":
-			return demo(args[1:])
-		case "creds":
-			return creds(args[1:])
-		case "nats-config":
-			return natsConfig(args[1:])
-		}
-	}
-	return serve(args)
-}
+func run(args []string) error { return dispatch(args) }
 
 func serve(args []string) error {
 	fs := flag.NewFlagSet("edge", flag.ContinueOnError)
@@ -79,7 +45,7 @@ func serve(args []string) error {
 	fs.StringVar(&cfg.NATSListen, "nats-listen", "127.0.0.1:4222", "embedded NATS client address (workers and the nats CLI connect here)")
 	fs.StringVar(&cfg.NATSMonitor, "nats-monitor", "127.0.0.1:8222", "embedded NATS HTTP monitoring address (empty: off)")
 	fs.StringVar(&cfg.NATSURL, "nats-url", "", "use this external NATS (a cluster: comma-separated URLs) instead of embedding one")
-	fs.StringVar(&cfg.NATSCreds, "nats-creds", "", "the edge's credentials file for -nats-url (default: signed by this data directory's authority, which the cluster trusts through `edge nats-config`)")
+	fs.StringVar(&cfg.NATSCreds, "nats-creds", "", "the edge's credentials file for -nats-url (default: signed by this data directory's authority, which the cluster trusts through 'edge nats-config')")
 	fs.StringVar(&cfg.NATSTLS.Cert, "nats-tls-cert", "", "embedded NATS: the server's TLS certificate (required to listen beyond loopback); external: the edge's client certificate")
 	fs.StringVar(&cfg.NATSTLS.Key, "nats-tls-key", "", "key of -nats-tls-cert")
 	fs.StringVar(&cfg.NATSTLS.CA, "nats-tls-ca", "", "embedded NATS: clients must present a certificate from this CA; external: verify the server with this CA")
@@ -117,6 +83,9 @@ func serve(args []string) error {
 	wcfg.RegisterQueueFlags(fs)
 	err := parse(fs, args)
 	if err != nil {
+		return err
+	}
+	if err := validate(fs); err != nil {
 		return err
 	}
 	cfg.Brakes = bc
@@ -168,8 +137,16 @@ func serve(args []string) error {
 // parse reads flags, then fills each flag not given on the command line from the
 // environment: -nats-url from SPOOKAT_NATS_URL, and so on.
 func parse(fs *flag.FlagSet, args []string) error {
+	// The flag package would print the whole usage on any mistake; one line and where help
+	// is says more.
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
 	if err := fs.Parse(args); err != nil {
-		return err
+		if errors.Is(err, flag.ErrHelp) {
+			usage(fs)
+			return err
+		}
+		return usageError{fs.Name(), err}
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
@@ -186,7 +163,7 @@ func parse(fs *flag.FlagSet, args []string) error {
 		}
 	})
 	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments: %v", fs.Args())
+		return usageError{fs.Name(), fmt.Errorf("unexpected argument %q (flags only here; a flag's value goes right after it, e.g. -data /var/lib/spookat)", fs.Arg(0))}
 	}
 	return err
 }

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 
 	"spookat/edge/internal/sites"
@@ -30,6 +31,11 @@ type API interface {
 	AddOperator(ctx context.Context, req OperatorRequest) (*store.Operator, error)
 	Seed(ctx context.Context, req SeedRequest) (*SeedResult, error)
 	RevokeCreds(ctx context.Context, req RevokeRequest) (*RevokeResult, error)
+	SetPassword(ctx context.Context, req PasswordRequest) (*store.Operator, error)
+	RemoveOperator(ctx context.Context, req OperatorRef) (*store.Operator, error)
+	ListOperators(ctx context.Context) ([]OperatorInfo, error)
+	AddMember(ctx context.Context, req MemberRequest) (*MemberResult, error)
+	RemoveMember(ctx context.Context, req MemberRequest) (*MemberResult, error)
 }
 
 // SiteInfo is a site as `edge site list` shows it: secrets are reported as set or not.
@@ -81,6 +87,8 @@ type Ops struct {
 	Registry *sites.Registry
 	Auth     *natsauth.Authority
 	NATS     AuthApplier
+	// Sessions closes operators' live websockets (the edge's inbox hub); nil on the file.
+	Sessions Sessions
 }
 
 // AddSite stores a site.
@@ -132,14 +140,22 @@ func (o *Ops) ListSites(ctx context.Context) ([]SiteInfo, error) {
 	return out, nil
 }
 
-// AddOperator stores an operator (or resets their password) with site memberships.
+// AddOperator stores a new operator with site memberships; an existing email is refused
+// with the commands that change an operator instead.
 func (o *Ops) AddOperator(ctx context.Context, req OperatorRequest) (*store.Operator, error) {
+	if len(req.SiteKeys) == 0 {
+		return nil, errors.New("an operator needs at least one site: -site KEY (see `edge site list`)")
+	}
 	var op *store.Operator
 	err := o.Store.Write(ctx, func(tx *store.Tx) error {
 		var err error
 		op, err = tx.AddOperator(req.Email, req.Name, req.Password, req.SiteKeys)
 		return err
 	})
+	if errors.Is(err, store.ErrOperatorExists) {
+		e := strings.TrimSpace(req.Email)
+		return nil, fmt.Errorf("operator %s exists already; set a new password with `edge operator passwd -email %s -password-stdin`, add a site with `edge site member add -site KEY -email %s`", e, e, e)
+	}
 	return op, err
 }
 

@@ -39,6 +39,11 @@ func Serve(ctx context.Context, ln net.Listener, api API) error {
 	handle(mux, "POST /operators", func(ctx context.Context, r *OperatorRequest) (any, error) { return api.AddOperator(ctx, *r) })
 	handle(mux, "POST /seed", func(ctx context.Context, r *SeedRequest) (any, error) { return api.Seed(ctx, *r) })
 	handle(mux, "POST /creds/revoke", func(ctx context.Context, r *RevokeRequest) (any, error) { return api.RevokeCreds(ctx, *r) })
+	handle(mux, "GET /operators", func(ctx context.Context, _ *struct{}) (any, error) { return api.ListOperators(ctx) })
+	handle(mux, "POST /operators/password", func(ctx context.Context, r *PasswordRequest) (any, error) { return api.SetPassword(ctx, *r) })
+	handle(mux, "POST /operators/remove", func(ctx context.Context, r *OperatorRef) (any, error) { return api.RemoveOperator(ctx, *r) })
+	handle(mux, "POST /members", func(ctx context.Context, r *MemberRequest) (any, error) { return api.AddMember(ctx, *r) })
+	handle(mux, "POST /members/remove", func(ctx context.Context, r *MemberRequest) (any, error) { return api.RemoveMember(ctx, *r) })
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go func() {
 		<-ctx.Done()

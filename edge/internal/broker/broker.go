@@ -230,6 +230,13 @@ func (b *Broker) embed() error {
 		}
 		ln.Close()
 	}
+	if o.HTTPPort > 0 { // the monitor's own port, named by its own flag
+		ln, err := net.Listen("tcp", net.JoinHostPort(o.HTTPHost, strconv.Itoa(o.HTTPPort)))
+		if err != nil {
+			return fmt.Errorf("embedded NATS monitor cannot listen on -nats-monitor %s: %w (pick another port, or -nats-monitor '' to turn it off)", b.opts.Monitor, err)
+		}
+		ln.Close()
+	}
 	// Port 0 asks for any free port (nats-server spells it -1; its 0 means 4222).
 	if o.Port == 0 {
 		o.Port = server.RANDOM_PORT
@@ -244,7 +251,7 @@ func (b *Broker) embed() error {
 	srv.Start()
 	if !srv.ReadyForConnections(10 * time.Second) {
 		srv.Shutdown()
-		return errors.New("embedded NATS did not start within 10s (is the port in use? see -nats-listen)")
+		return errors.New("embedded NATS did not start within 10s (is a port in use? see -nats-listen and -nats-monitor)")
 	}
 	b.srv = srv
 	return nil

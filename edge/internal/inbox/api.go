@@ -310,9 +310,19 @@ func (h *Handler) updateSettings(c *fiber.Ctx) error {
 		if u.Origins != nil {
 			cur.Origins = cur.Origins[:0]
 			for _, o := range *u.Origins {
-				if o = strings.TrimRight(strings.TrimSpace(o), "/"); o != "" {
-					cur.Origins = append(cur.Origins, o)
+				if strings.TrimSpace(o) == "" {
+					continue
 				}
+				n, err := store.NormalizeOrigin(o)
+				if err != nil {
+					return badRequest(sentence(err))
+				}
+				cur.Origins = append(cur.Origins, n)
+			}
+		}
+		if u.SlackChannel != nil && cur.SlackChannel != "" {
+			if err := store.CheckSlackChannel(cur.SlackChannel); err != nil {
+				return badRequest(sentence(err))
 			}
 		}
 		switch {
@@ -322,11 +332,6 @@ func (h *Handler) updateSettings(c *fiber.Ctx) error {
 			return badRequest("A site needs at least one allowed origin (https://example.com, or * for development).")
 		case cur.WebhookURL != "" && cur.WebhookSecret == "":
 			return badRequest("A webhook URL needs a webhook secret.")
-		}
-		for _, o := range cur.Origins {
-			if o != "*" && !strings.HasPrefix(o, "http://") && !strings.HasPrefix(o, "https://") {
-				return badRequest("Origins look like https://example.com (scheme and host, no path).")
-			}
 		}
 		if err := h.checkTargets(cur); err != nil {
 			return err
@@ -365,6 +370,12 @@ func (h *Handler) checkTargets(s *store.Site) error {
 }
 
 type badRequest string
+
+// sentence makes a store check's error a sentence for the settings page.
+func sentence(err error) string {
+	m := err.Error()
+	return strings.ToUpper(m[:1]) + m[1:] + "."
+}
 
 func (b badRequest) Error() string { return string(b) }
 
@@ -409,8 +420,16 @@ func (h *Handler) deleteToken(c *fiber.Ctx) error {
 	ctx, cancel := reqCtx(c)
 	defer cancel()
 	w := current(c)
-	if err := h.Store.Write(ctx, func(tx *store.Tx) error { return tx.DeleteAPIToken(w.op.ID, id) }); err != nil {
+	var th []byte
+	if err := h.Store.Write(ctx, func(tx *store.Tx) error {
+		var err error
+		th, err = tx.DeleteAPIToken(w.op.ID, id)
 		return err
+	}); err != nil {
+		return err
+	}
+	if th != nil {
+		h.Hub.endToken(w.op.ID, th)
 	}
 	return c.SendStatus(fiber.StatusNoContent)
 }

@@ -13,14 +13,97 @@ import (
 // commit (internal notes included), delivery states as the worker reports them, conversations
 // closed or reopened. Publish runs on the writer's goroutine: with no operator online it is one
 // atomic load; otherwise it encodes each event once and queues it without waiting.
+//
+// The hub also knows whose each socket is (operator, session), so that a logout, a new
+// password, a removal or a membership taken away closes the sockets it ends at once instead
+// of leaving them streaming until they drop.
 type Hub struct {
 	n    atomic.Int64 // subscriptions, for the fast path
 	mu   sync.RWMutex
 	subs map[int64]map[*opConn]struct{}
+	ops  map[int64]map[*opConn]struct{} // by operator id
 }
 
+// Close codes of the operator websocket (documented in schema/PROTOCOL.md): the reason
+// tells the inbox whether to log in again or to reconnect with its new site list.
+const (
+	CloseSessionEnded = 4401 // logout, new password, operator removed: log in again
+	CloseSitesChanged = 4403 // a membership was taken away: reconnect and re-read /v1/api/me
+)
+
 // NewHub returns an empty hub.
-func NewHub() *Hub { return &Hub{subs: make(map[int64]map[*opConn]struct{})} }
+func NewHub() *Hub {
+	return &Hub{subs: make(map[int64]map[*opConn]struct{}), ops: make(map[int64]map[*opConn]struct{})}
+}
+
+// track registers a socket under its operator before its sites and session are read, so a
+// change committed after that read always finds the socket to close.
+func (h *Hub) track(c *opConn) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	set := h.ops[c.operatorID]
+	if set == nil {
+		set = make(map[*opConn]struct{})
+		h.ops[c.operatorID] = set
+	}
+	set[c] = struct{}{}
+}
+
+func (h *Hub) untrack(c *opConn) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if set := h.ops[c.operatorID]; set != nil {
+		delete(set, c)
+		if len(set) == 0 {
+			delete(h.ops, c.operatorID)
+		}
+	}
+}
+
+// closeWhere closes the operator's sockets for which skip (nil: none) is false.
+func (h *Hub) closeWhere(operatorID int64, code int, reason string, skip func(*opConn) bool) {
+	h.mu.RLock()
+	var list []*opConn
+	for c := range h.ops[operatorID] {
+		if skip == nil || !skip(c) {
+			list = append(list, c)
+		}
+	}
+	h.mu.RUnlock()
+	for _, c := range list {
+		c.closeWith(code, reason)
+	}
+}
+
+// EndOperator closes every socket of an operator whose sessions and tokens were revoked
+// (new password, removal).
+func (h *Hub) EndOperator(operatorID int64) {
+	h.closeWhere(operatorID, CloseSessionEnded, "session_ended", nil)
+}
+
+// SitesChanged closes every socket of an operator who lost a site; the inbox reconnects and
+// subscribes to the sites it has now.
+func (h *Hub) SitesChanged(operatorID int64) {
+	h.closeWhere(operatorID, CloseSitesChanged, "sites_changed", nil)
+}
+
+// endSession closes the sockets opened with one session (logout).
+func (h *Hub) endSession(operatorID int64, session []byte) {
+	h.closeWhere(operatorID, CloseSessionEnded, "session_ended", func(c *opConn) bool { return string(c.session) != string(session) })
+}
+
+// endToken closes the sockets opened with one API token (revoked).
+func (h *Hub) endToken(operatorID int64, token []byte) {
+	h.closeWhere(operatorID, CloseSessionEnded, "session_ended", func(c *opConn) bool { return string(c.token) != string(token) })
+}
+
+// endOthers closes an operator's sockets but those of the session keep (their own new
+// password: the tab where they changed it stays live).
+func (h *Hub) endOthers(operatorID int64, keep []byte) {
+	h.closeWhere(operatorID, CloseSessionEnded, "session_ended", func(c *opConn) bool {
+		return keep != nil && string(c.session) == string(keep)
+	})
+}
 
 func (h *Hub) subscribe(c *opConn, sites []int64) {
 	h.mu.Lock()
@@ -75,7 +158,7 @@ func (h *Hub) send(siteID int64, ev any) {
 func (h *Hub) CloseAll() {
 	h.mu.RLock()
 	var list []*opConn
-	for _, set := range h.subs {
+	for _, set := range h.ops { // every socket, those of an operator without sites too
 		for c := range set {
 			list = append(list, c)
 		}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
+	"spookat/edge/internal/clientip"
 	"spookat/edge/internal/sites"
 	"spookat/edge/internal/store"
 	"spookat/schema"
@@ -45,6 +46,8 @@ type Handler struct {
 	// AllowPrivateTargets takes webhook and Discord URLs the worker's -allow-private-targets
 	// would let through (http://, loopback, private addresses): labs and tests.
 	AllowPrivateTargets bool
+	// IPs finds the client's address behind trusted proxies (nil: the peer's).
+	IPs *clientip.Resolver
 }
 
 // who is the authenticated operator of a request.
@@ -52,6 +55,7 @@ type who struct {
 	op       store.Operator
 	csrf     string // "" for an API token
 	session  []byte // session token hash, for logout
+	token    []byte // API token hash
 	apiToken bool
 }
 
@@ -70,6 +74,7 @@ func (h *Handler) Register(app *fiber.App) {
 	g.Use(h.auth)
 	g.Post("/logout", h.logout)
 	g.Get("/me", h.me)
+	g.Post("/me/password", h.changePassword)
 	g.Get("/sites/:site/conversations", h.conversations)
 	g.Get("/sites/:site/settings", h.settings)
 	g.Put("/sites/:site/settings", h.updateSettings)
@@ -134,14 +139,15 @@ func (h *Handler) auth(c *fiber.Ctx) error {
 		if !ok || !strings.HasPrefix(tok, TokenPrefix) {
 			return fail(c, fiber.StatusUnauthorized, "unauthorized", "Use Authorization: Bearer spk_… with an API token.")
 		}
-		op, found, err := h.Store.TokenOperator(ctx, hashToken(tok))
+		th := hashToken(tok)
+		op, found, err := h.Store.TokenOperator(ctx, th)
 		if err != nil {
 			return err
 		}
 		if !found {
 			return fail(c, fiber.StatusUnauthorized, "unauthorized", "This API token is unknown or revoked.")
 		}
-		c.Locals("who", &who{op: op, apiToken: true})
+		c.Locals("who", &who{op: op, token: th, apiToken: true})
 		return c.Next()
 	}
 	cookie := c.Cookies(CookieName)
@@ -181,7 +187,7 @@ func (h *Handler) login(c *fiber.Ctx) error {
 	if err := c.BodyParser(&req); err != nil || req.Email == "" || req.Password == "" {
 		return fail(c, fiber.StatusBadRequest, "invalid", "Give an email and a password.")
 	}
-	if wait := h.Limiter.Take(c.IP(), strings.ToLower(strings.TrimSpace(req.Email))); wait > 0 {
+	if wait := h.Limiter.Take(h.IPs.IP(c).String(), strings.ToLower(strings.TrimSpace(req.Email))); wait > 0 {
 		secs := int(wait/time.Second) + 1
 		c.Set(fiber.HeaderRetryAfter, itoa(secs))
 		return fail(c, fiber.StatusTooManyRequests, "rate_limited",
@@ -216,6 +222,7 @@ func (h *Handler) logout(c *fiber.Ctx) error {
 		if err := h.Store.Write(ctx, func(tx *store.Tx) error { return tx.DeleteSession(w.session) }); err != nil {
 			return err
 		}
+		h.Hub.endSession(w.op.ID, w.session)
 	}
 	c.Cookie(&fiber.Cookie{Name: CookieName, Value: "", Path: "/", MaxAge: -1, Expires: time.Unix(1, 0), HTTPOnly: true,
 		SameSite: fiber.CookieSameSiteLaxMode, Secure: secure(c)})
@@ -262,4 +269,49 @@ func (h *Handler) site(c *fiber.Ctx) (*sites.Site, error) {
 		return nil, fail(c, fiber.StatusForbidden, "forbidden", "You are not a member of this site.")
 	}
 	return s, nil
+}
+
+type passwordRequest struct {
+	Current string `json:"current_password"`
+	New     string `json:"new_password"`
+}
+
+// changePassword sets the operator's own password and ends every other session and every
+// API token of theirs; the session that asked stays logged in.
+func (h *Handler) changePassword(c *fiber.Ctx) error {
+	w := current(c)
+	if w.session == nil {
+		return fail(c, fiber.StatusForbidden, "forbidden", "Change your password from the inbox (logged in), not with an API token.")
+	}
+	var req passwordRequest
+	if err := c.BodyParser(&req); err != nil || req.Current == "" || req.New == "" {
+		return fail(c, fiber.StatusBadRequest, "invalid", "Give current_password and new_password.")
+	}
+	if err := store.PasswordRule(req.New); err != nil {
+		return fail(c, fiber.StatusBadRequest, "invalid", "The new password is not accepted: "+err.Error()+".")
+	}
+	if wait := h.Limiter.Take(h.IPs.IP(c).String(), strings.ToLower(w.op.Email)); wait > 0 {
+		secs := int(wait/time.Second) + 1
+		c.Set(fiber.HeaderRetryAfter, itoa(secs))
+		return fail(c, fiber.StatusTooManyRequests, "rate_limited",
+			"Too many password attempts; try again in "+itoa(secs)+" seconds.")
+	}
+	ctx, cancel := reqCtx(c)
+	defer cancel()
+	ok, err := h.Store.CheckPassword(ctx, w.op.ID, req.Current)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return fail(c, fiber.StatusForbidden, "forbidden", "The current password is wrong.")
+	}
+	hash, err := store.HashPassword(req.New)
+	if err != nil {
+		return fail(c, fiber.StatusBadRequest, "invalid", "The new password is not accepted: "+err.Error()+".")
+	}
+	if err := h.Store.Write(ctx, func(tx *store.Tx) error { return tx.SetOperatorPassword(w.op.ID, hash, w.session) }); err != nil {
+		return err
+	}
+	h.Hub.endOthers(w.op.ID, w.session)
+	return c.SendStatus(fiber.StatusNoContent)
 }

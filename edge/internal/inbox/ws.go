@@ -1,21 +1,30 @@
 package inbox
 
 import (
+	"context"
 	"sync"
 	"time"
 
 	fws "github.com/fasthttp/websocket"
 	"github.com/gofiber/contrib/websocket"
 	"github.com/gofiber/fiber/v2"
+
+	"spookat/edge/internal/store"
 )
 
 // opConn is one operator websocket. Events are queued and written by its own goroutine; a
 // socket too slow to keep up is closed, and the inbox reconnects and reloads.
 type opConn struct {
-	ws   *websocket.Conn
-	out  chan []byte
-	gone chan struct{}
-	once sync.Once
+	ws         *websocket.Conn
+	out        chan []byte
+	gone       chan struct{}
+	once       sync.Once
+	operatorID int64
+	session    []byte // session token hash; nil for an API token
+	token      []byte // API token hash; nil for a session
+	// code and reason are the close frame's, set once before gone is closed.
+	code   int
+	reason string
 }
 
 func (c *opConn) push(b []byte) {
@@ -27,7 +36,14 @@ func (c *opConn) push(b []byte) {
 	}
 }
 
-func (c *opConn) close() { c.once.Do(func() { close(c.gone) }) }
+func (c *opConn) close() { c.closeWith(fws.CloseGoingAway, "") }
+
+func (c *opConn) closeWith(code int, reason string) {
+	c.once.Do(func() {
+		c.code, c.reason = code, reason
+		close(c.gone)
+	})
+}
 
 // wsUpgrade refuses a plain request and a cross-site upgrade (the cookie would ride along).
 func (h *Handler) wsUpgrade(c *fiber.Ctx) error {
@@ -43,17 +59,29 @@ func (h *Handler) wsUpgrade(c *fiber.Ctx) error {
 func (h *Handler) ws() fiber.Handler {
 	return websocket.New(func(ws *websocket.Conn) {
 		w := ws.Locals("who").(*who)
+		c := &opConn{ws: ws, out: make(chan []byte, 256), gone: make(chan struct{}), operatorID: w.op.ID, session: w.session, token: w.token}
+		h.Hub.track(c)
+		defer h.Hub.untrack(c)
+		// Read again once tracked: a logout or a membership removed between the upgrade's
+		// auth and track would otherwise go unnoticed by this socket.
 		ctx, cancel := contextTimeout(5 * time.Second)
-		list, err := h.Store.OperatorSites(ctx, w.op.ID)
+		live, err := h.stillValid(ctx, w)
+		var list []store.SiteRef
+		if err == nil && live {
+			list, err = h.Store.OperatorSites(ctx, w.op.ID)
+		}
 		cancel()
 		if err != nil {
+			return
+		}
+		if !live {
+			_ = ws.WriteControl(fws.CloseMessage, fws.FormatCloseMessage(CloseSessionEnded, "session_ended"), time.Now().Add(time.Second))
 			return
 		}
 		ids := make([]int64, len(list))
 		for i, s := range list {
 			ids[i] = s.ID
 		}
-		c := &opConn{ws: ws, out: make(chan []byte, 256), gone: make(chan struct{})}
 		h.Hub.subscribe(c, ids)
 		defer h.Hub.unsubscribe(c, ids)
 		readDone := make(chan struct{})
@@ -73,7 +101,7 @@ func (h *Handler) ws() fiber.Handler {
 		for {
 			select {
 			case <-c.gone:
-				_ = ws.WriteControl(fws.CloseMessage, fws.FormatCloseMessage(fws.CloseGoingAway, ""), time.Now().Add(time.Second))
+				_ = ws.WriteControl(fws.CloseMessage, fws.FormatCloseMessage(c.code, c.reason), time.Now().Add(time.Second))
 				_ = ws.NetConn().Close()
 				<-readDone
 				return
@@ -89,4 +117,14 @@ func (h *Handler) ws() fiber.Handler {
 			}
 		}
 	}, websocket.Config{HandshakeTimeout: 10 * time.Second})
+}
+
+// stillValid reports whether the session or API token a socket was opened with still exists.
+func (h *Handler) stillValid(ctx context.Context, w *who) (bool, error) {
+	if w.session != nil {
+		_, _, found, err := h.Store.SessionOperator(ctx, w.session, time.Now().UnixMilli())
+		return found, err
+	}
+	_, found, err := h.Store.TokenOperator(ctx, w.token)
+	return found, err
 }

@@ -335,7 +335,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	}()
 	wh.Register(app)
 	assets.New().Register(app) // widget.js, chat window, /app/, /demo
-	(&inbox.Handler{Store: st, Sites: reg, Hub: inboxHub, Log: log, AllowPrivateTargets: wcfg.AllowPrivateTargets}).Register(app)
+	(&inbox.Handler{Store: st, Sites: reg, Hub: inboxHub, Log: log, AllowPrivateTargets: wcfg.AllowPrivateTargets, IPs: ips}).Register(app)
 	slackEvents := &slackevents.Handler{Store: st, Sites: reg, Log: log}
 	slackEvents.Register(app)
 
@@ -362,7 +362,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	adminCtx, stopAdmin := context.WithCancel(context.Background())
 	sg.add("admin socket", stopAdmin, nil)
 	go func() {
-		if err := admin.Serve(adminCtx, adminLn, &admin.Ops{Store: st, Registry: reg, Auth: auth, NATS: br}); err != nil {
+		if err := admin.Serve(adminCtx, adminLn, &admin.Ops{Store: st, Registry: reg, Auth: auth, NATS: br, Sessions: inboxHub}); err != nil {
 			log.Error("admin socket", "err", err)
 		}
 	}()

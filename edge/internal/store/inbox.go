@@ -89,9 +89,12 @@ func (tx *Tx) AddAPIToken(operatorID int64, tokenHash []byte, name string) (int6
 	return id, err
 }
 
-// DeleteAPIToken revokes one of an operator's tokens.
-func (tx *Tx) DeleteAPIToken(operatorID, id int64) error {
-	return tx.exec(`DELETE FROM api_tokens WHERE id = ? AND operator_id = ?`, id, operatorID)
+// DeleteAPIToken revokes one of an operator's tokens and returns its hash (nil when the
+// operator has no such token), so the sockets opened with it can be closed too.
+func (tx *Tx) DeleteAPIToken(operatorID, id int64) (tokenHash []byte, err error) {
+	_, err = tx.QueryRow(`DELETE FROM api_tokens WHERE id = ? AND operator_id = ? RETURNING token_hash`,
+		[]any{id, operatorID}, &tokenHash)
+	return tokenHash, err
 }
 
 // APITokens lists an operator's tokens.

@@ -7,8 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-
-	"golang.org/x/crypto/bcrypt"
 )
 
 // Site is a customer's site with its delivery settings.
@@ -96,18 +94,21 @@ type Operator struct {
 	Name  string `json:"name"`
 }
 
-// AddOperator stores an operator with a bcrypt hash of the password and makes them a member
-// of the given sites (by key). An existing operator (same email) gets the password reset and
-// the memberships added.
+// AddOperator stores a new operator with a bcrypt hash of the password and makes them a
+// member of the given sites (by key). An existing email is refused with ErrOperatorExists:
+// resetting a password silently would keep the old sessions and tokens alive (see
+// SetOperatorPassword).
 func (tx *Tx) AddOperator(email, name, password string, siteKeys []string) (*Operator, error) {
 	email = strings.TrimSpace(email)
 	if !strings.Contains(email, "@") {
 		return nil, fmt.Errorf("%q is not an email address", email)
 	}
-	if len(password) < 8 {
-		return nil, errors.New("the password must have at least 8 characters")
+	if _, found, err := tx.OperatorByEmail(email); err != nil {
+		return nil, err
+	} else if found {
+		return nil, ErrOperatorExists
 	}
-	hash, err := bcrypt.GenerateFromPassword([]byte(password), bcrypt.DefaultCost)
+	hash, err := HashPassword(password)
 	if err != nil {
 		return nil, err
 	}
@@ -115,21 +116,12 @@ func (tx *Tx) AddOperator(email, name, password string, siteKeys []string) (*Ope
 		name, _, _ = strings.Cut(email, "@")
 	}
 	op := &Operator{Email: email, Name: name}
-	if _, err := tx.QueryRow(`INSERT INTO operators (email, name, password_hash, created_at) VALUES (?, ?, ?, ?)
-		ON CONFLICT (email) DO UPDATE SET password_hash = excluded.password_hash RETURNING id`,
-		[]any{email, name, string(hash), tx.now}, &op.ID); err != nil {
+	if _, err := tx.QueryRow(`INSERT INTO operators (email, name, password_hash, created_at) VALUES (?, ?, ?, ?) RETURNING id`,
+		[]any{email, name, hash, tx.now}, &op.ID); err != nil {
 		return nil, err
 	}
 	for _, key := range siteKeys {
-		var siteID int64
-		found, err := tx.QueryRow(`SELECT id FROM sites WHERE key = ?`, []any{key}, &siteID)
-		if err != nil {
-			return nil, err
-		}
-		if !found {
-			return nil, fmt.Errorf("no site has the key %q", key)
-		}
-		if err := tx.exec(`INSERT OR IGNORE INTO site_members (site_id, operator_id) VALUES (?, ?)`, siteID, op.ID); err != nil {
+		if err := tx.addMember(key, op.ID); err != nil {
 			return nil, err
 		}
 	}

@@ -206,10 +206,13 @@
     S.ws = ws;
     ws.onopen = function () { V.live.textContent = 'live'; V.live.setAttribute('data-state', 'live'); if (S.wsTry > 0) { loadList(); if (S.conv) openConv(S.conv.id); } S.wsTry = 0; };
     ws.onmessage = function (e) { var f; try { f = JSON.parse(e.data); } catch (x) { return; } onEvent(f); };
-    ws.onclose = function () {
+    ws.onclose = function (e) {
       if (S.ws !== ws) return;
       S.ws = null; V.live.textContent = 'reconnecting…'; V.live.setAttribute('data-state', 'down');
       if (!S.me) return;
+      // 4401: this session was ended elsewhere; 4403: a site was taken away (schema/PROTOCOL.md).
+      if (e.code === 4401) { S.me = null; showLogin('Your session has ended; log in again.'); return; }
+      if (e.code === 4403) { S.wsTry = 0; boot(); return; }
       setTimeout(connectWS, Math.min(15000, 500 * Math.pow(2, S.wsTry++)));
     };
   }

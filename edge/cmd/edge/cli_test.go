@@ -1,0 +1,360 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"flag"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"spookat/edge/internal/edgetest"
+)
+
+// runOut runs the CLI in-process and returns what it printed on stdout (help) and its error.
+func runOut(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	var buf bytes.Buffer
+	old := stdout
+	stdout = &buf
+	defer func() { stdout = old }()
+	err := run(args)
+	return buf.String(), err
+}
+
+func TestCLIHelpListsCommands(t *testing.T) {
+	for _, args := range [][]string{{"-h"}, {"-help"}, {"help"}, {"help", "help"}} {
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			out, err := runOut(t, args...)
+			if !errors.Is(err, flag.ErrHelp) {
+				t.Fatalf("err = %v, want flag.ErrHelp (exit 0)", err)
+			}
+			for _, c := range commands() {
+				if !strings.Contains(out, c.words+" ") {
+					t.Errorf("help does not list %q", c.words)
+				}
+			}
+			for _, f := range []string{"-addr", "-nats-monitor", "-write-queue"} {
+				if !strings.Contains(out, f) {
+					t.Errorf("help does not list serve's flag %s", f)
+				}
+			}
+		})
+	}
+	for _, c := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"help", "operator", "passwd"}, []string{"usage: edge operator passwd", "-password-stdin", "-email"}},
+		{[]string{"operator", "passwd", "-h"}, []string{"usage: edge operator passwd", "revokes every session"}},
+		{[]string{"help", "site"}, []string{"edge site add", "edge site member remove"}},
+		{[]string{"help", "creds", "revoke"}, []string{"-key", "-id"}},
+	} {
+		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
+			out, err := runOut(t, c.args...)
+			if !errors.Is(err, flag.ErrHelp) {
+				t.Fatalf("err = %v, want flag.ErrHelp", err)
+			}
+			for _, w := range c.want {
+				if !strings.Contains(out, w) {
+					t.Errorf("output does not contain %q:\n%s", w, out)
+				}
+			}
+		})
+	}
+}
+
+func TestCLIUnknownFlagIsOneLine(t *testing.T) {
+	cases := [][]string{{}}
+	for _, c := range commands() {
+		if c.words != "help" {
+			cases = append(cases, strings.Fields(c.words))
+		}
+	}
+	for _, words := range cases {
+		name := strings.TrimSpace("edge " + strings.Join(words, " "))
+		t.Run(name, func(t *testing.T) {
+			out, err := runOut(t, append(words, "-nope")...)
+			want := "flag provided but not defined: -nope\nrun '" + name + " -h' for usage"
+			if err == nil || err.Error() != want {
+				t.Errorf("error = %q, want %q", err, want)
+			}
+			if out != "" {
+				t.Errorf("printed %d bytes of usage on a mistake", len(out))
+			}
+		})
+	}
+}
+
+func TestCLIUnknownCommands(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"serve"}, []string{`unknown command "serve"`, "edge help"}},
+		{[]string{"site"}, []string{"'edge site' needs a command", "edge site add", "edge site member add"}},
+		{[]string{"site", "delete"}, []string{"unknown command 'edge site delete'", "edge site list"}},
+		{[]string{"operator", "reset"}, []string{"unknown command 'edge operator reset'", "edge operator passwd"}},
+		{[]string{"creds"}, []string{"'edge creds' needs a command", "edge creds worker"}},
+		{[]string{"help", "nope"}, []string{"no such command 'edge nope'", "edge help"}},
+		{[]string{"-data", "x", "stray"}, []string{`unexpected argument "stray"`, "run 'edge -h'"}},
+	} {
+		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
+			_, err := runOut(t, c.args...)
+			if err == nil {
+				t.Fatal("accepted")
+			}
+			for _, w := range c.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not say %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+// Every check names the flag and shows a value that works. None of these start anything:
+// validation comes before the data directory is touched.
+func TestCLIServeFlagValues(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"-addr", "8080"}, []string{"-addr", "did you mean :8080"}},
+		{[]string{"-addr", "localhost"}, []string{"-addr", ":8080"}},
+		{[]string{"-nats-listen", "4222"}, []string{"-nats-listen", "did you mean :4222"}},
+		{[]string{"-nats-monitor", "nowhere"}, []string{"-nats-monitor", "host:port", "empty: off"}},
+		{[]string{"-pprof", "6060"}, []string{"-pprof", ":6060"}},
+		{[]string{"-public-url", "shop.example"}, []string{"-public-url", "https://shop.example"}},
+		{[]string{"-public-url", "ftp://shop.example"}, []string{"-public-url", "http(s)"}},
+		{[]string{"-log-level", "loud"}, []string{"-log-level", "debug, info, warn or error"}},
+		{[]string{"-sync", "sometimes"}, []string{"-sync", "normal or full"}},
+		{[]string{"-worker", "two"}, []string{"-worker", "inproc or none"}},
+		{[]string{"-nats-replicas", "0"}, []string{"-nats-replicas", "1 to 5"}},
+		{[]string{"-nats-replicas", "7"}, []string{"-nats-replicas", "1 to 5"}},
+		{[]string{"-write-queue", "-5"}, []string{"-write-queue", "at least 1", "-write-queue 50000"}},
+		{[]string{"-write-queue", "0"}, []string{"-write-queue", "at least 1"}},
+		{[]string{"-conn-msg-rate", "-1"}, []string{"-conn-msg-rate", "at least 0"}},
+		{[]string{"-site-msg-burst", "0.5"}, []string{"-site-msg-burst", "at least 1", "-site-msg-rate 0"}},
+		{[]string{"-flood-threshold", "-1"}, []string{"-flood-threshold", "0: off"}},
+		{[]string{"-flood-divisor", "1"}, []string{"-flood-divisor", "at least 2", "-flood-divisor 10"}},
+		{[]string{"-flood-max-level", "0"}, []string{"-flood-max-level", "at least 1"}},
+		{[]string{"-chat-inflight", "0"}, []string{"-chat-inflight", "at least 1"}},
+		{[]string{"-max-attempts", "0"}, []string{"-max-attempts", "at least 1"}},
+		{[]string{"-smtp-tls", "yes"}, []string{"-smtp-tls", "starttls"}},
+		{[]string{"-smtp-port", "70000"}, []string{"-smtp-port", "1 to 65535"}},
+		{[]string{"-ack-wait", "0s"}, []string{"-ack-wait", "above zero", "30s"}},
+		{[]string{"-pinned-ttl", "-5s"}, []string{"-pinned-ttl", "above zero"}},
+		{[]string{"-retry-base", "2h"}, []string{"-retry-max", "-retry-base"}},
+		{[]string{"-write-queue", "many"}, []string{"-write-queue", "invalid value"}},
+	} {
+		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
+			dir := t.TempDir()
+			_, err := runOut(t, append([]string{"-data", dir}, c.args...)...)
+			if err == nil {
+				t.Fatal("accepted")
+			}
+			for _, w := range c.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not say %q", err, w)
+				}
+			}
+			if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+				t.Errorf("a refused command line touched the data directory: %v", entries)
+			}
+		})
+	}
+}
+
+// A busy port is named by the flag that chose it.
+func TestCLIBusyPortNamesItsFlag(t *testing.T) {
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	b := busy.Addr().String()
+	for _, c := range []struct {
+		flag string
+		args []string
+	}{
+		{"-nats-monitor", []string{"-addr", edgetest.FreePort(t), "-nats-listen", edgetest.FreePort(t), "-nats-monitor", b}},
+		{"-nats-listen", []string{"-addr", edgetest.FreePort(t), "-nats-listen", b, "-nats-monitor", ""}},
+		{"-addr", []string{"-addr", b, "-nats-listen", edgetest.FreePort(t), "-nats-monitor", ""}},
+	} {
+		t.Run(c.flag, func(t *testing.T) {
+			_, err := runOut(t, append([]string{"-data", t.TempDir(), "-worker", "none"}, c.args...)...)
+			if err == nil || !strings.Contains(err.Error(), c.flag+" ") || !strings.Contains(err.Error(), b) {
+				t.Errorf("error %v, want it to name %s %s", err, c.flag, b)
+			}
+		})
+	}
+}
+
+// withStdin runs fn with standard input reading s.
+func withStdin(t *testing.T, s string, fn func()) {
+	t.Helper()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.WriteString(s)
+	w.Close()
+	old := os.Stdin
+	os.Stdin = r
+	defer func() { os.Stdin, _ = old, r.Close() }()
+	fn()
+}
+
+func TestCLISiteAndOperatorChecks(t *testing.T) {
+	dir := t.TempDir()
+	for _, c := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"site", "add", "-name", "Shop"}, []string{"-origin is required", "https://shop.example"}},
+		{[]string{"site", "add", "-name", "Shop", "-origin", "shop.example"}, []string{"-origin", "scheme://host", "https://shop.example"}},
+		{[]string{"site", "add", "-name", "Shop", "-origin", "https://shop.example/chat"}, []string{"-origin", "no path", "https://shop.example"}},
+		{[]string{"site", "add", "-name", "Shop", "-origin", "https://shop.example:443"}, []string{"-origin", "default port"}},
+		{[]string{"site", "add", "-name", "Shop", "-origin", "*", "-slack-token", "xoxb-1", "-slack-channel", "#support"}, []string{"-slack-channel", "C0123ABCD"}},
+		{[]string{"site", "add", "-name", "Shop", "-origin", "*", "-slack-channel", "C0123ABCD"}, []string{"-slack-token", "go together"}},
+		{[]string{"site", "add", "-origin", "*"}, []string{"-name is required"}},
+		{[]string{"operator", "add", "-email", "ann@shop.test", "-password-stdin"}, []string{"-site is required", "edge site list"}},
+		{[]string{"operator", "add", "-site", "st_x", "-password-stdin"}, []string{"-email is required", "ann@shop.example"}},
+		{[]string{"operator", "add", "-email", "ann@shop.test", "-site", "st_x"}, []string{"-password-stdin"}},
+		{[]string{"operator", "passwd", "-password-stdin"}, []string{"-email is required"}},
+		{[]string{"operator", "remove"}, []string{"-email is required"}},
+		{[]string{"site", "member", "remove", "-email", "ann@shop.test"}, []string{"-site is required"}},
+	} {
+		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
+			_, err := runOut(t, append(c.args, "-data", dir)...)
+			if err == nil {
+				t.Fatal("accepted")
+			}
+			for _, w := range c.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not say %q", err, w)
+				}
+			}
+		})
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Errorf("refused commands touched the data directory: %v", entries)
+	}
+}
+
+// The operator commands on a data directory no edge holds (the file is opened directly).
+func TestCLIOperatorLifecycleOnTheFile(t *testing.T) {
+	dir := t.TempDir()
+	var site struct {
+		Key string `json:"key"`
+	}
+	out := captureStdout(t, func() error {
+		return run([]string{"site", "add", "-data", dir, "-name", "Shop", "-origin", "https://shop.example/", "-json"})
+	})
+	if err := json.Unmarshal([]byte(out), &site); err != nil || site.Key == "" {
+		t.Fatalf("site add printed %q: %v", out, err)
+	}
+	add := []string{"operator", "add", "-data", dir, "-email", "ann@shop.test", "-site", site.Key, "-password-stdin"}
+	withStdin(t, "first-password\n", func() {
+		if err := run(add); err != nil {
+			t.Fatal(err)
+		}
+	})
+	withStdin(t, "other-password\n", func() {
+		err := run(add)
+		if err == nil || !strings.Contains(err.Error(), "edge operator passwd -email ann@shop.test -password-stdin") {
+			t.Errorf("operator add on an existing email: %v", err)
+		}
+	})
+	withStdin(t, "second-password\n", func() {
+		if err := run([]string{"operator", "passwd", "-data", dir, "-email", "ann@shop.test", "-password-stdin"}); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if err := run([]string{"site", "member", "remove", "-data", dir, "-site", site.Key, "-email", "ann@shop.test"}); err != nil {
+		t.Fatal(err)
+	}
+	var list []struct {
+		Email    string   `json:"email"`
+		SiteKeys []string `json:"site_keys"`
+	}
+	out = captureStdout(t, func() error { return run([]string{"operator", "list", "-data", dir, "-json"}) })
+	if err := json.Unmarshal([]byte(out), &list); err != nil || len(list) != 1 || len(list[0].SiteKeys) != 0 {
+		t.Fatalf("operator list after member remove: %q, %v", out, err)
+	}
+	if err := run([]string{"site", "member", "add", "-data", dir, "-site", site.Key, "-email", "ann@shop.test"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := run([]string{"operator", "remove", "-data", dir, "-email", "ann@shop.test"}); err != nil {
+		t.Fatal(err)
+	}
+	err := run([]string{"operator", "passwd", "-data", dir, "-email", "ann@shop.test", "-password-stdin"})
+	if err == nil {
+		t.Error("passwd of a removed operator accepted")
+	}
+	out = captureStdout(t, func() error { return run([]string{"operator", "list", "-data", dir, "-json"}) })
+	if strings.TrimSpace(out) != "[]" {
+		t.Errorf("operator list after remove: %q", out)
+	}
+}
+
+// captureStdout runs fn with os.Stdout going to a file and returns what it wrote.
+func captureStdout(t *testing.T, fn func() error) string {
+	t.Helper()
+	f, err := os.Create(filepath.Join(t.TempDir(), "stdout"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := os.Stdout
+	os.Stdout = f
+	err = fn()
+	os.Stdout = old
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(f.Name())
+	return string(b)
+}
+
+// The binary itself: help exits 0 on stdout, a mistake exits 1 with two lines on stderr.
+func TestCLIBinaryExitCodes(t *testing.T) {
+	bin := edgetest.Bin(t, "edge")
+	for _, c := range []struct {
+		args        []string
+		code        int
+		stdoutHas   string
+		stderrLines int
+	}{
+		{[]string{"-h"}, 0, "operator passwd", 0},
+		{[]string{"help"}, 0, "site member remove", 0},
+		{[]string{"-x"}, 1, "", 2},
+		{[]string{"operator", "add", "-x"}, 1, "", 2},
+		{[]string{"-log-level", "loud"}, 1, "", 1},
+	} {
+		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
+			cmd := exec.Command(bin, c.args...)
+			var o, e bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &o, &e
+			err := cmd.Run()
+			code := 0
+			var ee *exec.ExitError
+			if errors.As(err, &ee) {
+				code = ee.ExitCode()
+			}
+			if code != c.code {
+				t.Errorf("exit %d, want %d (stderr %q)", code, c.code, e.String())
+			}
+			if !strings.Contains(o.String(), c.stdoutHas) {
+				t.Errorf("stdout lacks %q", c.stdoutHas)
+			}
+			if n := strings.Count(e.String(), "\n"); n != c.stderrLines {
+				t.Errorf("stderr has %d lines, want %d: %q", n, c.stderrLines, e.String())
+			}
+		})
+	}
+}
