@@ -13,6 +13,7 @@ import (
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 
+	"spookat/edge/internal/brakes"
 	"spookat/edge/internal/edgetest"
 	"spookat/edge/internal/server"
 	"spookat/edge/internal/store"
@@ -187,4 +188,34 @@ func TestServerDownShowsOfflineThenDelivers(t *testing.T) {
 			v.shot("back")
 		})
 	}
+}
+
+// 11. Too many new sockets from one address: the window waits the Retry-After the preflight
+// gives, connects once, and sends what was written meanwhile.
+func TestRateLimitedWaitsRetryAfter(t *testing.T) {
+	e := startEdge(t, server.Config{Brakes: brakes.Config{IPSocketRate: 0.5, IPSocketBurst: 1}})
+	site := e.site(&store.Site{Name: "Busy door"})
+	first := newTab(t, "first")
+	first.openDemo(e.base, site.Key)
+	first.openChat()
+	first.waitJS("the first tab connected", first.helloJS())
+
+	// Same address, same (site, IP) budget: the second tab's socket is refused with 429.
+	v := newTab(t, "second")
+	w := v.watch(e.edge.Addr)
+	v.openDemo(e.base, site.Key)
+	v.openChat()
+	v.typeAndSend("after the wait")
+	v.waitSent("after the wait")
+	_, reqs := w.seen()
+	if len(reqs) != 3 || !strings.HasPrefix(reqs[0], "/v1/widget/ws?") || !strings.HasPrefix(reqs[1], "/v1/widget/check?") ||
+		!strings.HasPrefix(reqs[2], "/v1/widget/ws?") {
+		t.Fatalf("requests: %q, want a refused socket, one check, and one socket after Retry-After", reqs)
+	}
+}
+
+// helloJS is true once the chat window's socket is open and greeted.
+func (b *Tab) helloJS() string {
+	return `window.localStorage.getItem('spookat:' + document.querySelector('script[data-site]').dataset.site) !== null && ` +
+		W + `.querySelector('.conn').textContent === ''`
 }
