@@ -166,7 +166,7 @@ func TestServerDownShowsOfflineThenDelivers(t *testing.T) {
 			v.waitSent("before the stop")
 
 			e.edge.Stop(t)
-			v.waitJS("the offline notice", W+`.querySelector('.banner.offline.on')?.textContent === 'Offline \u2014 your message will be sent when we\u2019re back.' && `+
+			v.waitJS("the offline notice", W+`.querySelector('.offline.on')?.textContent === 'Offline \u2014 your message will be sent when we\u2019re back.' && `+
 				W+`.querySelector('.conn').textContent === 'offline'`)
 			v.typeAndSend("written while offline")
 			mine := `Array.from(` + W + `.querySelectorAll('li.me')).find(li => li.querySelector('.bubble').textContent === 'written while offline')`
@@ -175,7 +175,7 @@ func TestServerDownShowsOfflineThenDelivers(t *testing.T) {
 
 			e.edge = edgetest.Start(t, e.edge.DataDir, server.Config{Addr: e.edge.Addr})
 			v.waitSent("written while offline")
-			v.waitJS("the offline notice gone", `!`+W+`.querySelector('.banner.offline.on') && `+W+`.querySelector('.conn').textContent === ''`)
+			v.waitJS("the offline notice gone", `!`+W+`.querySelector('.offline.on') && `+W+`.querySelector('.conn').textContent === ''`)
 			for _, text := range []string{"before the stop", "written while offline"} {
 				if n := eval[int](v, bubbleCount(text)); n != 1 {
 					t.Fatalf("%q shows %d times, want once", text, n)

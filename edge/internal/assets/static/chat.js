@@ -13,9 +13,9 @@
     'header{display:flex;align-items:center;justify-content:space-between;padding:12px 14px;background:#4f46e5;color:#fff}',
     'header b{font-size:15px}header button{background:none;border:0;color:#fff;font-size:22px;line-height:1;cursor:pointer;padding:2px 6px}',
     '.conn{font-size:12px;opacity:.85;margin-left:8px}',
-    '.banner{display:none;padding:8px 12px;background:#fef3c7;color:#78350f;font-size:13px}.banner.on{display:block}',
+    '.banner,.offline{display:none;padding:8px 12px;background:#fef3c7;color:#78350f;font-size:13px}.banner.on,.offline.on{display:block}',
     '.gone{display:none;margin:auto;padding:24px;text-align:center;color:#4b5563}.dead>.gone{display:block}',
-    '.dead>ol,.dead>form,.dead>.email,.dead>.banner{display:none!important}',
+    '.dead>ol,.dead>form,.dead>.email,.dead>.banner,.dead>.offline{display:none!important}',
     'ol{list-style:none;margin:0;padding:12px;flex:1;overflow-y:auto;display:flex;flex-direction:column;gap:8px}',
     'li{max-width:80%;display:flex;flex-direction:column}',
     'li.me{align-self:flex-end;align-items:flex-end}li.them{align-self:flex-start}',
@@ -62,7 +62,7 @@
     var closeBtn = el('button', '', '\u00d7'); closeBtn.type = 'button'; closeBtn.setAttribute('aria-label', 'Close chat');
     header.appendChild(title); header.appendChild(closeBtn);
     var banner = el('div', 'banner'); banner.setAttribute('role', 'status');
-    var offlineNote = el('div', 'banner offline', 'Offline \u2014 your message will be sent when we\u2019re back.');
+    var offlineNote = el('div', 'offline', 'Offline \u2014 your message will be sent when we\u2019re back.');
     offlineNote.setAttribute('role', 'status');
     var gone = el('p', 'gone', 'Chat is not available on this page.');
     var list = el('ol'); list.setAttribute('aria-live', 'polite');
