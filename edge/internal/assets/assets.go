@@ -64,6 +64,14 @@ type Set struct {
 	AppJS    *File
 	AppCSS   *File
 	demo     string
+	known    func(key string) bool
+}
+
+// KnownSites tells the demo page which site keys exist, so that it can answer 404 for the
+// others; without it every well-formed key gets the page.
+func (s *Set) KnownSites(known func(key string) bool) *Set {
+	s.known = known
+	return s
 }
 
 // New loads and compresses the assets.
@@ -134,7 +142,14 @@ func (s *Set) serveDemo(c *fiber.Ctx) error {
 		return c.Status(fiber.StatusBadRequest).SendString("Give the site key: /demo?site=<key> (`edge demo` prints it).")
 	}
 	base := c.Protocol() + "://" + c.Hostname()
-	page := strings.NewReplacer("{{KEY}}", html.EscapeString(key), "{{BASE}}", html.EscapeString(base)).Replace(s.demo)
+	notice := ""
+	if s.known != nil && !s.known(key) {
+		// The widget stays on the page: it shows what a visitor would see with this key.
+		c.Status(fiber.StatusNotFound)
+		notice = `<p class="bad" role="alert">No site has the key <code>` + html.EscapeString(key) +
+			`</code>: check it with <code>edge site list</code>. The chat button below shows what a visitor sees on a page with this key.</p>`
+	}
+	page := strings.NewReplacer("{{NOTICE}}", notice, "{{KEY}}", html.EscapeString(key), "{{BASE}}", html.EscapeString(base)).Replace(s.demo)
 	c.Set(fiber.HeaderContentType, "text/html; charset=utf-8")
 	c.Set(fiber.HeaderCacheControl, "no-cache")
 	return c.SendString(page)

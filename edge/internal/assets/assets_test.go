@@ -1,9 +1,13 @@
 package assets
 
 import (
+	"io"
+	"net/http/httptest"
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/gofiber/fiber/v2"
 )
 
 func TestLauncherBudget(t *testing.T) {
@@ -32,5 +36,43 @@ func TestNoHTMLFromText(t *testing.T) {
 	uses := regexp.MustCompile(`innerHTML\s*=\s*'[^']*'\s*;`).FindAllString(string(s.Launcher.Body), -1)
 	if n := strings.Count(string(s.Launcher.Body), "innerHTML"); n != 1 || len(uses) != 1 {
 		t.Fatalf("widget.js: innerHTML must be set once, from one constant string (found %d uses, %d constant)", n, len(uses))
+	}
+}
+
+// /demo says on the page, and in its status, that a key is unknown.
+func TestDemoPage(t *testing.T) {
+	app := fiber.New()
+	New().KnownSites(func(key string) bool { return key == "st_known" }).Register(app)
+	for _, tc := range []struct {
+		name, query string
+		status      int
+		want, not   []string
+	}{
+		{"known key", "?site=st_known", 200, []string{`data-site="st_known"`}, []string{"No site has the key"}},
+		{"unknown key", "?site=st_nope", 404, []string{"No site has the key <code>st_nope</code>", `data-site="st_nope"`}, nil},
+		{"no key", "", 400, []string{"Give the site key"}, []string{"<script"}},
+		{"bad key", "?site=%3Cb%3E", 400, []string{"Give the site key"}, []string{"<b>"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			resp, err := app.Test(httptest.NewRequest("GET", "/demo"+tc.query, nil), -1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != tc.status {
+				t.Fatalf("status %d, want %d: %s", resp.StatusCode, tc.status, b)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(string(b), w) {
+					t.Errorf("page lacks %q:\n%s", w, b)
+				}
+			}
+			for _, n := range tc.not {
+				if strings.Contains(string(b), n) {
+					t.Errorf("page holds %q:\n%s", n, b)
+				}
+			}
+		})
 	}
 }

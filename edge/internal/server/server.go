@@ -334,7 +334,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		}
 	}()
 	wh.Register(app)
-	assets.New().Register(app) // widget.js, chat window, /app/, /demo
+	assets.New().KnownSites(func(key string) bool { return reg.ByKey(key) != nil }).Register(app) // widget.js, chat window, /app/, /demo
 	(&inbox.Handler{Store: st, Sites: reg, Hub: inboxHub, Log: log, AllowPrivateTargets: wcfg.AllowPrivateTargets, IPs: ips}).Register(app)
 	slackEvents := &slackevents.Handler{Store: st, Sites: reg, Log: log}
 	slackEvents.Register(app)

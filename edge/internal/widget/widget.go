@@ -109,6 +109,7 @@ func (h *Handler) Register(app *fiber.App) {
 		WriteBufferSize:  4096,
 		WriteBufferPool:  &sync.Pool{},
 	}))
+	app.Post("/v1/widget/check", h.preflight) // preflight.go
 }
 
 // check refuses, before the upgrade, what must never become a socket: a missing or unknown

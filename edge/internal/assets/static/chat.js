@@ -13,7 +13,9 @@
     'header{display:flex;align-items:center;justify-content:space-between;padding:12px 14px;background:#4f46e5;color:#fff}',
     'header b{font-size:15px}header button{background:none;border:0;color:#fff;font-size:22px;line-height:1;cursor:pointer;padding:2px 6px}',
     '.conn{font-size:12px;opacity:.85;margin-left:8px}',
-    '.banner{display:none;padding:8px 12px;background:#fef3c7;color:#78350f;font-size:13px}.banner.on{display:block}',
+    '.banner,.offline{display:none;padding:8px 12px;background:#fef3c7;color:#78350f;font-size:13px}.banner.on,.offline.on{display:block}',
+    '.gone{display:none;margin:auto;padding:24px;text-align:center;color:#4b5563}.dead>.gone{display:block}',
+    '.dead>ol,.dead>form,.dead>.email,.dead>.banner,.dead>.offline{display:none!important}',
     'ol{list-style:none;margin:0;padding:12px;flex:1;overflow-y:auto;display:flex;flex-direction:column;gap:8px}',
     'li{max-width:80%;display:flex;flex-direction:column}',
     'li.me{align-self:flex-end;align-items:flex-end}li.them{align-self:flex-start}',
@@ -60,6 +62,9 @@
     var closeBtn = el('button', '', '\u00d7'); closeBtn.type = 'button'; closeBtn.setAttribute('aria-label', 'Close chat');
     header.appendChild(title); header.appendChild(closeBtn);
     var banner = el('div', 'banner'); banner.setAttribute('role', 'status');
+    var offlineNote = el('div', 'offline', 'Offline \u2014 your message will be sent when we\u2019re back.');
+    offlineNote.setAttribute('role', 'status');
+    var gone = el('p', 'gone', 'Chat is not available on this page.');
     var list = el('ol'); list.setAttribute('aria-live', 'polite');
     var empty = el('li', 'empty', 'Ask us anything: we usually answer within minutes.'); list.appendChild(empty);
     var emailBox = el('div', 'email'), emailForm = el('form'), emailInput = el('input'), emailBtn = el('button', '', 'Save');
@@ -69,7 +74,7 @@
     var form = el('form'), input = el('textarea'), sendBtn = el('button', '', 'Send');
     input.rows = 1; input.placeholder = 'Write a message\u2026'; input.setAttribute('aria-label', 'Message'); input.maxLength = 4000;
     sendBtn.type = 'submit'; form.appendChild(input); form.appendChild(sendBtn);
-    panel.appendChild(header); panel.appendChild(banner); panel.appendChild(list); panel.appendChild(emailBox); panel.appendChild(form);
+    panel.appendChild(header); panel.appendChild(gone); panel.appendChild(offlineNote); panel.appendChild(banner); panel.appendChild(list); panel.appendChild(emailBox); panel.appendChild(form);
     o.root.appendChild(panel);
 
     // --- state
@@ -78,6 +83,7 @@
     var pending = {};   // client_id -> {text, li, st, timer}
     var order = [];     // client ids in send order, for resending after a reconnect
     var blockedUntil = 0, countdown = 0;
+    var dead = false;   // the server refused this page for good: no more connecting
 
     function scroll() { list.scrollTop = list.scrollHeight; }
 
@@ -99,7 +105,8 @@
       p.st = st;
       p.li.classList.toggle('failed', st === 'failed');
       var s = p.li.querySelector('.state');
-      s.textContent = st === 'sending' ? 'Sending\u2026' : st === 'sent' ? 'Sent' : 'Not sent' + (why ? ': ' + why : '');
+      s.textContent = st === 'sending' ? 'Sending\u2026' : st === 'sent' ? 'Sent' : st === 'pending' ? 'Pending'
+        : 'Not sent' + (why ? ': ' + why : '');
       s.setAttribute('data-state', st);
       if (st === 'failed') {
         var b = el('button', '', 'Retry'); b.type = 'button';
@@ -116,19 +123,19 @@
       addLi(li);
       var p = { cid: cid, text: text, li: li };
       pending[cid] = p; order.push(cid);
-      setState(p, 'sending');
       transmit(p);
     }
 
     function transmit(p) {
       clearTimeout(p.timer);
       if (ws && ws.readyState === 1) {
+        setState(p, 'sending');
         ws.send(JSON.stringify({ type: 'message', client_id: p.cid, text: p.text }));
         p.timer = setTimeout(function () { if (p.st === 'sending') setState(p, 'failed', 'no answer from the server'); }, 15000);
-      } // else: sent when the socket says hello again
+      } else setState(p, 'pending'); // sent when the socket says hello again
     }
 
-    function resend(p) { if (Date.now() < blockedUntil) return; setState(p, 'sending'); transmit(p); }
+    function resend(p) { if (Date.now() < blockedUntil) return; transmit(p); }
 
     function confirm(p, id) {
       clearTimeout(p.timer);
@@ -156,7 +163,7 @@
     function handle(f) {
       switch (f.type) {
         case 'hello':
-          attempt = 0; conn.textContent = '';
+          attempt = 0; conn.textContent = ''; offline(false);
           if (saved.token !== f.visitor) { saved.token = f.visitor; save(); }
           convId = f.conversation_id;
           if (convId) {
@@ -164,7 +171,7 @@
             ws.send(JSON.stringify({ type: 'resume', after_message_id: lastId }));
           }
           order = order.filter(function (c) { return pending[c]; });
-          order.forEach(function (c) { if (pending[c].st === 'sending') transmit(pending[c]); });
+          order.forEach(function (c) { if (pending[c].st !== 'failed') transmit(pending[c]); });
           break;
         case 'ack':
           convId = f.conversation_id; showEmail();
@@ -203,19 +210,56 @@
 
     function connect() {
       clearTimeout(retryTimer);
-      if (ws && ws.readyState < 2) return;
+      if (dead || ws && ws.readyState < 2) return;
       var u = o.base.replace(/^http/, 'ws') + '/v1/widget/ws?site=' + encodeURIComponent(o.site) +
         (saved.token ? '&visitor=' + encodeURIComponent(saved.token) : '');
-      var s;
-      try { s = new WebSocket(u); } catch (e) { return later(); }
+      var s, up = false;
+      try { s = new WebSocket(u); } catch (e) { return probe(); }
       ws = s;
+      s.onopen = function () { up = true; };
       s.onmessage = function (e) { var f; try { f = JSON.parse(e.data); } catch (x) { return; } handle(f); };
-      s.onclose = function () { if (ws === s) { ws = null; later(); } };
+      s.onclose = function () {
+        if (ws !== s) return;
+        ws = null;
+        // What was in flight is sent again after the next hello (same client_id: no duplicate).
+        order.forEach(function (c) { var p = pending[c]; if (p && p.st === 'sending') { clearTimeout(p.timer); setState(p, 'pending'); } });
+        if (up) later(); else probe();
+      };
     }
 
-    function later() {
+    // A refused handshake reaches a WebSocket only as close 1006, like a dead network: ask the
+    // server's preflight, which answers what the handshake would have (schema/PROTOCOL.md).
+    function probe() {
+      fetch(o.base + '/v1/widget/check?site=' + encodeURIComponent(o.site), { method: 'POST', cache: 'no-store', credentials: 'omit' })
+        .then(function (r) {
+          if (r.status === 429) {
+            conn.textContent = 'reconnecting\u2026';
+            retryTimer = setTimeout(connect, (parseInt(r.headers.get('Retry-After'), 10) || 5) * 1000);
+            return;
+          }
+          if (r.status === 403 || r.status === 404) {
+            return r.json().then(function (e) {
+              if (e.code === 'unknown_site' || e.code === 'origin_not_allowed') refused(e); else later(true);
+            }, function () { later(true); });
+          }
+          later(!r.ok); // a 5xx here is a proxy in front of an edge that is down
+        }, function () { later(true); });
+    }
+
+    function refused(e) {
+      dead = true;
+      clearTimeout(retryTimer);
+      console.warn('spookat: the chat is not available on this page: ' + e.code + ': ' + e.message);
+      conn.textContent = '';
+      panel.classList.add('dead');
+    }
+
+    function offline(on) { offlineNote.classList.toggle('on', on); }
+
+    function later(down) {
+      if (down != null) offline(down);
       var ms = Math.min(15000, 500 * Math.pow(2, attempt++)) * (0.5 + Math.random() / 2);
-      conn.textContent = 'reconnecting\u2026';
+      conn.textContent = offlineNote.classList.contains('on') ? 'offline' : 'reconnecting\u2026';
       retryTimer = setTimeout(connect, ms);
     }
 
