@@ -16,13 +16,13 @@ func TestSiteAddRefusesInternalTargets(t *testing.T) {
 		args []string
 		want string
 	}{
-		{"nats port", siteAdd, []string{"-name", "Shop", "-webhook-url", "http://127.0.0.1:4222/", "-webhook-secret", "s"},
+		{"nats port", siteAdd, []string{"-name", "Shop", "-origin", "https://shop.example", "-webhook-url", "http://127.0.0.1:4222/", "-webhook-secret", "s"},
 			"-webhook-url must start with https://, e.g. -webhook-url https://example.com/hooks/spookat"},
-		{"metadata", siteAdd, []string{"-name", "Shop", "-webhook-url", "https://169.254.169.254/latest/meta-data/?" + secret, "-webhook-secret", "s"},
+		{"metadata", siteAdd, []string{"-name", "Shop", "-origin", "https://shop.example", "-webhook-url", "https://169.254.169.254/latest/meta-data/?" + secret, "-webhook-secret", "s"},
 			"-webhook-url must not point at a non-public address (address 169.254.169.254 is cloud metadata), e.g. -webhook-url https://example.com/hooks/spookat"},
-		{"discord elsewhere", siteAdd, []string{"-name", "Shop", "-discord-webhook", "https://10.0.0.5/api/webhooks/1/" + secret},
+		{"discord elsewhere", siteAdd, []string{"-name", "Shop", "-origin", "https://shop.example", "-discord-webhook", "https://10.0.0.5/api/webhooks/1/" + secret},
 			"-discord-webhook must not point at a non-public address (address 10.0.0.5 is private), e.g. -discord-webhook https://discord.com/api/webhooks/"},
-		{"discord not discord", siteAdd, []string{"-name", "Shop", "-discord-webhook", "https://hooks.example.com/api/webhooks/1/" + secret},
+		{"discord not discord", siteAdd, []string{"-name", "Shop", "-origin", "https://shop.example", "-discord-webhook", "https://hooks.example.com/api/webhooks/1/" + secret},
 			"-discord-webhook must be a Discord webhook on discord.com, e.g. -discord-webhook https://discord.com/api/webhooks/"},
 		{"seed loopback", seed, []string{"-sites", "1", "-webhook-url", "https://[::1]:8080/", "-webhook-secret", "s"},
 			"-webhook-url must not point at a non-public address (address ::1 is loopback)"},
