@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/gofiber/fiber/v2"
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nuid"
 
@@ -165,6 +166,24 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	}); err != nil {
 		return err
 	}
+	// The job consumers and the WORKERS bucket are kept in memory: an external NATS that
+	// restarts comes back without them (and one restarted on an empty store without streams),
+	// so every reconnect provisions again. All of it is create-or-update.
+	br.NC.SetReconnectHandler(func(nc *nats.Conn) {
+		log.Info("NATS reconnected; provisioning streams, job consumers and buckets again", "server", nc.ConnectedUrlRedacted())
+		go func() {
+			pctx, cancel := context.WithTimeout(context.Background(), broker.SettleTimeout)
+			defer cancel()
+			if err := broker.Settle(pctx, log, "provision after a reconnect", func(ctx context.Context) error {
+				if err := schema.EnsureStreams(ctx, js, max(cfg.Replicas, 1), cfg.StreamLimits); err != nil {
+					return err
+				}
+				return worker.Provision(ctx, js, max(cfg.Replicas, 1), wcfg)
+			}); err != nil {
+				log.Error("provision after a reconnect", "err", err)
+			}
+		}()
+	})
 
 	siteList, err := st.Sites(ctx)
 	if err != nil {

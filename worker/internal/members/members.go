@@ -57,7 +57,7 @@ func (g *Group) Run(ctx context.Context, onChange func(live []string)) error {
 	if err != nil {
 		return err
 	}
-	defer w.Stop()
+	defer func() { w.Stop() }()
 	t := time.NewTicker(g.ttl / 3)
 	defer t.Stop()
 	live := map[string]bool{}
@@ -94,7 +94,18 @@ func (g *Group) Run(ctx context.Context, onChange func(live []string)) error {
 			}
 		case e, ok := <-w.Updates():
 			if !ok {
-				return ctx.Err()
+				if ctx.Err() != nil {
+					return nil
+				}
+				// The bucket went away under the watch (a NATS server restarted without its
+				// memory streams): keep the partitions owned now and watch again once the edge
+				// has made the bucket anew.
+				g.log.Warn("WORKERS watch ended; watching again")
+				if w, err = g.rewatch(ctx); err != nil {
+					return nil // ctx ended
+				}
+				live, initial = map[string]bool{}, true
+				continue
 			}
 			if e == nil {
 				initial = false
@@ -120,6 +131,25 @@ func (g *Group) Run(ctx context.Context, onChange func(live []string)) error {
 			if !initial {
 				emit()
 			}
+		}
+	}
+}
+
+// rewatch puts the heartbeat back and watches the bucket again, retrying every second until
+// it can or ctx ends.
+func (g *Group) rewatch(ctx context.Context) (jetstream.KeyWatcher, error) {
+	for {
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(time.Second):
+		}
+		val, _ := json.Marshal(beat{ID: g.ID, Started: time.Now().UTC()})
+		if _, err := g.kv.Put(ctx, schema.WorkerKey(g.ID), val); err != nil {
+			continue
+		}
+		if w, err := g.kv.Watch(ctx, "w.*"); err == nil {
+			return w, nil
 		}
 	}
 }
