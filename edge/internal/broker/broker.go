@@ -56,10 +56,11 @@ func (t TLS) enabled() bool { return t.Cert != "" || t.CA != "" }
 
 // Broker is a NATS connection for the edge, with the embedded server when there is one.
 type Broker struct {
-	srv    *server.Server // nil with an external NATS
-	opts   Options
-	NC     *nats.Conn
-	closed chan struct{} // closed when NC is closed
+	srv     *server.Server  // nil with an external NATS
+	srvOpts *server.Options // what srv was started with
+	opts    Options
+	NC      *nats.Conn
+	closed  chan struct{} // closed when NC is closed
 }
 
 // Start embeds or connects, then creates or updates the streams and buckets.
@@ -253,7 +254,7 @@ func (b *Broker) embed() error {
 		srv.Shutdown()
 		return errors.New("embedded NATS did not start within 10s (is a port in use? see -nats-listen and -nats-monitor)")
 	}
-	b.srv = srv
+	b.srv, b.srvOpts = srv, o
 	return nil
 }
 

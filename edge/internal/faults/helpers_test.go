@@ -63,14 +63,17 @@ func metric(t *testing.T, p *edgetest.Proc, series string) float64 {
 }
 
 // load is visitors sending "text of <client id>" one after another, each waiting for its
-// ack (and pace between messages), until stopped or their socket fails. It records every
-// acked client id and the errors that ended visitors.
+// ack (and pace between messages), until stopped or their socket fails. An `unavailable`
+// answer is what the widget resends: the same client id after retry_after_ms. It records
+// every acked client id, the unavailable answers and the errors that ended visitors.
 type load struct {
-	mu    sync.Mutex
-	acked map[string]bool
-	errs  []error
-	stop  chan struct{}
-	wg    sync.WaitGroup
+	mu          sync.Mutex
+	acked       map[string]bool
+	unavailable int
+	lastRefusal string
+	errs        []error
+	stop        chan struct{}
+	wg          sync.WaitGroup
 }
 
 func startLoad(t *testing.T, addr, siteKey string, visitors int, pace time.Duration) *load {
@@ -90,7 +93,20 @@ func startLoad(t *testing.T, addr, siteKey string, visitors int, pace time.Durat
 				default:
 				}
 				id := fmt.Sprintf("v%d-%d", v, i)
-				if _, err := c.SendAck(id, "text of "+id); err != nil {
+				f, err := c.SendAck(id, "text of "+id)
+				for err != nil && f.Type == "error" && f.Code == "unavailable" && f.ClientID == id {
+					l.mu.Lock()
+					l.unavailable++
+					l.lastRefusal = f.Message
+					l.mu.Unlock()
+					select {
+					case <-l.stop:
+						return
+					case <-time.After(time.Duration(f.RetryAfterMS) * time.Millisecond):
+					}
+					f, err = c.SendAck(id, "text of "+id)
+				}
+				if err != nil {
 					l.mu.Lock()
 					l.errs = append(l.errs, err)
 					l.mu.Unlock()
@@ -119,6 +135,13 @@ func (l *load) Acked() int {
 	return len(l.acked)
 }
 
+// Unavailable is how many times a message was answered `unavailable`, and the last sentence.
+func (l *load) Unavailable() (int, string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.unavailable, l.lastRefusal
+}
+
 // Stop ends the load and returns the acked client ids and the visitors' errors.
 func (l *load) Stop() (map[string]bool, []error) {
 	close(l.stop)
@@ -143,4 +166,25 @@ func missing(slack *mock.Slack, acked map[string]bool) []string {
 		}
 	}
 	return out
+}
+
+// storedOnce fails the test unless every acked client id is in the edge's database once.
+func storedOnce(t *testing.T, data string, acked map[string]bool) {
+	t.Helper()
+	db := edgetest.OpenDB(t, data)
+	defer db.Close()
+	st, _, err := db.Prepare(`SELECT count(*) FROM messages WHERE client_id = ?`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	for id := range acked {
+		st.BindText(1, id)
+		st.Step()
+		n := st.ColumnInt(0)
+		st.Reset()
+		if n != 1 {
+			t.Fatalf("acked message %s stored %d times", id, n)
+		}
+	}
 }

@@ -66,21 +66,7 @@ func TestStopIsBoundedWhileSlackHangs(t *testing.T) {
 		t.Fatalf("stop took %s, over the 10 s deadline\n%s", took, p.Log())
 	}
 
-	db := edgetest.OpenDB(t, data)
-	for id := range acked {
-		st, _, err := db.Prepare(`SELECT count(*) FROM messages WHERE client_id = ?`)
-		if err != nil {
-			t.Fatal(err)
-		}
-		st.BindText(1, id)
-		st.Step()
-		n := st.ColumnInt(0)
-		st.Close()
-		if n != 1 {
-			t.Fatalf("acked message %s stored %d times after the stop", id, n)
-		}
-	}
-	db.Close()
+	storedOnce(t, data, acked)
 
 	slack := mock.NewSlack(mock.SlackOptions{})
 	srv := httptest.NewServer(slack)

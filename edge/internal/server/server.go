@@ -168,21 +168,23 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	}
 	// The job consumers and the WORKERS bucket are kept in memory: an external NATS that
 	// restarts comes back without them (and one restarted on an empty store without streams),
-	// so every reconnect provisions again. All of it is create-or-update.
+	// and so does an embedded JetStream restarted after a full disk (broker.WatchStore). Both
+	// provision again; all of it is create-or-update.
+	provision := func(why string) {
+		pctx, cancel := context.WithTimeout(context.Background(), broker.SettleTimeout)
+		defer cancel()
+		if err := broker.Settle(pctx, log, "provision after "+why, func(ctx context.Context) error {
+			if err := schema.EnsureStreams(ctx, js, max(cfg.Replicas, 1), cfg.StreamLimits); err != nil {
+				return err
+			}
+			return worker.Provision(ctx, js, max(cfg.Replicas, 1), wcfg)
+		}); err != nil {
+			log.Error("provision after "+why, "err", err)
+		}
+	}
 	br.NC.SetReconnectHandler(func(nc *nats.Conn) {
 		log.Info("NATS reconnected; provisioning streams, job consumers and buckets again", "server", nc.ConnectedUrlRedacted())
-		go func() {
-			pctx, cancel := context.WithTimeout(context.Background(), broker.SettleTimeout)
-			defer cancel()
-			if err := broker.Settle(pctx, log, "provision after a reconnect", func(ctx context.Context) error {
-				if err := schema.EnsureStreams(ctx, js, max(cfg.Replicas, 1), cfg.StreamLimits); err != nil {
-					return err
-				}
-				return worker.Provision(ctx, js, max(cfg.Replicas, 1), wcfg)
-			}); err != nil {
-				log.Error("provision after a reconnect", "err", err)
-			}
-		}()
+		go provision("a reconnect")
 	})
 
 	siteList, err := st.Sites(ctx)
@@ -253,6 +255,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	// Not signalled early: the recorder keeps recording what the worker reports while it stops.
 	sg.add("results recorder, sweeper, stream stats", nil, func(ctx context.Context) error { stopBG(); return waitGroup(ctx, &wg) })
 	wg.Go(func() { br.WatchStreams(bg, cfg.StreamStatsEvery, m.SetStream) })
+	wg.Go(func() { br.WatchStore(bg, func() { provision("a JetStream restart") }) })
 	rec := &results.Recorder{Store: st, Sites: reg, Metrics: m, Log: log, OnRecorded: inboxHub.Deliveries}
 	for _, reason := range results.Reasons {
 		m.ResultsRejected.WithLabelValues(reason)

@@ -45,6 +45,9 @@ type Handler struct {
 	IPs     *clientip.Resolver // the client's address behind trusted proxies
 	Log     *slog.Logger
 
+	storeFailedAt atomic.Int64 // when a failed write was last logged (unix ns)
+	storeFailures atomic.Int64 // failed writes since then
+
 	mu      sync.Mutex
 	conns   map[*conn]struct{}
 	closing bool           // CloseAll has begun: refuse new sockets
@@ -387,10 +390,22 @@ func (s *session) admitMessage(clientID string) bool {
 	return true
 }
 
+// logStoreError logs a failed write at most once a minute, with how many failed meanwhile: a
+// full disk fails every message, and the log is on the same disk.
+func (h *Handler) logStoreError(site int64, err error) {
+	n := h.storeFailures.Add(1)
+	now, last := time.Now().UnixNano(), h.storeFailedAt.Load()
+	if now-last < int64(time.Minute) || !h.storeFailedAt.CompareAndSwap(last, now) {
+		return
+	}
+	h.storeFailures.Add(-n)
+	h.Log.Error("store message; visitors are answered unavailable", "site", site, "failed", n, "err", err)
+}
+
 // acked runs on the writer's goroutine after the commit: queue the ack, never wait.
 func (s *session) acked(clientID string, received time.Time, r store.MessageResult) {
 	if r.Err != nil {
-		s.h.Log.Error("store message", "site", s.site.ID, "err", r.Err)
+		s.h.logStoreError(s.site.ID, r.Err)
 		s.h.Metrics.FrameErrors.WithLabelValues(schema.CodeUnavailable).Inc()
 		s.c.trySend(frames.Error(nil, clientID, schema.CodeUnavailable, "The message could not be saved; send it again.", 1000))
 		return
