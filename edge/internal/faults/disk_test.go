@@ -80,7 +80,6 @@ func TestDiskFull(t *testing.T) {
 	t.Logf("%d acked, all posted %s after the space was freed", len(acked), time.Since(freedAt).Round(10*time.Millisecond))
 	restarted := strings.Count(p.Log(), "JetStream restarted")
 	t.Logf("the edge restarted its JetStream %d times (a stream that failed a write refuses every later one until reloaded)", restarted)
-	_ = os.WriteFile("/tmp/diskfull-edge.log", []byte(p.Log()), 0o600)
 	if _, err := p.Stop(15 * time.Second); err != nil {
 		t.Fatalf("stop: %v", err)
 	}
