@@ -125,6 +125,10 @@ func Open(dir string, opts Options) (*Store, error) {
 	}
 	s.w = w
 	s.wstmts = stmtCache{conn: w}
+	if err := stablePlans(w); err != nil {
+		w.Close()
+		return nil, err
+	}
 	sync := "NORMAL"
 	if opts.SyncFull {
 		sync = "FULL"
@@ -333,6 +337,17 @@ func (c *stmtCache) close() {
 	c.stmts = nil
 }
 
+// stablePlans turns on the query planner stability guarantee. This build of SQLite has
+// STAT4, and without it the planner let the values bound to a cached statement shape its
+// plan, so binding new ones expired the statement: every visitor lookup and every resume
+// was parsed and planned again (a reconnect storm spent a quarter of its CPU in the parser).
+func stablePlans(c *sqlite3.Conn) error {
+	if _, err := c.Config(sqlite3.DBCONFIG_ENABLE_QPSG, true); err != nil {
+		return fmt.Errorf("enable the query planner stability guarantee: %w", err)
+	}
+	return nil
+}
+
 // reader is one read-only connection with its prepared statements.
 type reader struct {
 	conn  *sqlite3.Conn
@@ -345,6 +360,10 @@ func openReader(path string) (*reader, error) {
 		return nil, fmt.Errorf("open reader: %w", err)
 	}
 	if err := c.BusyTimeout(5 * time.Second); err != nil {
+		c.Close()
+		return nil, err
+	}
+	if err := stablePlans(c); err != nil {
 		c.Close()
 		return nil, err
 	}
