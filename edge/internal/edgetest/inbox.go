@@ -77,6 +77,15 @@ func (in *Inbox) header(h http.Header) {
 // (nil: dropped); it returns the status.
 func (in *Inbox) Do(t testing.TB, method, path string, body, out any) int {
 	t.Helper()
+	status, err := in.Call(method, path, body, out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return status
+}
+
+// Call is Do returning its error, for goroutines that may not fail the test.
+func (in *Inbox) Call(method, path string, body, out any) (int, error) {
 	var rd io.Reader
 	if body != nil {
 		b, _ := json.Marshal(body)
@@ -84,7 +93,7 @@ func (in *Inbox) Do(t testing.TB, method, path string, body, out any) int {
 	}
 	req, err := http.NewRequest(method, "http://"+in.Addr+"/v1/api"+path, rd)
 	if err != nil {
-		t.Fatal(err)
+		return 0, err
 	}
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
@@ -92,13 +101,13 @@ func (in *Inbox) Do(t testing.TB, method, path string, body, out any) int {
 	in.header(req.Header)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		t.Fatal(err)
+		return 0, err
 	}
 	defer resp.Body.Close()
 	if out != nil {
 		_ = json.NewDecoder(resp.Body).Decode(out)
 	}
-	return resp.StatusCode
+	return resp.StatusCode, nil
 }
 
 // NewToken makes an API token of this session's operator.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -74,4 +75,21 @@ func (p *process) Stop(timeout time.Duration) (time.Duration, error) {
 		p.Kill()
 		return time.Since(start), fmt.Errorf("%s did not exit within %s after SIGTERM", p.name, timeout)
 	}
+}
+
+// RSS is the process's resident memory in bytes, from /proc (0 when it cannot be read).
+func (p *process) RSS() int64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.Cmd.Process.Pid))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			var kb int64
+			if _, err := fmt.Sscan(strings.TrimSuffix(strings.TrimSpace(v), " kB"), &kb); err == nil {
+				return kb << 10
+			}
+		}
+	}
+	return 0
 }

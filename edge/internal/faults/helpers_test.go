@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -71,6 +72,7 @@ type load struct {
 	acked       map[string]bool
 	unavailable int
 	lastRefusal string
+	lat         []latency
 	errs        []error
 	stop        chan struct{}
 	wg          sync.WaitGroup
@@ -93,6 +95,7 @@ func startLoad(t *testing.T, addr, siteKey string, visitors int, pace time.Durat
 				default:
 				}
 				id := fmt.Sprintf("v%d-%d", v, i)
+				sent := time.Now()
 				f, err := c.SendAck(id, "text of "+id)
 				for err != nil && f.Type == "error" && f.Code == "unavailable" && f.ClientID == id {
 					l.mu.Lock()
@@ -114,6 +117,7 @@ func startLoad(t *testing.T, addr, siteKey string, visitors int, pace time.Durat
 				}
 				l.mu.Lock()
 				l.acked[id] = true
+				l.lat = append(l.lat, latency{sent, time.Since(sent)})
 				l.mu.Unlock()
 				if pace > 0 {
 					select {
@@ -133,6 +137,30 @@ func (l *load) Acked() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return len(l.acked)
+}
+
+// latency is how long one message took from its (first) send to its ack.
+type latency struct {
+	sent time.Time
+	took time.Duration
+}
+
+// P99 is the 99th percentile of the ack latency of the messages first sent in [from, to),
+// and how many there were.
+func (l *load) P99(from, to time.Time) (time.Duration, int) {
+	l.mu.Lock()
+	var in []time.Duration
+	for _, x := range l.lat {
+		if !x.sent.Before(from) && x.sent.Before(to) {
+			in = append(in, x.took)
+		}
+	}
+	l.mu.Unlock()
+	if len(in) == 0 {
+		return 0, 0
+	}
+	slices.Sort(in)
+	return in[min(len(in)-1, len(in)*99/100)], len(in)
 }
 
 // Unavailable is how many times a message was answered `unavailable`, and the last sentence.

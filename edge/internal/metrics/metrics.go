@@ -23,6 +23,9 @@ type Edge struct {
 	ResultsRejected *prometheus.CounterVec
 	// SocketRefusals counts connections refused with 503 because -max-sockets were open.
 	SocketRefusals prometheus.Counter
+	// SocketsPaced counts new widget sockets that waited for their turn under -socket-rate,
+	// and those refused because the wait would have been too long.
+	SocketsPaced *prometheus.CounterVec
 	// AcceptErrors counts failed accepts (out of file descriptors), each retried.
 	AcceptErrors prometheus.Counter
 	// Streams' use of their byte budgets, as last read from JetStream (see SetStream).
@@ -64,6 +67,9 @@ func New() *Edge {
 		ResultsRejected: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "spookat_results_rejected_total", Help: "Results refused and not recorded: they do not match a message, conversation, site and target the edge published for.",
 		}, []string{"reason"}),
+		SocketsPaced: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "spookat_sockets_paced_total", Help: "New widget sockets past -socket-rate: outcome waited (their turn came within 10 s) or refused (503 busy).",
+		}, []string{"outcome"}),
 		SocketRefusals: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "spookat_socket_refusals_total", Help: "Connections refused with 503 because -max-sockets connections were open.",
 		}),
@@ -80,7 +86,7 @@ func New() *Edge {
 			Name: "spookat_stream_messages", Help: "Messages a JetStream stream holds (read every few seconds).",
 		}, []string{"stream"}),
 	}
-	reg.MustRegister(m.SocketRefusals, m.AcceptErrors, m.MessagesSaved, m.AckLatency, m.CommitBatch, m.CommitDuration, m.OpenSockets, m.FrameErrors, m.ResultsRecords, m.ResultsRejected,
+	reg.MustRegister(m.SocketRefusals, m.SocketsPaced, m.AcceptErrors, m.MessagesSaved, m.AckLatency, m.CommitBatch, m.CommitDuration, m.OpenSockets, m.FrameErrors, m.ResultsRecords, m.ResultsRejected,
 		m.StreamBytes, m.StreamMaxBytes, m.StreamMessages,
 		collectors.NewGoCollector(collectors.WithGoCollectorRuntimeMetrics(collectors.MetricsScheduler, collectors.MetricsGC)),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))

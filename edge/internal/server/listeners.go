@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
+	"runtime"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -19,6 +20,11 @@ type Addrs struct {
 	HTTP    string // widget, inbox, API
 	Metrics string // /metrics and pprof ("": off)
 }
+
+// SetupSlots is how many accepted connections may be waiting for their first answer at once
+// (sockets.Listener.Setup): enough to keep both cores busy with handshakes, few enough that
+// a reconnect storm never stands in front of established sockets.
+var SetupSlots = max(16, 8*runtime.GOMAXPROCS(0))
 
 // listen opens the public listener with its socket budget.
 func listen(cfg Config, log *slog.Logger, m *metrics.Edge) (*sockets.Listener, error) {
@@ -47,6 +53,7 @@ func listen(cfg Config, log *slog.Logger, m *metrics.Edge) (*sockets.Listener, e
 	l := &sockets.Listener{Listener: inner, Max: maxSockets, Log: log,
 		Refused:      m.SocketRefusals.Inc,
 		AcceptFailed: m.AcceptErrors.Inc,
+		Setup:        SetupSlots,
 	}
 	m.Gauge("spookat_connections_open", "Open HTTP and websocket connections (widget and inbox).", func() float64 { return float64(l.Open()) })
 	return l, nil

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/netip"
 	"strconv"
 	"sync"
@@ -17,6 +18,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nuid"
+	"github.com/valyala/fasthttp"
 
 	"spookat/edge/internal/admin"
 	"spookat/edge/internal/assets"
@@ -30,6 +32,7 @@ import (
 	"spookat/edge/internal/results"
 	"spookat/edge/internal/sites"
 	"spookat/edge/internal/slackevents"
+	"spookat/edge/internal/sockets"
 	"spookat/edge/internal/store"
 	"spookat/edge/internal/widget"
 	"spookat/schema"
@@ -59,6 +62,9 @@ type Config struct {
 	// MaxSockets caps the open HTTP and websocket connections; past it a client gets 503
 	// (0: the file limit less a reserve, see sockets.Budget).
 	MaxSockets int
+	// SocketRate paces new widget sockets, all sites together (a second; 0: unpaced; the
+	// edge's flag defaults to 1,000); see widget.Pacer.
+	SocketRate float64
 	// MetricsAddr serves /metrics (and /debug/pprof with PprofOn) on a listener of its own
 	// ("": off).
 	MetricsAddr string
@@ -328,6 +334,13 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 			return c.Status(code).JSON(schema.HTTPError{Code: "error", Message: err.Error()})
 		},
 	})
+	// A connection's first response, its upgrade to a websocket or its close ends its setup:
+	// its slot of the listener's setup bound goes to the next one.
+	app.Server().ConnState = func(c net.Conn, st fasthttp.ConnState) {
+		if st == fasthttp.StateIdle || st == fasthttp.StateHijacked || st == fasthttp.StateClosed {
+			sockets.SetupDone(c)
+		}
+	}
 	app.Get("/healthz", func(c *fiber.Ctx) error { return c.SendString("ok") })
 	app.Get("/readyz", func(c *fiber.Ctx) error {
 		switch {
@@ -340,7 +353,8 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		}
 		return c.SendString("ready")
 	})
-	wh := &widget.Handler{Store: st, Sites: reg, Hub: hub, Metrics: m, Brakes: brk, IPs: ips, Log: log}
+	wh := &widget.Handler{Store: st, Sites: reg, Hub: hub, Metrics: m, Brakes: brk, IPs: ips, Log: log,
+		Pace: &widget.Pacer{Rate: cfg.SocketRate}}
 	wg.Add(1)
 	go func() { // forget idle (site, IP) brake entries
 		defer wg.Done()

@@ -4,6 +4,7 @@
 package sockets
 
 import (
+	"cmp"
 	"errors"
 	"log/slog"
 	"net"
@@ -56,9 +57,20 @@ type Listener struct {
 	Log          *slog.Logger
 	// Sleep waits between retries of a failed accept (tests inject it; nil: time.Sleep).
 	Sleep func(time.Duration)
+	// Setup, when above 0, bounds the connections accepted and not yet answered: Accept
+	// waits while Setup of them have had no response, no websocket upgrade and no close
+	// (the server reports those with SetupDone), or for at most SetupHold each. A reconnect
+	// storm then waits in the kernel's accept queue instead of making thousands of
+	// goroutines runnable at once, ahead of every established socket's frames.
+	Setup int
+	// SetupHold is how long one connection may hold its setup slot (default 1 s): a client
+	// that sends nothing does not keep others out.
+	SetupHold time.Duration
 
 	open     atomic.Int64
 	refusing atomic.Int64
+	slots    chan struct{} // setup slots, made on the first Accept
+	slotOnce sync.Once
 	lastLog  atomic.Int64 // unix nanos of the last "accept failing" log line
 	closedMu sync.Mutex
 	closed   bool
@@ -73,8 +85,10 @@ func (l *Listener) Open() int64 { return l.open.Load() }
 func (l *Listener) Accept() (net.Conn, error) {
 	var delay time.Duration
 	for {
+		held := l.takeSlot()
 		c, err := l.Listener.Accept()
 		if err != nil {
+			l.giveSlot(held)
 			if errors.Is(err, net.ErrClosed) || l.isClosed() {
 				return nil, err
 			}
@@ -88,11 +102,42 @@ func (l *Listener) Accept() (net.Conn, error) {
 		}
 		delay = 0
 		if l.Max > 0 && l.open.Load() >= int64(l.Max) {
+			l.giveSlot(held)
 			l.refuse(c)
 			continue
 		}
 		l.open.Add(1)
-		return &conn{Conn: c, l: l}, nil
+		cc := &conn{Conn: c, l: l}
+		if held {
+			// The timer before the flag: setupDone reads hold only after it took the flag.
+			cc.hold = time.AfterFunc(cmp.Or(l.SetupHold, time.Second), cc.setupDone)
+			cc.setup.Store(true)
+		}
+		return cc, nil
+	}
+}
+
+// takeSlot waits for a setup slot; false when there are none to take (Setup 0).
+func (l *Listener) takeSlot() bool {
+	if l.Setup <= 0 {
+		return false
+	}
+	l.slotOnce.Do(func() { l.slots = make(chan struct{}, l.Setup) })
+	l.slots <- struct{}{}
+	return true
+}
+
+func (l *Listener) giveSlot(held bool) {
+	if held {
+		<-l.slots
+	}
+}
+
+// SetupDone says c has had its first answer (or is closed, or became a websocket): its
+// setup slot goes to the next connection. Other connections are ignored; twice is once.
+func SetupDone(c net.Conn) {
+	if cc, ok := c.(*conn); ok {
+		cc.setupDone()
 	}
 }
 
@@ -155,11 +200,21 @@ func (l *Listener) sleep(d time.Duration) {
 
 type conn struct {
 	net.Conn
-	l    *Listener
-	once sync.Once
+	l     *Listener
+	once  sync.Once
+	setup atomic.Bool // holds a setup slot
+	hold  *time.Timer // gives the slot back after SetupHold
+}
+
+func (c *conn) setupDone() {
+	if c.setup.CompareAndSwap(true, false) {
+		c.hold.Stop()
+		<-c.l.slots
+	}
 }
 
 func (c *conn) Close() error {
 	c.once.Do(func() { c.l.open.Add(-1) })
+	c.setupDone()
 	return c.Conn.Close()
 }

@@ -119,3 +119,57 @@ func TestBudget(t *testing.T) {
 		}
 	})
 }
+
+// Setup slots: Accept hands out at most Setup connections that have had no answer; an
+// answer (SetupDone), a close, or SetupHold frees a slot for the next one.
+func TestSetupSlotsBoundAccepts(t *testing.T) {
+	inner := &fakeListener{accept: func() (net.Conn, error) { c, _ := net.Pipe(); return c, nil }}
+	l := &Listener{Listener: inner, Setup: 2, SetupHold: 300 * time.Millisecond}
+	accepted := make(chan net.Conn, 10)
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			accepted <- c
+		}
+	}()
+	next := func(within time.Duration) net.Conn {
+		t.Helper()
+		select {
+		case c := <-accepted:
+			return c
+		case <-time.After(within):
+			return nil
+		}
+	}
+	a, b := next(time.Second), next(time.Second)
+	if a == nil || b == nil {
+		t.Fatal("the first two connections were not accepted")
+	}
+	if c := next(100 * time.Millisecond); c != nil {
+		t.Fatal("a third connection was accepted while two had no answer")
+	}
+	SetupDone(a)
+	SetupDone(a) // twice is once
+	c := next(time.Second)
+	if c == nil {
+		t.Fatal("an answered connection did not free its slot")
+	}
+	if d := next(100 * time.Millisecond); d != nil {
+		t.Fatal("a second SetupDone of the same connection freed another slot")
+	}
+	b.Close()
+	if next(time.Second) == nil {
+		t.Fatal("a closed connection did not free its slot")
+	}
+	// c and the last one hold the slots now; SetupHold frees them without an answer.
+	start := time.Now()
+	if next(2*time.Second) == nil {
+		t.Fatal("SetupHold did not free a slot held by a silent connection")
+	}
+	if took := time.Since(start); took < 150*time.Millisecond {
+		t.Fatalf("a slot was freed after %s, before SetupHold", took)
+	}
+}

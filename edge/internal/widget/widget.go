@@ -43,8 +43,10 @@ type Handler struct {
 	Metrics *metrics.Edge
 	Brakes  *brakes.Brakes
 	IPs     *clientip.Resolver // the client's address behind trusted proxies
+	Pace    *Pacer             // new sockets a second, all sites (nil: unpaced)
 	Log     *slog.Logger
 
+	setup         gate         // hellos and resumes at once (gate.go)
 	storeFailedAt atomic.Int64 // when a failed write was last logged (unix ns)
 	storeFailures atomic.Int64 // failed writes since then
 
@@ -137,6 +139,20 @@ func (h *Handler) check(c *fiber.Ctx) error {
 		return refuse(c, fiber.StatusTooManyRequests, schema.CodeRateLimited,
 			"Too many new chat connections from your network to this site; try again in "+strconv.Itoa(secs)+" seconds.")
 	}
+	wait, ok := h.Pace.Reserve(time.Now())
+	if !ok {
+		secs := int(wait/time.Second) + 1
+		c.Set(fiber.HeaderRetryAfter, strconv.Itoa(secs))
+		h.Metrics.SocketsPaced.WithLabelValues("refused").Inc()
+		return refuse(c, fiber.StatusServiceUnavailable, "busy",
+			"The chat server is taking many connections at once; try again in "+strconv.Itoa(secs)+" seconds.")
+	}
+	if wait > 0 {
+		// Waiting keeps the connection's setup slot (sockets.Listener.Setup): the rest of a
+		// storm stays in the kernel's accept queue, not parsed and parked here.
+		h.Metrics.SocketsPaced.WithLabelValues("waited").Inc()
+		time.Sleep(wait)
+	}
 	c.Locals("site", site)
 	c.Locals("ip", ip)
 	return c.Next()
@@ -181,7 +197,10 @@ func (h *Handler) serve(wc *websocket.Conn) {
 	}
 	defer h.track(s.c, false)
 	defer s.c.finish()
-	if !s.hello(wc.Query("visitor")) {
+	h.setup.acquire()
+	ok := s.hello(wc.Query("visitor"))
+	h.setup.release()
+	if !ok {
 		return
 	}
 	defer func() {
@@ -428,6 +447,8 @@ func (s *session) resume(after int64) {
 		s.fail("", schema.CodeInvalid, "after_message_id must be 0 or more.", 0)
 		return
 	}
+	s.h.setup.acquire()
+	defer s.h.setup.release()
 	convID := s.convID.Load()
 	if convID == 0 {
 		return // nothing stored yet: nothing to replay
