@@ -57,11 +57,16 @@ func (g *Group) Run(ctx context.Context, onChange func(live []string)) error {
 	if err != nil {
 		return err
 	}
-	defer func() { w.Stop() }()
+	defer func() {
+		if w != nil {
+			w.Stop()
+		}
+	}()
 	t := time.NewTicker(g.ttl / 3)
 	defer t.Stop()
 	live := map[string]bool{}
 	initial := true
+	selfSeen := time.Now() // when the watch last showed our own heartbeat
 	var last []string
 	emit := func() {
 		ids := make([]string, 0, len(live))
@@ -92,6 +97,18 @@ func (g *Group) Run(ctx context.Context, onChange func(live []string)) error {
 				g.ttl = st.TTL()
 				t.Reset(g.ttl / 3)
 			}
+			// Our heartbeats go out every ttl/3 and the watch shows each of them. A watch that
+			// has shown none for a whole ttl is on a bucket that is gone (deleted and made
+			// anew, as after an embedded JetStream's restart): it would never show anything
+			// again, and it does not end by itself.
+			if time.Since(selfSeen) > g.ttl {
+				g.log.Warn("WORKERS watch shows nothing; watching again")
+				w.Stop()
+				if w, err = g.rewatch(ctx); err != nil {
+					return nil // ctx ended
+				}
+				live, initial, selfSeen = map[string]bool{}, true, time.Now()
+			}
 		case e, ok := <-w.Updates():
 			if !ok {
 				if ctx.Err() != nil {
@@ -104,7 +121,7 @@ func (g *Group) Run(ctx context.Context, onChange func(live []string)) error {
 				if w, err = g.rewatch(ctx); err != nil {
 					return nil // ctx ended
 				}
-				live, initial = map[string]bool{}, true
+				live, initial, selfSeen = map[string]bool{}, true, time.Now()
 				continue
 			}
 			if e == nil {
@@ -121,6 +138,9 @@ func (g *Group) Run(ctx context.Context, onChange func(live []string)) error {
 					continue
 				}
 				live[id] = true
+				if id == g.ID {
+					selfSeen = time.Now()
+				}
 			} else {
 				delete(live, id)
 				if id == g.ID {

@@ -15,9 +15,9 @@ import (
 	"spookat/schema"
 )
 
-// A worker id with dots (systemd's %H-%i) is one token in WORKERS: workers with plain and
-// dotted ids see each other, and both agree on every partition's owner.
-func TestDottedIDsSeeEachOther(t *testing.T) {
+// startJS runs a JetStream server in t.TempDir() with the worker buckets made.
+func startJS(t *testing.T, ctx context.Context) (jetstream.JetStream, jetstream.KeyValue) {
+	t.Helper()
 	srv, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, JetStream: true,
 		StoreDir: t.TempDir(), NoLog: true, NoSigs: true})
 	if err != nil {
@@ -34,8 +34,6 @@ func TestDottedIDsSeeEachOther(t *testing.T) {
 	}
 	t.Cleanup(nc.Close)
 	js, _ := jetstream.New(nc)
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
 	if err := schema.EnsureWorkerBuckets(ctx, js, 1, 2*time.Second); err != nil {
 		t.Fatal(err)
 	}
@@ -43,6 +41,72 @@ func TestDottedIDsSeeEachOther(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return js, kv
+}
+
+// waitLive waits until onChange reported exactly want.
+func waitLive(t *testing.T, seen chan []string, want []string) {
+	t.Helper()
+	deadline := time.After(10 * time.Second)
+	for {
+		select {
+		case live := <-seen:
+			if slices.Equal(live, want) {
+				return
+			}
+		case <-deadline:
+			t.Fatalf("members never became %v", want)
+		}
+	}
+}
+
+// The WORKERS bucket lives in memory: a NATS server that restarts comes back without it, and
+// the edge makes it again. A member keeps going: it watches again, puts its heartbeat back,
+// and sees whoever joins the new bucket. It returns when its context ends.
+func TestWatchSurvivesTheBucketGoingAway(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	js, kv := startJS(t, ctx)
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	seen := make(chan []string, 64)
+	done := make(chan error, 1)
+	go func() { done <- New(kv, "w-1", 2*time.Second, log).Run(ctx, func(live []string) { seen <- live }) }()
+	waitLive(t, seen, []string{"w-1"})
+
+	if err := js.DeleteKeyValue(ctx, schema.BucketWorkers); err != nil {
+		t.Fatal(err)
+	}
+	if err := schema.EnsureWorkerBuckets(ctx, js, 1, 2*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	kv2, err := js.KeyValue(ctx, schema.BucketWorkers)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go New(kv2, "w-2", 2*time.Second, log).Run(ctx, func([]string) {})
+	waitLive(t, seen, []string{"w-1", "w-2"})
+	select {
+	case err := <-done:
+		t.Fatalf("Run returned %v while its context was alive", err)
+	default:
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Run returned %v when its context ended", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run did not return when its context ended")
+	}
+}
+
+// A worker id with dots (systemd's %H-%i) is one token in WORKERS: workers with plain and
+// dotted ids see each other, and both agree on every partition's owner.
+func TestDottedIDsSeeEachOther(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	_, kv := startJS(t, ctx)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	ids := []string{"plain-2", "box1.example.com-1"}
 	seen := make([]chan []string, len(ids))
