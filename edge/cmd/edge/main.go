@@ -71,7 +71,7 @@ func serve(args []string) error {
 	fs.Float64Var(&bc.SiteMsgBurst, "site-msg-burst", bc.SiteMsgBurst, "burst of -site-msg-rate")
 	fs.StringVar(&cfg.ProxyHeader, "proxy-header", "", "take the client's IP from this header (e.g. X-Forwarded-For) when the peer is one of -trusted-proxies")
 	trustedProxies := fs.String("trusted-proxies", "", "CIDRs or addresses of the proxies allowed to set -proxy-header, comma-separated (e.g. 127.0.0.1,10.0.0.0/8)")
-	fs.Float64Var(&cfg.SocketRate, "socket-rate", 1000, "new widget sockets a second, all sites together; more wait their turn (up to 10 s, then 503 busy), so a reconnect storm leaves CPU for open sockets (0: unpaced)")
+	fs.Float64Var(&cfg.SocketRate, "socket-rate", 1000, "new widget sockets a second, all sites together; more wait their turn (up to 5 s, then 503 busy), so a reconnect storm leaves CPU for open sockets (0: unpaced)")
 	fs.IntVar(&cfg.MaxSockets, "max-sockets", 0, "open HTTP and websocket connections past which new ones get 503 (0: the file limit less a reserve for SQLite, NATS and outbound posts)")
 	fs.StringVar(&cfg.MetricsAddr, "metrics-addr", "127.0.0.1:9102", "serve /metrics on this address, apart from -addr (empty: off)")
 	// Disk is a budget: each stream's bytes on disk (see ops/RUNBOOK.md "Disk budget").

@@ -68,7 +68,7 @@ func New() *Edge {
 			Name: "spookat_results_rejected_total", Help: "Results refused and not recorded: they do not match a message, conversation, site and target the edge published for.",
 		}, []string{"reason"}),
 		SocketsPaced: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "spookat_sockets_paced_total", Help: "New widget sockets past -socket-rate: outcome waited (their turn came within 10 s) or refused (503 busy).",
+			Name: "spookat_sockets_paced_total", Help: "New widget sockets past -socket-rate: outcome waited (their turn came within 5 s) or refused (503 busy).",
 		}, []string{"outcome"}),
 		SocketRefusals: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "spookat_socket_refusals_total", Help: "Connections refused with 503 because -max-sockets connections were open.",

@@ -30,7 +30,7 @@ func (g *gate) release() { <-g.ch }
 type Pacer struct {
 	Rate    float64       // sockets a second (0: no pacing)
 	Burst   int           // sockets at once before pacing starts (default 200)
-	MaxWait time.Duration // the longest a socket waits its turn (default 10 s)
+	MaxWait time.Duration // the longest a socket waits its turn (default 5 s: below the handshake timeouts of clients, so they get an answer)
 
 	mu   sync.Mutex
 	next time.Time // when the next socket is due
@@ -49,7 +49,7 @@ func (p *Pacer) Reserve(now time.Time) (wait time.Duration, ok bool) {
 	}
 	maxWait := p.MaxWait
 	if maxWait <= 0 {
-		maxWait = 10 * time.Second
+		maxWait = 5 * time.Second
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
