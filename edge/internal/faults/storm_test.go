@@ -102,7 +102,12 @@ func TestReconnectStormWithResume(t *testing.T) {
 	} else if err := os.WriteFile(visitorsFile, b, 0o600); err != nil {
 		t.Fatal(err)
 	}
+	// Its clients would be on other machines; here they share the edge's two cores, so they
+	// run at the lowest CPU priority and take what the edge and the calm site leave.
 	helper := exec.Command(os.Args[0], "-test.run=^TestStormHelper$", "-test.v")
+	if nice, err := exec.LookPath("nice"); err == nil {
+		helper = exec.Command(nice, append([]string{"-n", "19"}, helper.Args...)...)
+	}
 	helper.Env = append(os.Environ(), "SPOOKAT_STORM_ADDR="+p.Addr, "SPOOKAT_STORM_SITE="+stormy.Key, "SPOOKAT_STORM_VISITORS="+visitorsFile)
 	stdin, _ := helper.StdinPipe()
 	stdout, _ := helper.StdoutPipe()
@@ -149,9 +154,9 @@ func TestReconnectStormWithResume(t *testing.T) {
 	if stormN < 100 {
 		t.Fatalf("only %d calm messages were sent during the storm: it measured nothing", stormN)
 	}
-	// The goal is twice the baseline. Measured on the 2-core box with the storm's 10,000
-	// clients on the same cores: 4-10 times (unpaced, the edge gave 50-250 times: 0.55-1.3 s).
-	// The bound below is the regression guard, not the goal.
+	// The goal is twice the baseline; on a shared 2-core box with the storm's clients on the
+	// same cores it is met only sometimes (figures in the notes), so the bound below
+	// is the regression guard (unpaced, the edge was 50-250 times its baseline).
 	if limit := max(20*base, 150*time.Millisecond); storm > limit {
 		t.Fatalf("calm site p99 %s during the storm, above %s (twenty times its %s before, or 150 ms)", storm, limit, base)
 	}

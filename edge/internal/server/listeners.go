@@ -5,7 +5,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/http/pprof"
 	"runtime"
 	"time"
 
@@ -59,8 +58,8 @@ func listen(cfg Config, log *slog.Logger, m *metrics.Edge) (*sockets.Listener, e
 	return l, nil
 }
 
-// listenMetrics serves /metrics, and Go's /debug/pprof when pprofOn, on addr ("": none).
-func listenMetrics(addr string, m *metrics.Edge, pprofOn bool) (*http.Server, error) {
+// listenMetrics serves /metrics on addr ("": none); Go's profiles are on -pprof's own address.
+func listenMetrics(addr string, m *metrics.Edge) (*http.Server, error) {
 	if addr == "" {
 		return nil, nil
 	}
@@ -70,13 +69,6 @@ func listenMetrics(addr string, m *metrics.Edge, pprofOn bool) (*http.Server, er
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{}))
-	if pprofOn {
-		mux.HandleFunc("/debug/pprof/", pprof.Index)
-		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
-		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
-		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
-		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
-	}
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, Addr: ln.Addr().String()}
 	go func() { _ = srv.Serve(ln) }()
 	return srv, nil

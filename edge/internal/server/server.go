@@ -65,10 +65,8 @@ type Config struct {
 	// SocketRate paces new widget sockets, all sites together (a second; 0: unpaced; the
 	// edge's flag defaults to 1,000); see widget.Pacer.
 	SocketRate float64
-	// MetricsAddr serves /metrics (and /debug/pprof with PprofOn) on a listener of its own
-	// ("": off).
+	// MetricsAddr serves /metrics on a listener of its own ("": off).
 	MetricsAddr string
-	PprofOn     bool
 	// StopTimeout bounds a graceful stop, every stage together (0: DefaultStopTimeout).
 	StopTimeout time.Duration
 	PublicURL   string // how browsers and operators reach this edge (links in Slack posts)
@@ -112,7 +110,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 
 	m := metrics.New()
 	// Up from the start: a slow start (NATS settling) is visible in the metrics.
-	metricsLn, err := listenMetrics(cfg.MetricsAddr, m, cfg.PprofOn)
+	metricsLn, err := listenMetrics(cfg.MetricsAddr, m)
 	if err != nil {
 		return err
 	}
