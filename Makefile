@@ -38,8 +38,9 @@ vet:
 fmt:
 	gofmt -l -w $(MODULES)
 
-# A short one- vs two-process comparison (four setups, five stairs; about 4 minutes) whose
-# report is committed under bench/: report.md, report.json and p99.svg.
+# A short comparison (one- vs two-process, without and with the Slack mock, and the Bun peer of
+# ../shared/peers, installed with npm into bench/tmp; five stairs, about 6 minutes) whose report
+# is committed under bench/: report.md, report.json and p99.svg.
 bench: build
 	@mkdir -p bench
 	$(BIN)/loadgen compare -edge-bin $(BIN)/edge -worker-bin $(BIN)/worker \

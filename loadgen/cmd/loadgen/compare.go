@@ -42,9 +42,16 @@ func cmdCompare(ctx context.Context, args []string) error {
 		out        = fs.String("out", "bench/report.json", "JSON report")
 		md         = fs.String("md", "bench/report.md", "Markdown report")
 		svg        = fs.String("svg", "bench/p99.svg", "SVG chart of p99 against rate")
+		peerDir    = fs.String("peer-dir", "../shared/peers/bun-sqlite", "the Bun peer's sources, installed with npm into -dir for the peer setups (empty: no peer)")
+		peerSeed   = fs.String("peer-seed", "", "a peer of your own instead: command that seeds {sites} sites in {data} and prints {\"sites\":[{\"id\",\"key\"}]}")
+		peerServe  = fs.String("peer-serve", "", "its server command, serving the widget socket on {addr} from {data}")
+		peerSeedSl = fs.String("peer-seed-slack-args", "", "appended to -peer-seed for the Slack setup")
+		peerGroup  = fs.String("peer-group-args", "", "appended to -peer-serve for peer+group")
+		peerSlack  = fs.String("peer-slack-args", "", "appended to -peer-serve for peer+slack ({slack_api} is the mock's API URL)")
+		peerReady  = fs.String("peer-ready", "", "a path of the peer that answers 200 once it serves (empty: a TCP accept)")
 	)
 	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), "usage: loadgen compare [flags]\n\nStarts and stops the processes itself and runs the same stairs in four setups: one-process\nand two-process, each without and with the Slack mock, the edge pinned to -edge-cpus and the\nworker, mock and generator to -other-cpus. Writes a Markdown table, JSON and an SVG chart.\n\n")
+		fmt.Fprint(fs.Output(), "usage: loadgen compare [flags]\n\nStarts and stops the processes itself and runs the same stairs in four setups (one-process\nand two-process, each without and with the Slack mock) and two of the peer's (peer+group,\npeer+slack; peer, one transaction a message, when named), the server pinned to -edge-cpus and\nthe worker, mock and generator to -other-cpus. Writes a Markdown table with edge ÷ peer\nratios, JSON and an SVG chart.\n\n")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -78,7 +85,22 @@ func cmdCompare(ctx context.Context, args []string) error {
 			setupList = append(setupList, strings.TrimSpace(s))
 		}
 	} else if len(mock) == 0 {
-		setupList = []string{"one-process", "two-process"}
+		setupList = []string{"one-process", "two-process", "peer+group"}
+	}
+	wantPeer := len(setupList) == 0
+	for _, s := range setupList {
+		wantPeer = wantPeer || strings.HasPrefix(s, "peer")
+	}
+	var peer compare.Peer
+	switch {
+	case *peerServe != "":
+		peer = compare.Peer{Name: "custom", Seed: strings.Fields(*peerSeed), SeedSlack: strings.Fields(*peerSeedSl),
+			Serve: strings.Fields(*peerServe), Group: strings.Fields(*peerGroup), Slack: strings.Fields(*peerSlack), Ready: *peerReady}
+	case *peerDir != "" && wantPeer:
+		peer = compare.BunPeer(ctx, *peerDir, *dir, os.Stderr)
+		if peer.Skip != "" {
+			fmt.Fprintf(os.Stderr, "loadgen: compare: SKIPPED the peer setups: %s\n", peer.Skip)
+		}
 	}
 	ec, oc := *edgeCPUs, *otherCPUs
 	if !*pin {
@@ -105,6 +127,7 @@ func cmdCompare(ctx context.Context, args []string) error {
 		EdgeCPUs:      ec,
 		OtherCPUs:     oc,
 		Sites:         *sites,
+		Peer:          peer,
 		Run: stairs.Config{
 			Sockets: *sockets,
 			Stairs:  rates,

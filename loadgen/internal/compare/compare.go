@@ -45,7 +45,9 @@ type Config struct {
 	OtherCPUs    string   // for worker and mock (default "1")
 	Sites        int
 	Run          stairs.Config // Sockets, Stairs, Step, Warmup, Drain, Tick, Senders, TextBytes
-	Log          io.Writer
+	// Peer is the server the peer setups run (zero: none, and no peer setups by default).
+	Peer Peer
+	Log  io.Writer
 }
 
 // Setup is one of the shapes.
@@ -56,6 +58,10 @@ type Setup struct {
 	// Cluster: the edge and the worker on a 3-node JetStream cluster on loopback (streams
 	// with three replicas, nodes on the other CPUs) instead of the embedded server.
 	Cluster bool `json:"cluster,omitempty"`
+	// Peer: Config.Peer's server instead of the edge, one process; Group: with its grouped
+	// commits.
+	Peer  bool `json:"peer,omitempty"`
+	Group bool `json:"group_commit,omitempty"`
 }
 
 // AllSetups are the four setups run by default.
@@ -79,6 +85,8 @@ type Result struct {
 	Report *stairs.Report `json:"report,omitempty"`
 	Error  string         `json:"error,omitempty"`
 	Logs   string         `json:"logs_dir"`
+	// Skipped: the setup could not run here (Error says why), e.g. a peer that did not install.
+	Skipped bool `json:"skipped,omitempty"`
 }
 
 // Report is the whole comparison.
@@ -92,6 +100,7 @@ type Report struct {
 	Generator string    `json:"generator_pinning"`
 	Results   []Result  `json:"results"`
 	Summary   []string  `json:"summary"`
+	Ratios    []Ratio   `json:"edge_over_peer,omitempty"`
 }
 
 func expand(argv []string, vars map[string]string) []string {
@@ -119,12 +128,15 @@ func Compare(ctx context.Context, cfg Config) (*Report, error) {
 	if cfg.MockLatency <= 0 {
 		cfg.MockLatency = 50 * time.Millisecond
 	}
-	setups := AllSetups
+	setups := slices.Clone(AllSetups)
+	if cfg.Peer.Name != "" {
+		setups = append(setups, PeerSetups[1:]...) // the one-transaction peer only when named
+	}
 	if len(cfg.Setups) > 0 {
 		setups = nil
 		for _, name := range cfg.Setups {
 			found := false
-			for _, s := range append(slices.Clone(AllSetups), ClusterSetups...) {
+			for _, s := range slices.Concat(AllSetups, ClusterSetups, PeerSetups) {
 				if s.Name == name {
 					setups = append(setups, s)
 					found = true
@@ -152,7 +164,9 @@ func Compare(ctx context.Context, cfg Config) (*Report, error) {
 		}
 		fmt.Fprintf(cfg.Log, "loadgen: compare: setup %s\n", s.Name)
 		res := runSetup(ctx, cfg, s)
-		if res.Error != "" {
+		if res.Skipped {
+			fmt.Fprintf(cfg.Log, "loadgen: compare: SKIPPED %s: %s\n", s.Name, res.Error)
+		} else if res.Error != "" {
 			fmt.Fprintf(cfg.Log, "loadgen: compare: %s: %s\n", s.Name, res.Error)
 		}
 		rep.Results = append(rep.Results, res)
@@ -162,7 +176,48 @@ func Compare(ctx context.Context, cfg Config) (*Report, error) {
 		}
 	}
 	rep.Summary = summarize(rep)
+	rep.Ratios = ratios(rep)
 	return rep, ctx.Err()
+}
+
+// starter starts a setup's processes, logging each to its own file in dir, and stops them
+// in reverse order.
+type starter struct {
+	dir   string
+	procs []*proc.Proc
+	pins  []string
+}
+
+func (st *starter) start(name, cpus string, argv ...string) (*proc.Proc, error) {
+	lf, err := proc.LogFile(filepath.Join(st.dir, name+".log"))
+	if err != nil {
+		return nil, err
+	}
+	p, pinned, err := proc.Start(name, lf, cpus, argv[0], argv[1:]...)
+	if err != nil {
+		lf.Close()
+		return nil, err
+	}
+	st.procs = append(st.procs, p)
+	if pinned {
+		st.pins = append(st.pins, fmt.Sprintf("%s on CPU %s", name, cpus))
+	} else {
+		st.pins = append(st.pins, name+" unpinned")
+	}
+	return p, nil
+}
+
+// stop stops every process, newest first; the first error of a process that did not exit on
+// its own is kept in res.
+func (st *starter) stop(res *Result) {
+	for i := len(st.procs) - 1; i >= 0; i-- {
+		if err := st.procs[i].Stop(15 * time.Second); err != nil && res.Error == "" {
+			var ee interface{ ExitCode() int }
+			if !errors.As(err, &ee) || ee.ExitCode() != -1 {
+				res.Error = fmt.Sprintf("%s on stop: %v", st.procs[i].Name, err)
+			}
+		}
+	}
 }
 
 func runSetup(ctx context.Context, cfg Config, s Setup) (res Result) {
@@ -175,40 +230,16 @@ func runSetup(ctx context.Context, cfg Config, s Setup) (res Result) {
 		return
 	}
 	res.Logs = dir
-	var procs []*proc.Proc
-	defer func() {
-		for i := len(procs) - 1; i >= 0; i-- {
-			if err := procs[i].Stop(15 * time.Second); err != nil && res.Error == "" {
-				var ee interface{ ExitCode() int }
-				if !errors.As(err, &ee) || ee.ExitCode() != -1 {
-					res.Error = fmt.Sprintf("%s on stop: %v", procs[i].Name, err)
-				}
-			}
-		}
-	}()
-	var pins []string
-	start := func(name, cpus string, argv ...string) (*proc.Proc, error) {
-		lf, err := proc.LogFile(filepath.Join(dir, name+".log"))
-		if err != nil {
-			return nil, err
-		}
-		p, pinned, err := proc.Start(name, lf, cpus, argv[0], argv[1:]...)
-		if err != nil {
-			lf.Close()
-			return nil, err
-		}
-		procs = append(procs, p)
-		if pinned {
-			pins = append(pins, fmt.Sprintf("%s on CPU %s", name, cpus))
-		} else {
-			pins = append(pins, name+" unpinned")
-		}
-		return p, nil
-	}
+	st := &starter{dir: dir}
+	defer st.stop(&res)
+	start := st.start
 	fail := func(err error) Result {
 		res.Error = err.Error()
-		res.Pinned = strings.Join(pins, ", ")
+		res.Pinned = strings.Join(st.pins, ", ")
 		return res
+	}
+	if s.Peer {
+		return runPeer(ctx, cfg, s, data, st, &res)
 	}
 
 	addrs := make([]string, 5)
@@ -223,16 +254,8 @@ func runSetup(ctx context.Context, cfg Config, s Setup) (res Result) {
 	var slackArgs []string
 	mockURL := ""
 	if s.Slack {
-		if len(cfg.MockCmd) == 0 {
-			return fail(errors.New("no Slack mock command"))
-		}
-		mockURL = "http://" + mockAddr
-		argv := expand(cfg.MockCmd, map[string]string{"addr": mockAddr, "latency": cfg.MockLatency.String()})
-		m, err := start("slack-mock", cfg.OtherCPUs, argv...)
-		if err != nil {
-			return fail(err)
-		}
-		if err := waitTCP(ctx, m, mockAddr); err != nil {
+		var err error
+		if mockURL, err = startMock(ctx, cfg, st, mockAddr); err != nil {
 			return fail(err)
 		}
 		if cfg.SlackAPIFlag != "" {
@@ -308,11 +331,16 @@ func runSetup(ctx context.Context, cfg Config, s Setup) (res Result) {
 	rc.EdgePID = edge.PID()
 	rc.WorkerPIDs = workerPIDs
 	rc.SlackMock = mockURL
+	return measure(ctx, cfg, s, dir, rc, st, &res)
+}
+
+// measure runs the stairs against a started setup and keeps its report in res and dir.
+func measure(ctx context.Context, cfg Config, s Setup, dir string, rc stairs.Config, st *starter, res *Result) Result {
 	rc.Setup = s.Name
 	rc.Log = cfg.Log
 	r, err := stairs.Run(ctx, rc)
 	res.Report = r
-	res.Pinned = strings.Join(pins, ", ")
+	res.Pinned = strings.Join(st.pins, ", ")
 	if err != nil {
 		res.Error = err.Error()
 	}
@@ -320,7 +348,23 @@ func runSetup(ctx context.Context, cfg Config, s Setup) (res Result) {
 		r.WriteJSON(filepath.Join(dir, "report.json"))
 		os.WriteFile(filepath.Join(dir, "report.md"), []byte(r.Markdown()), 0o644)
 	}
-	return res
+	return *res
+}
+
+// startMock starts the Slack mock on addr, on the other CPUs, and returns its base URL.
+func startMock(ctx context.Context, cfg Config, st *starter, addr string) (string, error) {
+	if len(cfg.MockCmd) == 0 {
+		return "", errors.New("no Slack mock command")
+	}
+	argv := expand(cfg.MockCmd, map[string]string{"addr": addr, "latency": cfg.MockLatency.String()})
+	m, err := st.start("slack-mock", cfg.OtherCPUs, argv...)
+	if err != nil {
+		return "", err
+	}
+	if err := waitTCP(ctx, m, addr); err != nil {
+		return "", err
+	}
+	return "http://" + addr, nil
 }
 
 // startCluster starts three nats-server nodes on loopback that trust the edge's authority

@@ -50,9 +50,12 @@ func SelfPinning() string {
 	return "unknown"
 }
 
+// proc0 is a stair's figures of the process called name ("edge" is also a peer setup's
+// server).
 func proc0(s stairs.StairReport, name string) *stairs.ProcReport {
 	for i := range s.Procs {
-		if s.Procs[i].Name == name || (name == "worker" && strings.HasPrefix(s.Procs[i].Name, "worker")) {
+		n := s.Procs[i].Name
+		if n == name || name == "worker" && strings.HasPrefix(n, "worker") || name == "edge" && n == "peer" {
 			return &s.Procs[i]
 		}
 	}
@@ -90,6 +93,10 @@ func summarize(r *Report) []string {
 	for i := range r.Results {
 		res := &r.Results[i]
 		byName[res.Setup.Name] = res
+		if res.Skipped {
+			out = append(out, fmt.Sprintf("%s: SKIPPED (%s)", res.Setup.Name, res.Error))
+			continue
+		}
 		if res.Report == nil {
 			out = append(out, fmt.Sprintf("%s: no result (%s)", res.Setup.Name, res.Error))
 			continue
@@ -152,6 +159,63 @@ func summarize(r *Report) []string {
 	return out
 }
 
+// Ratio is an edge setup's figures over a peer setup's at one stair: below 1 the edge does
+// better.
+type Ratio struct {
+	Edge string  `json:"edge_setup"`
+	Peer string  `json:"peer_setup"`
+	Rate float64 `json:"target_rate"`
+	// CPU is µs per message, edge ÷ peer; WithWorker adds the worker's to the edge's
+	// (two-process setups).
+	CPU        *float64 `json:"cpu_us_per_msg,omitempty"`
+	WithWorker *float64 `json:"cpu_us_per_msg_with_worker,omitempty"`
+	P99        *float64 `json:"p99,omitempty"`
+	RSS        *float64 `json:"rss_peak,omitempty"`
+}
+
+func ratio(a, b float64) *float64 {
+	if b <= 0 || math.IsNaN(a) || math.IsNaN(b) {
+		return nil
+	}
+	v := a / b
+	return &v
+}
+
+// ratios pairs every edge setup with every peer setup of the same Slack-ness, stair by stair.
+func ratios(r *Report) []Ratio {
+	var out []Ratio
+	for _, e := range r.Results {
+		if e.Setup.Peer || e.Report == nil {
+			continue
+		}
+		for _, p := range r.Results {
+			if !p.Setup.Peer || p.Report == nil || p.Setup.Slack != e.Setup.Slack {
+				continue
+			}
+			for _, se := range e.Report.Stairs {
+				for _, sp := range p.Report.Stairs {
+					if se.TargetRate != sp.TargetRate {
+						continue
+					}
+					q := Ratio{Edge: e.Setup.Name, Peer: p.Setup.Name, Rate: se.TargetRate, P99: ratio(se.Latency.P99, sp.Latency.P99)}
+					ee, pe, w := proc0(se, "edge"), proc0(sp, "edge"), proc0(se, "worker")
+					if ee != nil && pe != nil {
+						q.RSS = ratio(ee.RSSPeakMB, pe.RSSPeakMB)
+						if ee.CPUMicrosPerMsg != nil && pe.CPUMicrosPerMsg != nil {
+							q.CPU = ratio(*ee.CPUMicrosPerMsg, *pe.CPUMicrosPerMsg)
+							if w != nil && w.CPUMicrosPerMsg != nil {
+								q.WithWorker = ratio(*ee.CPUMicrosPerMsg+*w.CPUMicrosPerMsg, *pe.CPUMicrosPerMsg)
+							}
+						}
+					}
+					out = append(out, q)
+				}
+			}
+		}
+	}
+	return out
+}
+
 // WriteJSON writes the report.
 func (r *Report) WriteJSON(path string) error {
 	b, err := json.MarshalIndent(r, "", "  ")
@@ -164,17 +228,19 @@ func (r *Report) WriteJSON(path string) error {
 // Markdown is the comparison as the seed's round three laid it out: setup × rate.
 func (r *Report) Markdown(chart string) string {
 	var b strings.Builder
-	b.WriteString("# loadgen compare: one process vs two, without and with the Slack mock\n\n")
+	b.WriteString("# loadgen compare: one process vs two, without and with the Slack mock, and a peer\n\n")
 	fmt.Fprintf(&b, "- %s; started %s\n", r.Machine, r.StartedAt.Format(time.RFC3339))
 	fmt.Fprintf(&b, "- %d sockets over %d sites, stairs %v msg/s of %s each; generator pinned to %s\n", r.Sockets, r.Sites, r.Stairs, r.Step, r.Generator)
 	for _, res := range r.Results {
 		fmt.Fprintf(&b, "- %s: %s", res.Setup.Name, res.Pinned)
-		if res.Error != "" {
+		if res.Skipped {
+			fmt.Fprintf(&b, " — **SKIPPED**: %s", res.Error)
+		} else if res.Error != "" {
 			fmt.Fprintf(&b, " — error: %s", res.Error)
 		}
 		b.WriteString("\n")
 	}
-	b.WriteString("\n| setup | target/s | acked/s | p50 ms | p99 ms | max ms | edge CPU % | edge µs/msg | worker CPU % | worker µs/msg | edge RSS MB | edge sched p99 ms | delivered/s | drain s | all delivered | errors | loadgen CPU % |\n")
+	b.WriteString("\n| setup | target/s | acked/s | p50 ms | p99 ms | max ms | server CPU % | server µs/msg | worker CPU % | worker µs/msg | server RSS MB | server sched p99 ms | delivered/s | drain s | all delivered | errors | loadgen CPU % |\n")
 	b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, res := range r.Results {
 		if res.Report == nil {
@@ -207,7 +273,15 @@ func (r *Report) Markdown(chart string) string {
 				del, drain, all, stairs.FormatErrors(s.Errors), f(s.Loadgen.CPUPercent, "%.0f"), note)
 		}
 	}
-	b.WriteString("\nCPU % is of one core; µs/msg is CPU time over the measured window ÷ messages acked in it. In the one-process setups the edge's figure includes the in-process worker and the embedded NATS server.\n")
+	b.WriteString("\nThe server is the edge, or in the peer setups the peer's one process. CPU % is of one core; µs/msg is CPU time over the measured window ÷ messages acked in it. In the one-process setups the edge's figure includes the in-process worker and the embedded NATS server.\n")
+	if len(r.Ratios) > 0 {
+		b.WriteString("\n## Edge ÷ peer\n\nEach edge setup's figure divided by the peer's at the same stair (below 1: the edge does better). With a worker, \"+ worker\" adds its CPU to the edge's.\n\n")
+		b.WriteString("| edge setup | peer setup | target/s | µs/msg | µs/msg + worker | p99 | RSS |\n|---|---|---:|---:|---:|---:|---:|\n")
+		for _, q := range r.Ratios {
+			fmt.Fprintf(&b, "| %s | %s | %.0f | %s | %s | %s | %s |\n", q.Edge, q.Peer, q.Rate,
+				f(q.CPU, "%.2f"), f(q.WithWorker, "%.2f"), f(q.P99, "%.2f"), f(q.RSS, "%.2f"))
+		}
+	}
 	if chart != "" {
 		fmt.Fprintf(&b, "\n![p99 against rate](%s)\n", chart)
 	}

@@ -2,6 +2,7 @@ package compare
 
 import (
 	"encoding/xml"
+	"math"
 	"strings"
 	"testing"
 
@@ -49,4 +50,60 @@ func TestSummaryAndRendering(t *testing.T) {
 	if strings.Count(svg, "<polyline") != 2 {
 		t.Errorf("want 2 lines:\n%s", svg)
 	}
+}
+
+func TestEdgeOverPeer(t *testing.T) {
+	peerStair := func(rate, p99, us float64) stairs.StairReport {
+		s := stair(rate, p99, us, false)
+		s.Procs[0].Name, s.Procs[0].RSSPeakMB = "peer", 40
+		return s
+	}
+	twoSlack := stair(5000, 18, 115, true)
+	wus := 46.0
+	twoSlack.Procs = append(twoSlack.Procs, stairs.ProcReport{Name: "worker", CPUMicrosPerMsg: &wus})
+	r := &Report{Stairs: []float64{5000, 10000}}
+	r.Results = []Result{
+		{Setup: AllSetups[0], Report: &stairs.Report{Stairs: []stairs.StairReport{stair(10000, 15, 31.5, false)}}},
+		{Setup: AllSetups[3], Report: &stairs.Report{Stairs: []stairs.StairReport{twoSlack}}},
+		{Setup: PeerSetups[1], Report: &stairs.Report{Stairs: []stairs.StairReport{peerStair(10000, 10, 25.2)}}},
+		{Setup: PeerSetups[2], Report: &stairs.Report{Stairs: []stairs.StairReport{peerStair(5000, 12, 100)}}},
+		{Setup: PeerSetups[0], Skipped: true, Error: "npm is not installed"},
+	}
+	r.Summary, r.Ratios = summarize(r), ratios(r)
+	if len(r.Ratios) != 2 {
+		t.Fatalf("want one pair without Slack and one with: %+v", r.Ratios)
+	}
+	cases := []struct {
+		name                      string
+		q                         Ratio
+		edge, peer                string
+		cpu, withWorker, p99, rss float64
+	}{
+		{"no Slack", r.Ratios[0], "one-process", "peer+group", 1.25, 0, 1.5, 1.25},
+		{"with Slack", r.Ratios[1], "two-process+slack", "peer+slack", 1.15, 1.61, 1.5, 1.25},
+	}
+	near := func(p *float64, want float64) bool {
+		return p != nil && math.Abs(*p-want) < 0.005 || p == nil && want == 0
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			q := c.q
+			if q.Edge != c.edge || q.Peer != c.peer || !near(q.CPU, c.cpu) || !near(q.WithWorker, c.withWorker) || !near(q.P99, c.p99) || !near(q.RSS, c.rss) {
+				t.Errorf("got %s ÷ %s cpu %v (+worker %v) p99 %v rss %v", q.Edge, q.Peer, deref(q.CPU), deref(q.WithWorker), deref(q.P99), deref(q.RSS))
+			}
+		})
+	}
+	md := r.Markdown("")
+	for _, want := range []string{"| one-process | peer+group | 10000 | 1.25 | – | 1.50 | 1.25 |", "peer: SKIPPED (npm is not installed)", "**SKIPPED**"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("markdown lacks %q:\n%s", want, md)
+		}
+	}
+}
+
+func deref(p *float64) any {
+	if p == nil {
+		return nil
+	}
+	return *p
 }

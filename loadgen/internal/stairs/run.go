@@ -47,6 +47,9 @@ type Config struct {
 	Origin     string        // Origin header (default http://loadgen.test)
 	TextBytes  int           // length of each message's text (default 48)
 	EdgePID    int           // 0: no edge CPU/RSS figures
+	// ServerName names EdgePID's figures in the report ("": edge); a server other than the
+	// edge (a peer) has no /metrics, so ServerName set also means none is scraped.
+	ServerName string
 	WorkerPIDs []int
 	SlackMock  string // base URL of the Slack mock; empty: no delivery figures
 	Setup      string // a label for the report (compare names its setups)
@@ -216,7 +219,12 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if metricsURL == "" {
 		metricsURL = strings.TrimRight(cfg.EdgeURL, "/") + "/metrics"
 	}
-	if m, err := prom.Scrape(ctx, r.http, metricsURL); err == nil {
+	if cfg.ServerName != "" {
+		metricsURL = ""
+	}
+	if metricsURL == "" {
+		rep.Notes = append(rep.Notes, cfg.ServerName+" serves no metrics: no saved-message cross-check, no scheduler latency")
+	} else if m, err := prom.Scrape(ctx, r.http, metricsURL); err == nil {
 		v := m.Sum("spookat_messages_saved_total")
 		rep.SavedBefore = &v
 	} else {
@@ -293,7 +301,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	r.closeAll()
 
-	if m, err := prom.Scrape(context.Background(), r.http, metricsURL); err == nil {
+	if m, err := scrape(context.Background(), r.http, metricsURL); err == nil {
 		v := m.Sum("spookat_messages_saved_total")
 		rep.SavedAfter = &v
 		if rep.SavedBefore != nil {
@@ -324,6 +332,14 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		rep.Notes = append(rep.Notes, fmt.Sprintf("%d messages were neither acked nor refused within %v of the end", rep.Unacked, cfg.Drain))
 	}
 	return rep, stop
+}
+
+// scrape reads the server's metrics; url "" is a server without them.
+func scrape(ctx context.Context, c *http.Client, url string) (*prom.Metrics, error) {
+	if url == "" {
+		return nil, errors.New("no metrics")
+	}
+	return prom.Scrape(ctx, c, url)
 }
 
 func (r *runner) countErr(st *stairStats, code string) {
@@ -643,7 +659,11 @@ type tracked struct {
 func (r *runner) tracked() []tracked {
 	var out []tracked
 	if r.cfg.EdgePID > 0 {
-		out = append(out, tracked{"edge", r.cfg.EdgePID})
+		name := "edge"
+		if r.cfg.ServerName != "" {
+			name = r.cfg.ServerName
+		}
+		out = append(out, tracked{name, r.cfg.EdgePID})
 	}
 	for i, p := range r.cfg.WorkerPIDs {
 		name := "worker"
@@ -682,7 +702,7 @@ func (r *runner) measureStair(ctx context.Context, j int, st *stairStats, start 
 	var schedBefore []prom.Bucket
 	var savedBefore float64
 	var haveMetrics bool
-	if m, err := prom.Scrape(ctx, r.http, metricsURL); err == nil {
+	if m, err := scrape(ctx, r.http, metricsURL); err == nil {
 		schedBefore = m.Histogram("go_sched_latencies_seconds")
 		savedBefore = m.Sum("spookat_messages_saved_total")
 		haveMetrics = true
