@@ -55,6 +55,7 @@ type Config struct {
 	Replicas     int // stream replicas on an external NATS cluster (1 on one box)
 	SyncFull     bool
 	WriteQueue   int // writes that may wait for the SQLite writer; past it, "unavailable" (0: 50,000)
+	WALPages     int // the WAL's size in pages past which the writer checkpoints it (0: 4,096)
 	Brakes       brakes.Config
 	ProxyHeader  string // header carrying the client IP behind a trusted proxy ("": the peer)
 	// TrustedProxies are the peers whose ProxyHeader is believed (none: the header is ignored).
@@ -123,6 +124,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	st, err := store.Open(cfg.DataDir, store.Options{
 		SyncFull: cfg.SyncFull,
 		MaxQueue: cfg.WriteQueue,
+		WALPages: cfg.WALPages,
 		OnCommit: func(c []store.Committed) {
 			m.MessagesSaved.Add(float64(len(c)))
 			hub.Publish(c)
@@ -141,6 +143,8 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	}
 	st.SetObservers(func(n int) { m.CommitBatch.Observe(float64(n)) },
 		func(d time.Duration) { m.CommitDuration.Observe(d.Seconds()) })
+	m.WAL(st.WALBytes, func() int64 { return st.WALStats().Checkpoints }, func() int64 { return st.WALStats().Partial },
+		func() time.Duration { return st.WALStats().Stalled })
 	// Closing persists the publisher's watermark: it runs whatever time is left.
 	sg.add("store", nil, func(context.Context) error { return st.Close() })
 

@@ -1,7 +1,10 @@
 // Package store owns the SQLite file. One goroutine (the writer) owns the only write
 // connection and commits whatever is queued in one transaction (group commit); callers are
-// answered only after that commit. Reads use a small pool of read-only connections, and WAL
-// checkpoints run from their own connection on a timer so they never stall a commit.
+// answered only after that commit. Reads use a small pool of read-only connections. WAL
+// checkpoints run from their own connection on a timer so that the copying does not stall
+// commits; but under steady writes such a checkpoint never catches up with the writer, and
+// the WAL can only start again from its beginning once it is wholly copied, so once the WAL
+// passes WALPages the writer itself finishes the copy between two commits (see walCheckpoint).
 package store
 
 import (
@@ -41,6 +44,10 @@ type Options struct {
 	MaxQueue int
 	// CheckpointEvery is the interval of the passive WAL checkpoint (default 1 s).
 	CheckpointEvery time.Duration
+	// WALPages is the WAL's size in pages (4 KiB) past which the writer checkpoints it itself
+	// after a commit, so that the next commit starts the WAL again from its beginning
+	// (default 4,096: 16 MiB; negative: never, the WAL then grows under steady writes).
+	WALPages int
 	// OnCommit, if set, is called by the writer after each commit with the messages that
 	// commit stored, in id order. It must not block: it feeds the job publisher and live fan-out.
 	OnCommit func([]Committed)
@@ -76,9 +83,16 @@ type Store struct {
 	stop     chan struct{}
 	done     chan struct{}
 	ckptDone chan struct{}
+	ckptKick chan struct{} // the writer's WAL hook asks for a timer checkpoint now
 
 	persistedWatermark int64
 	stats              Stats
+
+	walPages   int       // frames in the WAL after the last commit (the writer's WAL hook)
+	walTried   time.Time // the writer's last checkpoint
+	walTriedAt int       // walPages then
+	walKicked  int       // walPages when the hook last woke the timer's checkpoint
+	wal        walStats
 }
 
 // Stats are counters the writer keeps for /metrics.
@@ -108,6 +122,9 @@ func Open(dir string, opts Options) (*Store, error) {
 	if opts.CheckpointEvery <= 0 {
 		opts.CheckpointEvery = time.Second
 	}
+	if opts.WALPages == 0 {
+		opts.WALPages = 4096
+	}
 	if err := makePrivate(dir, filepath.Join(dir, FileName)); err != nil {
 		return nil, err
 	}
@@ -118,6 +135,7 @@ func Open(dir string, opts Options) (*Store, error) {
 		stop:     make(chan struct{}),
 		done:     make(chan struct{}),
 		ckptDone: make(chan struct{}),
+		ckptKick: make(chan struct{}, 1),
 	}
 	w, err := sqlite3.Open(s.path)
 	if err != nil {
@@ -147,6 +165,11 @@ func Open(dir string, opts Options) (*Store, error) {
 		w.Close()
 		return nil, err
 	}
+	// Runs in the writer goroutine, inside each commit.
+	w.WALHook(func(_ *sqlite3.Conn, _ string, pages int) error {
+		s.walHook(pages)
+		return nil
+	})
 	// The WAL and shared-memory files now exist, made by SQLite with 0666 less the umask.
 	if err := chmodExisting(0o600, s.path+"-wal", s.path+"-shm"); err != nil {
 		w.Close()
@@ -291,7 +314,8 @@ func (s *Store) closeConns() error {
 	return errors.Join(errs...)
 }
 
-// checkpointLoop copies the WAL back into the database from its own connection. PASSIVE never
+// checkpointLoop copies the WAL back into the database from its own connection, every
+// CheckpointEvery and whenever the WAL grew by another quarter of WALPages. PASSIVE never
 // waits for the writer or readers, so a commit is never stalled by it.
 func (s *Store) checkpointLoop() {
 	defer close(s.ckptDone)
@@ -304,8 +328,11 @@ func (s *Store) checkpointLoop() {
 			_ = s.ckpt.Exec(`PRAGMA wal_checkpoint(TRUNCATE)`)
 			return
 		case <-t.C:
-			_ = s.ckpt.Exec(`PRAGMA wal_checkpoint(PASSIVE)`)
+		case <-s.ckptKick:
 		}
+		s.wal.copying.Store(true)
+		_ = s.ckpt.Exec(`PRAGMA wal_checkpoint(PASSIVE)`)
+		s.wal.copying.Store(false)
 	}
 }
 

@@ -169,6 +169,7 @@ func (s *Store) writeLoop() {
 		persistWatermark := (tick || stopping) && s.watermarkMoved()
 		if len(batch) > 0 || persistWatermark {
 			s.commit(batch, persistWatermark)
+			s.walCheckpoint()
 		}
 		rate.observe(len(batch), time.Now())
 		clear(batch) // drop references to requests and closures

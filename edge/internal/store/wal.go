@@ -1,0 +1,92 @@
+package store
+
+import (
+	"os"
+	"sync/atomic"
+	"time"
+
+	"github.com/ncruces/go-sqlite3"
+)
+
+// walStats count the writer's own checkpoints, for /metrics.
+type walStats struct {
+	copying     atomic.Bool  // the timer's checkpoint is running
+	frames      atomic.Int64 // appended to the WAL by commits, over all its restarts
+	checkpoints atomic.Int64 // that copied the whole WAL (the next commit restarts it)
+	partial     atomic.Int64 // that could not: a reader's snapshot or the timer's checkpoint was in the way
+	stalled     atomic.Int64 // nanoseconds the writer spent in them, in total
+}
+
+// WALStats is what the writer's checkpoints did since Open.
+type WALStats struct {
+	Frames      int64         // pages commits appended to the WAL
+	Checkpoints int64         // whole: the WAL started again from its beginning after them
+	Partial     int64         // not whole (a long read transaction, e.g. a backup or Litestream's)
+	Stalled     time.Duration // the writer's time in them, commits waiting meanwhile
+}
+
+// WALStats reports the writer's checkpoints.
+func (s *Store) WALStats() WALStats {
+	return WALStats{Frames: s.wal.frames.Load(), Checkpoints: s.wal.checkpoints.Load(), Partial: s.wal.partial.Load(), Stalled: time.Duration(s.wal.stalled.Load())}
+}
+
+// WALBytes is the WAL file's size now (0 when there is none).
+func (s *Store) WALBytes() int64 {
+	fi, err := os.Stat(s.path + "-wal")
+	if err != nil {
+		return 0
+	}
+	return fi.Size()
+}
+
+// walHook runs in the writer goroutine inside each commit, with the WAL's frames after it.
+// Each time the WAL grows by a quarter of WALPages it wakes the timer's checkpoint, so that
+// the writer, at WALPages, finds most of the WAL copied already.
+func (s *Store) walHook(pages int) {
+	if pages >= s.walPages {
+		s.wal.frames.Add(int64(pages - s.walPages))
+	} else { // the commit started the WAL again
+		s.wal.frames.Add(int64(pages))
+		s.walKicked = 0
+	}
+	s.walPages = pages
+	if q := s.opts.WALPages / 4; q > 0 && pages >= s.walKicked+q {
+		s.walKicked = pages
+		select {
+		case s.ckptKick <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// walCheckpoint runs in the writer goroutine between two commits. SQLite starts the WAL again
+// from its first frame only when a write begins while every frame is already copied into the
+// database; the timer's checkpoint copies from another connection while commits go on, so it
+// is always behind and the WAL grows as long as writes do. Once the WAL passes WALPages the
+// writer copies what is left itself (the timer's pass did most of it) while no commit can add
+// frames, and the next commit restarts the WAL. PASSIVE never waits: while the timer's
+// checkpoint runs it is tried after the next commit; when a reader's snapshot keeps old
+// frames, after a later commit once the WAL grew by another quarter of WALPages or 100 ms
+// passed.
+func (s *Store) walCheckpoint() {
+	limit := s.opts.WALPages
+	if limit < 0 || s.walPages < limit {
+		return
+	}
+	if s.wal.copying.Load() {
+		return // it holds the checkpoint lock: try after the next commit, with less left to copy
+	}
+	now := time.Now()
+	if !s.walTried.IsZero() && s.walPages < s.walTriedAt+limit/4 && now.Sub(s.walTried) < 100*time.Millisecond {
+		return
+	}
+	s.walTried, s.walTriedAt = now, s.walPages
+	nLog, nCkpt, err := s.w.WALCheckpoint("main", sqlite3.CHECKPOINT_PASSIVE)
+	s.wal.stalled.Add(int64(time.Since(now)))
+	if err == nil && nLog >= 0 && nCkpt == nLog {
+		s.wal.checkpoints.Add(1)
+		s.walTried = time.Time{}
+		return
+	}
+	s.wal.partial.Add(1)
+}
