@@ -327,6 +327,9 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		ReadTimeout:           30 * time.Second,
 		IdleTimeout:           120 * time.Second,
 		BodyLimit:             1 << 20,
+		// Frees a connection's 4 KiB read buffer once a request is read when nothing else is
+		// buffered, so a websocket (hijacked) keeps none of it for its whole life.
+		ReduceMemoryUsage: true,
 		ErrorHandler: func(c *fiber.Ctx, err error) error {
 			code := fiber.StatusInternalServerError
 			var fe *fiber.Error

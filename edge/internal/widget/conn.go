@@ -12,14 +12,21 @@ const (
 	outboxSize   = 64 // frames queued for one socket before it counts as too slow
 )
 
-// conn is one websocket with its own sender goroutine. Frames are queued, never written by
-// the caller: the writer's goroutine must never wait on a visitor's network.
+// conn is one websocket. Frames are queued, never written by the caller: the writer's
+// goroutine must never wait on a visitor's network. A sender goroutine runs only while there
+// is something to write and ends when the queue is empty, so an idle socket holds no
+// goroutine but its reader (and no queue).
 type conn struct {
-	ws       *fws.Conn
-	out      chan []byte
-	gone     chan struct{} // closed when the socket is finished
-	sendDone chan struct{} // closed when sendLoop has returned
-	once     sync.Once
+	ws   *fws.Conn
+	gone chan struct{} // closed when the socket is finished
+	once sync.Once
+
+	qmu     sync.Mutex
+	queue   [][]byte      // frames waiting for the sender
+	sending bool          // a sender goroutine is writing the queue
+	stopped bool          // finish has begun: no new sender starts
+	room    chan struct{} // a full queue has room again
+	senders sync.WaitGroup
 
 	// fasthttp recycles the hijacked connection as soon as the handler returns: after
 	// finish, nothing may touch ws. life guards that.
@@ -38,23 +45,63 @@ type heldFrame struct {
 }
 
 func newConn(ws *fws.Conn) *conn {
-	c := &conn{ws: ws, out: make(chan []byte, outboxSize), gone: make(chan struct{}), sendDone: make(chan struct{})}
-	go c.sendLoop()
-	return c
+	return &conn{ws: ws, gone: make(chan struct{}), room: make(chan struct{}, 1)}
 }
 
-func (c *conn) sendLoop() {
-	defer close(c.sendDone)
+func (c *conn) isGone() bool {
+	select {
+	case <-c.gone:
+		return true
+	default:
+		return false
+	}
+}
+
+// enqueue adds a frame to the queue, starting a sender when none runs. It reports whether
+// the frame was queued, and when not whether the queue was full (else the socket is gone).
+func (c *conn) enqueue(frame []byte) (queued, full bool) {
+	c.qmu.Lock()
+	defer c.qmu.Unlock()
+	if c.stopped || c.isGone() {
+		return false, false
+	}
+	if len(c.queue) >= outboxSize {
+		return false, true
+	}
+	c.queue = append(c.queue, frame)
+	if !c.sending {
+		c.sending = true
+		c.senders.Add(1)
+		go c.sendQueued()
+	}
+	return true, false
+}
+
+// sendQueued writes the queue in order until it is empty or the socket is gone.
+func (c *conn) sendQueued() {
+	defer c.senders.Done()
 	for {
-		select {
-		case <-c.gone:
+		c.qmu.Lock()
+		if len(c.queue) == 0 || c.isGone() {
+			c.queue = nil // an idle socket keeps no queue
+			c.sending = false
+			c.qmu.Unlock()
 			return
-		case frame := <-c.out:
-			_ = c.ws.SetWriteDeadline(time.Now().Add(writeTimeout))
-			if err := c.ws.WriteMessage(fws.TextMessage, frame); err != nil {
-				c.close()
-				return
+		}
+		frame := c.queue[0]
+		c.queue[0] = nil
+		c.queue = c.queue[1:]
+		wasFull := len(c.queue) == outboxSize-1
+		c.qmu.Unlock()
+		if wasFull {
+			select {
+			case c.room <- struct{}{}:
+			default:
 			}
+		}
+		_ = c.ws.SetWriteDeadline(time.Now().Add(writeTimeout))
+		if err := c.ws.WriteMessage(fws.TextMessage, frame); err != nil {
+			c.close()
 		}
 	}
 }
@@ -62,21 +109,26 @@ func (c *conn) sendLoop() {
 // trySend queues a frame without waiting. A socket whose queue is full is too slow to keep
 // and is closed: the client resumes from its last message id when it reconnects.
 func (c *conn) trySend(frame []byte) {
-	select {
-	case c.out <- frame:
-	case <-c.gone:
-	default:
+	if _, full := c.enqueue(frame); full {
 		c.close()
 	}
 }
 
 // send queues a frame, waiting for room (only the socket's own reader goroutine calls it).
 func (c *conn) send(frame []byte) bool {
-	select {
-	case c.out <- frame:
-		return true
-	case <-c.gone:
-		return false
+	for {
+		queued, full := c.enqueue(frame)
+		if queued {
+			return true
+		}
+		if !full {
+			return false
+		}
+		select {
+		case <-c.room:
+		case <-c.gone:
+			return false
+		}
 	}
 }
 
@@ -103,7 +155,10 @@ func (c *conn) closeWith(code int, reason string) {
 // finish is the handler's last act: after it, the socket is never touched again.
 func (c *conn) finish() {
 	c.once.Do(func() { close(c.gone) })
-	<-c.sendDone
+	c.qmu.Lock()
+	c.stopped = true
+	c.qmu.Unlock()
+	c.senders.Wait()
 	c.life.Lock()
 	c.finished = true
 	c.life.Unlock()

@@ -185,7 +185,7 @@ func (h *Handler) serve(wc *websocket.Conn) {
 	site := wc.Locals("site").(*sites.Site)
 	wc.SetReadLimit(schema.MaxFrameBytes)
 	cfg := h.Brakes.Config()
-	s := &session{h: h, c: newConn(wc.Conn), site: site, buf: make([]byte, 0, 512),
+	s := &session{h: h, c: newConn(wc.Conn), site: site,
 		bucket: brakes.NewBucket(cfg.ConnMsgRate, cfg.ConnMsgBurst)}
 	s.ip, _ = wc.Locals("ip").(netip.Addr)
 	h.Metrics.OpenSockets.Inc()
@@ -238,6 +238,9 @@ func (h *Handler) serve(wc *websocket.Conn) {
 }
 
 func readAll(r io.Reader, b []byte) ([]byte, error) {
+	if cap(b) == 0 { // a socket's buffer is made with its first frame: idle ones hold none
+		b = make([]byte, 0, 512)
+	}
 	for {
 		if len(b) == cap(b) {
 			b = append(b, 0)[:len(b)]

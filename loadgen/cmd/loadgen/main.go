@@ -25,6 +25,7 @@ commands:
   run      stairs of fixed aggregate message rates against a running edge
   flood    the flood test: one site gets new visitors every second while the others chat
   compare  one- vs two-process, with and without the Slack mock: starts everything itself
+  idle     many open sockets that send nothing: what each costs the edge's memory
 `)
 	fmt.Fprint(os.Stderr, mockUsage)
 	fmt.Fprint(os.Stderr, "\nloadgen <command> -h shows the flags of a command.\n")
@@ -51,6 +52,8 @@ func main() {
 		err = cmdFlood(ctx, args)
 	case "compare":
 		err = cmdCompare(ctx, args)
+	case "idle":
+		err = cmdIdle(ctx, args)
 	case "mock":
 		if mockRun == nil {
 			err = errors.New("this loadgen was built without the mocks")
