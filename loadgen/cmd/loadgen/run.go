@@ -18,7 +18,7 @@ import (
 // runFlags are the flags `run` shares with `flood` and `compare`.
 type runFlags struct {
 	edge, edgeMetrics, edgeBin, data, sitesFile, slackToken, slackMock string
-	sites, sockets, senders, textBytes                                 int
+	sites, sockets, senders, textBytes, operators                      int
 	stairs                                                             string
 	step, warmup, drain, tick                                          time.Duration
 	edgePID                                                            int
@@ -37,6 +37,7 @@ func (f *runFlags) register(fs *flag.FlagSet, stairsDefault string) {
 	fs.StringVar(&f.slackToken, "slack-token", "", "seed every site with Slack delivery using this bot token (default: xoxb-loadgen when -slack-mock is set)")
 	fs.StringVar(&f.slackMock, "slack-mock", "", "base URL of the Slack mock, to count deliveries per stair")
 	fs.IntVar(&f.sockets, "sockets", 1000, "widget websockets, spread over the sites")
+	fs.IntVar(&f.operators, "operators", 0, "operators (added with edge operator add) whose inbox websockets stay open during the run, together watching every site the sockets write to")
 	fs.StringVar(&f.stairs, "stairs", stairsDefault, "aggregate rates in messages/s, comma separated")
 	fs.DurationVar(&f.step, "step", 60*time.Second, "length of each stair")
 	fs.DurationVar(&f.warmup, "warmup", 2*time.Second, "start of each stair left out of the figures")
@@ -132,6 +133,12 @@ func (f *runFlags) config(ctx context.Context) (stairs.Config, error) {
 	if err != nil {
 		return cfg, err
 	}
+	var ops []stairs.Operator
+	if f.operators > 0 {
+		if ops, err = stairs.SeedOperators(ctx, f.edgeBin, f.data, stairs.Keys(sites), f.sockets, f.operators); err != nil {
+			return cfg, err
+		}
+	}
 	pid := f.edgePID
 	if pid == 0 {
 		if port, err := edgePort(f.edge); err == nil {
@@ -157,6 +164,7 @@ func (f *runFlags) config(ctx context.Context) (stairs.Config, error) {
 		EdgePID:    pid,
 		WorkerPIDs: workers,
 		SlackMock:  f.slackMock,
+		Operators:  ops,
 		Log:        os.Stderr,
 	}, nil
 }

@@ -62,6 +62,9 @@ type Setup struct {
 	// commits.
 	Peer  bool `json:"peer,omitempty"`
 	Group bool `json:"group_commit,omitempty"`
+	// Inboxes: operators with their inbox open during the stairs, together watching every
+	// site the sockets write to (each message reaches one inbox).
+	Inboxes int `json:"inboxes,omitempty"`
 }
 
 // AllSetups are the four setups run by default.
@@ -70,6 +73,11 @@ var AllSetups = []Setup{
 	{Name: "two-process", TwoProcess: true, Slack: false},
 	{Name: "one-process+slack", TwoProcess: false, Slack: true},
 	{Name: "two-process+slack", TwoProcess: true, Slack: true},
+}
+
+// InboxSetups run only when named: the one-process edge with 50 operators watching.
+var InboxSetups = []Setup{
+	{Name: "one-process+inbox", Inboxes: 50},
 }
 
 // ClusterSetups run only when named (-setups): they need -nats-server-bin.
@@ -136,7 +144,7 @@ func Compare(ctx context.Context, cfg Config) (*Report, error) {
 		setups = nil
 		for _, name := range cfg.Setups {
 			found := false
-			for _, s := range slices.Concat(AllSetups, ClusterSetups, PeerSetups) {
+			for _, s := range slices.Concat(AllSetups, ClusterSetups, PeerSetups, InboxSetups) {
 				if s.Name == name {
 					setups = append(setups, s)
 					found = true
@@ -325,6 +333,11 @@ func runSetup(ctx context.Context, cfg Config, s Setup) (res Result) {
 		return fail(err)
 	}
 	rc := cfg.Run
+	if s.Inboxes > 0 {
+		if rc.Operators, err = stairs.SeedOperators(ctx, cfg.EdgeBin, data, stairs.Keys(sites), rc.Sockets, s.Inboxes); err != nil {
+			return fail(err)
+		}
+	}
 	rc.EdgeURL = base
 	rc.MetricsURL = metricsURL
 	rc.Keys = stairs.Keys(sites)

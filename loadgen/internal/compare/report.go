@@ -156,6 +156,33 @@ func summarize(r *Report) []string {
 			out = append(out, fmt.Sprintf("%s is worse than %s at %s", pair[1], pair[0], strings.Join(worse, "; ")))
 		}
 	}
+	out = append(out, inboxCost(byName)...)
+	return out
+}
+
+// inboxCost says what operators watching add to the edge's cost per message, stair by stair.
+func inboxCost(byName map[string]*Result) []string {
+	var out []string
+	for _, w := range InboxSetups {
+		with, without := byName[w.Name], byName[strings.TrimSuffix(w.Name, "+inbox")]
+		if with == nil || without == nil || with.Report == nil || without.Report == nil {
+			continue
+		}
+		var parts []string
+		for _, s1 := range with.Report.Stairs {
+			for _, s0 := range without.Report.Stairs {
+				e1, e0 := proc0(s1, "edge"), proc0(s0, "edge")
+				if s1.TargetRate != s0.TargetRate || e1 == nil || e0 == nil || e1.CPUMicrosPerMsg == nil || e0.CPUMicrosPerMsg == nil {
+					continue
+				}
+				parts = append(parts, fmt.Sprintf("%.0f/s %+.0f %% (%.1f vs %.1f µs/msg, p99 %.2f vs %.2f ms)", s1.TargetRate,
+					100*(*e1.CPUMicrosPerMsg / *e0.CPUMicrosPerMsg - 1), *e1.CPUMicrosPerMsg, *e0.CPUMicrosPerMsg, s1.Latency.P99, s0.Latency.P99))
+			}
+		}
+		if len(parts) > 0 {
+			out = append(out, fmt.Sprintf("%d inboxes watching (%s) cost the edge per message: %s", w.Inboxes, w.Name, strings.Join(parts, "; ")))
+		}
+	}
 	return out
 }
 

@@ -40,6 +40,8 @@ type Report struct {
 	DuplicateAcks  int64            `json:"duplicate_acks"`
 	ForeignFrames  int64            `json:"foreign_frames"`
 	PushedMessages int64            `json:"pushed_messages"`
+	InboxSockets   int              `json:"inbox_sockets,omitempty"` // operators watching (Config.Operators)
+	InboxFrames    int64            `json:"inbox_message_frames,omitempty"`
 	SocketsClosed  int64            `json:"sockets_closed_by_server"`
 	SavedBefore    *float64         `json:"metrics_saved_before,omitempty"`
 	SavedAfter     *float64         `json:"metrics_saved_after,omitempty"`
@@ -69,9 +71,12 @@ type StairReport struct {
 	SchedMaxMS          *float64 `json:"edge_sched_latency_max_ms,omitempty"`
 	// SchedP99AtLeast: the p99 fell past the histogram's highest finite bucket, so the figure
 	// is a lower bound.
-	SchedP99AtLeast bool         `json:"edge_sched_latency_p99_at_least,omitempty"`
-	SavedInWindow   *float64     `json:"metrics_saved_in_window,omitempty"`
-	Slack           *SlackReport `json:"slack,omitempty"`
+	SchedP99AtLeast bool     `json:"edge_sched_latency_p99_at_least,omitempty"`
+	SavedInWindow   *float64 `json:"metrics_saved_in_window,omitempty"`
+	// InboxFrames: message frames the operators' inboxes received from the stair's start
+	// until its sending stopped (with operators watching).
+	InboxFrames *int64       `json:"inbox_message_frames,omitempty"`
+	Slack       *SlackReport `json:"slack,omitempty"`
 	// GeneratorLate: messages left loadgen more than 10 ms (p99) after their intended time —
 	// the generator's CPU was short (often: other work on the box), so latencies include that.
 	GeneratorLate bool `json:"generator_late"`

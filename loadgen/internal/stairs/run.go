@@ -54,6 +54,9 @@ type Config struct {
 	SlackMock  string // base URL of the Slack mock; empty: no delivery figures
 	Setup      string // a label for the report (compare names its setups)
 	Log        io.Writer
+	// Operators, when set, each log in and keep their inbox websocket open during the run,
+	// receiving the live fan-out of their sites (see SeedOperators).
+	Operators []Operator
 	// OnStair, when set, is called as stair j (from 0) starts; end is when its sending stops.
 	OnStair func(j int, start, end time.Time)
 }
@@ -170,6 +173,11 @@ type runner struct {
 	sockets  []*socket
 	http     *http.Client
 	totalErr sync.Map // code → *atomic.Int64, over the run
+
+	inboxLock   sync.Mutex
+	inboxes     []*websocket.Conn // operators' inbox websockets (Config.Operators)
+	inboxFrames atomic.Int64      // message frames they received
+	inboxClosed atomic.Int64      // of them the server closed during the run
 }
 
 func (r *runner) now() int64 { return int64(time.Since(r.base)) }
@@ -213,6 +221,14 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	rep.SocketsOpen = len(r.sockets)
 	rep.ConnectSeconds = time.Since(t0).Seconds()
+	if len(cfg.Operators) > 0 {
+		if err := r.openInboxes(ctx); err != nil {
+			r.closeAll()
+			return nil, err
+		}
+		rep.InboxSockets = len(r.inboxes)
+		fmt.Fprintf(cfg.Log, "loadgen: %d operator inboxes open\n", len(r.inboxes))
+	}
 	fmt.Fprintf(cfg.Log, "loadgen: %d sockets open over %d sites in %.1fs\n", len(r.sockets), min(len(cfg.Keys), cfg.Sockets), rep.ConnectSeconds)
 
 	metricsURL := cfg.MetricsURL
@@ -276,8 +292,13 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		if cfg.OnStair != nil {
 			cfg.OnStair(j, start, start.Add(cfg.Step))
 		}
+		inboxBefore := r.inboxFrames.Load()
 		sr := r.measureStair(ctx, j, st, start, metricsURL, slackBase)
 		sendWG.Wait()
+		if len(r.inboxes) > 0 {
+			n := r.inboxFrames.Load() - inboxBefore
+			sr.InboxFrames = &n
+		}
 		sr.finish(st) // a first look for the log line; finished again once every ack is in
 		if cfg.SlackMock != "" && slackBase >= 0 {
 			r.drainSlack(ctx, &sr, slackBase)
@@ -294,6 +315,10 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	deadline := time.Now().Add(cfg.Drain)
 	for r.pending.Load() > 0 && time.Now().Before(deadline) && ctx.Err() == nil {
 		time.Sleep(20 * time.Millisecond)
+	}
+	// An inbox gets a message after its sender's ack: give the last ones a moment.
+	for deadline := time.Now().Add(2 * time.Second); len(r.inboxes) > 0 && r.inboxFrames.Load() < r.acked.Load() && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
 	}
 	// Acks of the last stair that came after its window still count in its totals.
 	for j := range rep.Stairs {
@@ -316,6 +341,10 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	rep.DuplicateAcks = r.dupAcks.Load()
 	rep.ForeignFrames = r.foreign.Load()
 	rep.PushedMessages = r.pushed.Load()
+	rep.InboxFrames = r.inboxFrames.Load()
+	if n := r.inboxClosed.Load(); n > 0 {
+		rep.Notes = append(rep.Notes, fmt.Sprintf("the edge closed %d operator inbox sockets during the run", n))
+	}
 	rep.SocketsClosed = r.closed.Load()
 	rep.Errors = map[string]int64{}
 	r.totalErr.Range(func(k, v any) bool {
@@ -453,6 +482,11 @@ func (r *runner) connect(ctx context.Context) error {
 
 func (r *runner) closeAll() {
 	r.closing.Store(true)
+	r.inboxLock.Lock()
+	for _, c := range r.inboxes {
+		c.Close()
+	}
+	r.inboxLock.Unlock()
 	for _, s := range r.sockets {
 		s.c.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseNormalClosure, ""), time.Now().Add(100*time.Millisecond))
 		s.c.Close()

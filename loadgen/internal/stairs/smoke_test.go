@@ -75,7 +75,14 @@ func TestSmokeRunAgainstRealEdge(t *testing.T) {
 	if len(sites) != 20 {
 		t.Fatalf("seeded %d sites, want 20", len(sites))
 	}
+	// Three operators watch the sites the sockets write to: together their inboxes get
+	// every message the run stored.
+	ops, err := stairs.SeedOperators(ctx, bin, data, stairs.Keys(sites), 50, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
 	rep, err := stairs.Run(ctx, stairs.Config{
+		Operators:  ops,
 		EdgeURL:    base,
 		MetricsURL: "http://" + addrs[3] + "/metrics",
 		Keys:       stairs.Keys(sites),
@@ -107,6 +114,9 @@ func TestSmokeRunAgainstRealEdge(t *testing.T) {
 	}
 	if rep.Unacked != 0 {
 		t.Errorf("%d messages neither acked nor refused", rep.Unacked)
+	}
+	if rep.InboxSockets != 3 || rep.InboxFrames != rep.Acked {
+		t.Errorf("%d inboxes received %d message frames for %d acked messages", rep.InboxSockets, rep.InboxFrames, rep.Acked)
 	}
 	if rep.DuplicateAcks != 0 || rep.ForeignFrames != 0 {
 		t.Errorf("duplicate acks %d, foreign frames %d", rep.DuplicateAcks, rep.ForeignFrames)
