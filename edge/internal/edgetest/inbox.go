@@ -130,11 +130,29 @@ type OpSocket struct {
 // DialInbox opens the operator websocket and reads its ready frame.
 func (in *Inbox) DialInbox(t testing.TB) *OpSocket {
 	t.Helper()
+	return in.dialInbox(t, "")
+}
+
+// DialInboxBatched opens the operator websocket with ?batch=1, as the inbox page does.
+func (in *Inbox) DialInboxBatched(t testing.TB) *OpSocket {
+	t.Helper()
+	return in.dialInbox(t, "?batch=1")
+}
+
+// NextRaw reads one frame as it came.
+func (s *OpSocket) NextRaw(timeout time.Duration) ([]byte, error) {
+	_ = s.WS.SetReadDeadline(time.Now().Add(timeout))
+	_, b, err := s.WS.ReadMessage()
+	return b, err
+}
+
+func (in *Inbox) dialInbox(t testing.TB, query string) *OpSocket {
+	t.Helper()
 	h := http.Header{}
 	in.header(h)
 	h.Del("X-CSRF-Token")
 	d := fws.Dialer{HandshakeTimeout: 10 * time.Second}
-	ws, resp, err := d.Dial("ws://"+in.Addr+"/v1/api/ws", h)
+	ws, resp, err := d.Dial("ws://"+in.Addr+"/v1/api/ws"+query, h)
 	if err != nil {
 		status := 0
 		if resp != nil {

@@ -2,9 +2,11 @@ package inbox_test
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -382,5 +384,62 @@ func TestSettingsRefuseOriginsAndChannelsThatCannotWork(t *testing.T) {
 	s.Do(t, http.MethodGet, path, nil, &got)
 	if strings.Join(got.Origins, " ") != "https://shop.example http://localhost:3000 *" {
 		t.Errorf("origins stored: %q", got.Origins)
+	}
+}
+
+// With ?batch=1 events a few milliseconds apart share one frame, a JSON array, in order and
+// none lost; without it each event is a frame of its own.
+func TestBatchedSocketGroupsEvents(t *testing.T) {
+	v := start(t)
+	s := edgetest.Login(t, v.e.Addr, email, password)
+	batched, plain := s.DialInboxBatched(t), s.DialInbox(t)
+	const n = 20
+	clients := make([]*edgetest.Client, n)
+	for i := range clients {
+		clients[i] = edgetest.Dial(t, v.e.Addr, v.sites[i%2].Key, "")
+	}
+	var wg sync.WaitGroup
+	for i, c := range clients { // at once: their commits come within a few ms
+		wg.Go(func() {
+			if _, err := c.SendAck("b-"+strconv.Itoa(i), "batched "+strconv.Itoa(i)); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	seen, frames := map[string]bool{}, 0
+	for len(seen) < n {
+		b, err := batched.NextRaw(10 * time.Second)
+		if err != nil {
+			t.Fatalf("after %d of %d messages in %d frames: %v", len(seen), n, frames, err)
+		}
+		frames++
+		var events []struct {
+			Type    string `json:"type"`
+			Message struct {
+				Text string `json:"text"`
+			} `json:"message"`
+		}
+		if err := json.Unmarshal(b, &events); err != nil {
+			t.Fatalf("a batched frame is not an array of events: %v: %s", err, b)
+		}
+		for _, e := range events {
+			if e.Type == "message" {
+				if seen[e.Message.Text] {
+					t.Fatalf("%q twice", e.Message.Text)
+				}
+				seen[e.Message.Text] = true
+			}
+		}
+	}
+	if frames >= n {
+		t.Errorf("%d messages came in %d frames: none were grouped", n, frames)
+	}
+	t.Logf("%d messages in %d batched frames", n, frames)
+	for range n { // the plain socket: one object a frame
+		f, err := plain.Next(10 * time.Second)
+		if err != nil || f["type"] != "message" {
+			t.Fatalf("plain socket: %v %v", f, err)
+		}
 	}
 }

@@ -176,7 +176,7 @@ type runner struct {
 
 	inboxLock   sync.Mutex
 	inboxes     []*websocket.Conn // operators' inbox websockets (Config.Operators)
-	inboxFrames atomic.Int64      // message frames they received
+	inboxFrames atomic.Int64      // message events they received
 	inboxClosed atomic.Int64      // of them the server closed during the run
 }
 

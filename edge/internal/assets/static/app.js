@@ -202,10 +202,13 @@
   // ---- live
   function connectWS() {
     if (S.ws) return;
-    var ws = new WebSocket(location.origin.replace(/^http/, 'ws') + '/v1/api/ws');
+    var ws = new WebSocket(location.origin.replace(/^http/, 'ws') + '/v1/api/ws?batch=1');
     S.ws = ws;
     ws.onopen = function () { V.live.textContent = 'live'; V.live.setAttribute('data-state', 'live'); if (S.wsTry > 0) { loadList(); if (S.conv) openConv(S.conv.id); } S.wsTry = 0; };
-    ws.onmessage = function (e) { var f; try { f = JSON.parse(e.data); } catch (x) { return; } onEvent(f); };
+    ws.onmessage = function (e) {
+      var f; try { f = JSON.parse(e.data); } catch (x) { return; }
+      (Array.isArray(f) ? f : [f]).forEach(onEvent); // ?batch=1: events a few ms apart share a frame
+    };
     ws.onclose = function (e) {
       if (S.ws !== ws) return;
       S.ws = null; V.live.textContent = 'reconnecting…'; V.live.setAttribute('data-state', 'down');
