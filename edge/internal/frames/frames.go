@@ -91,3 +91,29 @@ func Hello(b []byte, visitor string, conversationID, lastMessageID int64) []byte
 	b = strconv.AppendInt(b, lastMessageID, 10)
 	return append(b, '}')
 }
+
+// InboxMessage is the operator websocket's message event:
+// {"type":"message","site_id":N,"conversation_id":N[,"first":true],"message":{"id":N,"author":…,"name":…,"text":…,"internal":bool,"created_at":ms}}.
+// Every message a watched site stores is one of these, so it is built without reflection.
+func InboxMessage(b []byte, siteID, conversationID int64, first bool, id int64, author, name, text string, internal bool, createdAt int64) []byte {
+	b = append(b, `{"type":"message","site_id":`...)
+	b = strconv.AppendInt(b, siteID, 10)
+	b = append(b, `,"conversation_id":`...)
+	b = strconv.AppendInt(b, conversationID, 10)
+	if first {
+		b = append(b, `,"first":true`...)
+	}
+	b = append(b, `,"message":{"id":`...)
+	b = strconv.AppendInt(b, id, 10)
+	b = append(b, `,"author":`...)
+	b = fastjson.AppendString(b, author)
+	b = append(b, `,"name":`...)
+	b = fastjson.AppendString(b, name)
+	b = append(b, `,"text":`...)
+	b = fastjson.AppendString(b, text)
+	b = append(b, `,"internal":`...)
+	b = strconv.AppendBool(b, internal)
+	b = append(b, `,"created_at":`...)
+	b = strconv.AppendInt(b, createdAt, 10)
+	return append(b, `}}`...)
+}

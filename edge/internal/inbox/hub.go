@@ -5,6 +5,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"spookat/edge/internal/frames"
 	"spookat/edge/internal/store"
 	"spookat/schema"
 )
@@ -154,6 +155,20 @@ func (h *Hub) send(siteID int64, ev any) {
 	}
 }
 
+// sendFrame queues a frame built already to the site's sockets.
+func (h *Hub) sendFrame(siteID int64, build func() []byte) {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	set := h.subs[siteID]
+	if len(set) == 0 {
+		return
+	}
+	b := build()
+	for c := range set {
+		c.push(b)
+	}
+}
+
 // CloseAll closes every operator socket (graceful stop); the inbox reconnects.
 func (h *Hub) CloseAll() {
 	h.mu.RLock()
@@ -169,15 +184,8 @@ func (h *Hub) CloseAll() {
 	}
 }
 
-// Event frames on /v1/api/ws (documented in schema/PROTOCOL.md).
-type messageEvent struct {
-	Type           string  `json:"type"` // "message"
-	SiteID         int64   `json:"site_id"`
-	ConversationID int64   `json:"conversation_id"`
-	First          bool    `json:"first,omitempty"`
-	Message        Message `json:"message"`
-}
-
+// Event frames on /v1/api/ws (documented in schema/PROTOCOL.md); the message event is
+// frames.InboxMessage.
 type deliveryEvent struct {
 	Type           string         `json:"type"` // "delivery"
 	SiteID         int64          `json:"site_id"`
@@ -209,8 +217,10 @@ func (h *Hub) Publish(msgs []store.Committed) {
 	}
 	for i := range msgs {
 		c := &msgs[i]
-		h.send(c.SiteID, messageEvent{Type: "message", SiteID: c.SiteID, ConversationID: c.ConversationID, First: c.First,
-			Message: Message{ID: c.MessageID, Author: c.Author, Name: c.Name, Text: c.Text, Internal: c.Internal, CreatedAt: c.CreatedAt}})
+		h.sendFrame(c.SiteID, func() []byte {
+			return frames.InboxMessage(make([]byte, 0, 160+len(c.Text)), c.SiteID, c.ConversationID, c.First,
+				c.MessageID, c.Author, c.Name, c.Text, c.Internal, c.CreatedAt)
+		})
 	}
 }
 
