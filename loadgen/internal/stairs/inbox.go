@@ -75,7 +75,7 @@ func (r *runner) openInboxes(ctx context.Context) error {
 		wg.Go(func() {
 			d := &net.Dialer{Timeout: 10 * time.Second}
 			if loopback {
-				d.LocalAddr = &net.TCPAddr{IP: net.IPv4(127, 0, byte(1+i/8/250), byte(2+i/8%250))}
+				d.LocalAddr = &net.TCPAddr{IP: net.IPv4(127, 0, byte(i/8/250), byte(2+i/8%250))}
 			}
 			hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DialContext: d.DialContext}}
 			body, _ := json.Marshal(map[string]string{"email": op.Email, "password": op.Password})
