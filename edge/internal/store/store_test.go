@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"spookat/schema"
 )
@@ -210,5 +212,40 @@ func TestRecordDeliveryKeepsFinalState(t *testing.T) {
 	ds, err := s.Deliveries(context.Background(), m.ConversationID)
 	if err != nil || len(ds) != 1 || ds[0].Status != schema.StatusDelivered || ds[0].ExternalID != "1.000100" {
 		t.Fatalf("deliveries = %+v, %v", ds, err)
+	}
+}
+
+// Once Flush returns, OnCommit has had every message committed before it: the stop flushes,
+// then drains the publisher, and a batch handed on after Flush returned would have its jobs
+// left for the next start.
+func TestFlushReturnsAfterOnCommit(t *testing.T) {
+	var handed atomic.Int64
+	s, err := Open(t.TempDir(), Options{OnCommit: func(c []Committed) {
+		time.Sleep(5 * time.Millisecond) // a slow consumer: the window where the order shows
+		handed.Add(int64(len(c)))
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	site := &Site{Name: "flush", Origins: []string{"*"}}
+	if err := s.Write(context.Background(), func(tx *Tx) error { return tx.AddSite(site) }); err != nil {
+		t.Fatal(err)
+	}
+	for round := range 20 {
+		before := handed.Load()
+		for i := range 10 {
+			req := &MessageRequest{SiteID: site.ID, TokenHash: fmt.Appendf(nil, "flush-%d", i), Author: "visitor",
+				Text: "hi", ClientID: fmt.Sprintf("%d-%d", round, i), Done: func(MessageResult) {}}
+			if err := s.SubmitMessage(req); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := s.Flush(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if got := handed.Load() - before; got != 10 {
+			t.Fatalf("round %d: Flush returned with %d of the 10 messages before it handed to OnCommit", round, got)
+		}
 	}
 }

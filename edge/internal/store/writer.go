@@ -119,7 +119,7 @@ func (s *Store) Running() bool {
 	}
 }
 
-// Flush waits until everything queued before it is committed.
+// Flush waits until everything queued before it is committed and handed to OnCommit.
 func (s *Store) Flush(ctx context.Context) error {
 	return s.Write(ctx, func(*Tx) error { return nil })
 }
@@ -267,6 +267,15 @@ func (s *Store) finish(batch []request, committed []Committed) {
 	if len(committed) > 0 && s.opts.OnCommit != nil {
 		s.opts.OnCommit(committed)
 	}
+	// Write and Flush callers last: once Flush returns, every message committed before it has
+	// been handed to OnCommit too (the stop drains the publisher right after a Flush; answered
+	// before OnCommit, a batch's jobs could be missed and left to the next start's replay).
+	for i := range batch {
+		if fd := batch[i].fnDone; fd != nil {
+			fd <- nil
+			batch[i].fnDone = nil
+		}
+	}
 	s.stats.mu.Lock()
 	s.stats.Commits++
 	s.stats.MessagesSaved += int64(len(committed))
@@ -343,12 +352,6 @@ func (s *Store) runTx(batch []request, start time.Time, persistWatermark bool) (
 	}
 	if moved {
 		s.persistedWatermark = wm
-	}
-	for i := range batch {
-		if fd := batch[i].fnDone; fd != nil {
-			fd <- nil
-			batch[i].fnDone = nil
-		}
 	}
 	return committed, nil
 }
