@@ -136,27 +136,20 @@ func (h *Hub) unsubscribe(c *opConn, sites []int64) {
 	}
 }
 
+// send queues an event, encoded by encoding/json, to the site's sockets.
 func (h *Hub) send(siteID int64, ev any) {
+	h.sendFrame(siteID, func() []byte {
+		b, _ := json.Marshal(ev) // the events are plain structs: it cannot fail
+		return b
+	})
+}
+
+// sendFrame queues the frame build makes (only when someone watches the site) to the site's
+// sockets.
+func (h *Hub) sendFrame(siteID int64, build func() []byte) {
 	if h.n.Load() == 0 {
 		return
 	}
-	h.mu.RLock()
-	defer h.mu.RUnlock()
-	set := h.subs[siteID]
-	if len(set) == 0 {
-		return
-	}
-	b, err := json.Marshal(ev)
-	if err != nil {
-		return
-	}
-	for c := range set {
-		c.push(b)
-	}
-}
-
-// sendFrame queues a frame built already to the site's sockets.
-func (h *Hub) sendFrame(siteID int64, build func() []byte) {
 	h.mu.RLock()
 	defer h.mu.RUnlock()
 	set := h.subs[siteID]

@@ -8,15 +8,18 @@ import (
 	"spookat/edge/internal/frames"
 )
 
+// messageEvent is the message event's documented shape (schema/PROTOCOL.md), as
+// encoding/json would write it.
+type messageEvent struct {
+	Type           string  `json:"type"`
+	SiteID         int64   `json:"site_id"`
+	ConversationID int64   `json:"conversation_id"`
+	First          bool    `json:"first,omitempty"`
+	Message        Message `json:"message"`
+}
+
 // The message event built by hand says what encoding/json would say of its documented shape.
 func TestInboxMessageFrameMatchesItsShape(t *testing.T) {
-	type messageEvent struct {
-		Type           string  `json:"type"`
-		SiteID         int64   `json:"site_id"`
-		ConversationID int64   `json:"conversation_id"`
-		First          bool    `json:"first,omitempty"`
-		Message        Message `json:"message"`
-	}
 	for _, c := range []struct {
 		name  string
 		first bool
@@ -52,13 +55,6 @@ func BenchmarkInboxMessageFrame(b *testing.B) {
 		}
 	})
 	b.Run("encoding-json", func(b *testing.B) {
-		type messageEvent struct {
-			Type           string  `json:"type"`
-			SiteID         int64   `json:"site_id"`
-			ConversationID int64   `json:"conversation_id"`
-			First          bool    `json:"first,omitempty"`
-			Message        Message `json:"message"`
-		}
 		b.ReportAllocs()
 		for b.Loop() {
 			json.Marshal(messageEvent{Type: "message", SiteID: 3, ConversationID: 44, Message: m})

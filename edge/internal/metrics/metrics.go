@@ -2,9 +2,8 @@
 package metrics
 
 import (
-	"time"
-
 	"strconv"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -158,20 +157,19 @@ func (m *Edge) Publisher(refused func() int64, full func() bool) {
 // WAL exports the SQLite WAL's size and the writer's own checkpoints (see store.WALStats):
 // a WAL that keeps growing, or checkpoints that stay partial, is what an SRE looks at first
 // when the disk fills or commits slow down.
-func (m *Edge) WAL(bytes func() int64, whole, partial func() int64, stalled func() time.Duration) {
+func (m *Edge) WAL(bytes func() int64, writer func() (whole, partial int64, stalled time.Duration)) {
+	const help = "Checkpoints the writer ran itself between commits; whole: every frame copied, so the next commit restarted the WAL; partial: a reader's snapshot (a backup, Litestream) or the timer's checkpoint was in the way."
 	m.Registry.MustRegister(
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "spookat_wal_bytes", Help: "Size of the SQLite WAL file; the writer starts it again from its beginning once it passes -wal-max-pages (see ops/RUNBOOK.md \"The WAL\").",
 		}, func() float64 { return float64(bytes()) }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{
-			Name: "spookat_wal_writer_checkpoints_total", ConstLabels: prometheus.Labels{"outcome": "whole"},
-			Help: "Checkpoints the writer ran itself between commits; whole: every frame copied, so the next commit restarted the WAL; partial: a reader's snapshot (a backup, Litestream) or the timer's checkpoint was in the way.",
-		}, func() float64 { return float64(whole()) }),
+			Name: "spookat_wal_writer_checkpoints_total", ConstLabels: prometheus.Labels{"outcome": "whole"}, Help: help,
+		}, func() float64 { whole, _, _ := writer(); return float64(whole) }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{
-			Name: "spookat_wal_writer_checkpoints_total", ConstLabels: prometheus.Labels{"outcome": "partial"},
-			Help: "Checkpoints the writer ran itself between commits; whole: every frame copied, so the next commit restarted the WAL; partial: a reader's snapshot (a backup, Litestream) or the timer's checkpoint was in the way.",
-		}, func() float64 { return float64(partial()) }),
+			Name: "spookat_wal_writer_checkpoints_total", ConstLabels: prometheus.Labels{"outcome": "partial"}, Help: help,
+		}, func() float64 { _, partial, _ := writer(); return float64(partial) }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name: "spookat_wal_writer_checkpoint_seconds_total", Help: "Time the writer spent in its own checkpoints (commits wait meanwhile).",
-		}, func() float64 { return stalled().Seconds() }))
+		}, func() float64 { _, _, stalled := writer(); return stalled.Seconds() }))
 }

@@ -143,8 +143,10 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	}
 	st.SetObservers(func(n int) { m.CommitBatch.Observe(float64(n)) },
 		func(d time.Duration) { m.CommitDuration.Observe(d.Seconds()) })
-	m.WAL(st.WALBytes, func() int64 { return st.WALStats().Checkpoints }, func() int64 { return st.WALStats().Partial },
-		func() time.Duration { return st.WALStats().Stalled })
+	m.WAL(st.WALBytes, func() (int64, int64, time.Duration) {
+		w := st.WALStats()
+		return w.Checkpoints, w.Partial, w.Stalled
+	})
 	// Closing persists the publisher's watermark: it runs whatever time is left.
 	sg.add("store", nil, func(context.Context) error { return st.Close() })
 
