@@ -215,6 +215,15 @@ func (st *starter) start(name, cpus string, argv ...string) (*proc.Proc, error) 
 	return p, nil
 }
 
+// result completes res with where the processes ran and err, if any.
+func (st *starter) result(res *Result, err error) Result {
+	res.Pinned = strings.Join(st.pins, ", ")
+	if err != nil {
+		res.Error = err.Error()
+	}
+	return *res
+}
+
 // stop stops every process, newest first; the first error of a process that did not exit on
 // its own is kept in res.
 func (st *starter) stop(res *Result) {
@@ -241,11 +250,7 @@ func runSetup(ctx context.Context, cfg Config, s Setup) (res Result) {
 	st := &starter{dir: dir}
 	defer st.stop(&res)
 	start := st.start
-	fail := func(err error) Result {
-		res.Error = err.Error()
-		res.Pinned = strings.Join(st.pins, ", ")
-		return res
-	}
+	fail := func(err error) Result { return st.result(&res, err) }
 	if s.Peer {
 		return runPeer(ctx, cfg, s, data, st, &res)
 	}
@@ -353,15 +358,11 @@ func measure(ctx context.Context, cfg Config, s Setup, dir string, rc stairs.Con
 	rc.Log = cfg.Log
 	r, err := stairs.Run(ctx, rc)
 	res.Report = r
-	res.Pinned = strings.Join(st.pins, ", ")
-	if err != nil {
-		res.Error = err.Error()
-	}
 	if r != nil {
 		r.WriteJSON(filepath.Join(dir, "report.json"))
 		os.WriteFile(filepath.Join(dir, "report.md"), []byte(r.Markdown()), 0o644)
 	}
-	return *res
+	return st.result(res, err)
 }
 
 // startMock starts the Slack mock on addr, on the other CPUs, and returns its base URL.

@@ -101,11 +101,7 @@ func BunPeer(ctx context.Context, src, work string, log io.Writer) Peer {
 // runPeer runs a peer setup: the Slack mock when it has Slack, the peer's seed, then its
 // server pinned as the edge would be, and the same stairs.
 func runPeer(ctx context.Context, cfg Config, s Setup, data string, st *starter, res *Result) Result {
-	fail := func(err error) Result {
-		res.Error = err.Error()
-		res.Pinned = strings.Join(st.pins, ", ")
-		return *res
-	}
+	fail := func(err error) Result { return st.result(res, err) }
 	p := cfg.Peer
 	if p.Skip != "" {
 		res.Skipped = true

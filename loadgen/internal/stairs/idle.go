@@ -3,8 +3,6 @@ package stairs
 import (
 	"context"
 	"fmt"
-	"net/http"
-	"strings"
 	"time"
 
 	"spookat/loadgen/internal/procfs"
@@ -43,15 +41,9 @@ func Idle(ctx context.Context, cfg Config, settle time.Duration) (*IdleReport, e
 	if cfg.EdgePID <= 0 {
 		return nil, fmt.Errorf("idle: the server's pid is unknown (-edge-pid)")
 	}
-	r := &runner{cfg: cfg, base: time.Now(), http: &http.Client{Timeout: 5 * time.Second}}
+	r := newRunner(cfg)
 	r.stairs = []*stairStats{{errs: map[string]int64{}}} // where readers count closed sockets
-	metricsURL := cfg.MetricsURL
-	if metricsURL == "" {
-		metricsURL = strings.TrimRight(cfg.EdgeURL, "/") + "/metrics"
-	}
-	if cfg.ServerName != "" {
-		metricsURL = ""
-	}
+	metricsURL := cfg.metricsURL()
 	goStats := func() (heap, stack, gor float64, ok bool) {
 		m, err := scrape(ctx, r.http, metricsURL)
 		if err != nil || !m.Has("go_memstats_heap_inuse_bytes") {

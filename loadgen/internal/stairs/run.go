@@ -187,7 +187,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if err := cfg.defaults(); err != nil {
 		return nil, err
 	}
-	r := &runner{cfg: cfg, base: time.Now(), http: &http.Client{Timeout: 5 * time.Second}}
+	r := newRunner(cfg)
 	r.text = filler(cfg.TextBytes)
 	for _, rate := range cfg.Stairs {
 		st := &stairStats{rate: rate, errs: map[string]int64{}}
@@ -221,6 +221,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	rep.SocketsOpen = len(r.sockets)
 	rep.ConnectSeconds = time.Since(t0).Seconds()
+	fmt.Fprintf(cfg.Log, "loadgen: %d sockets open over %d sites in %.1fs\n", len(r.sockets), min(len(cfg.Keys), cfg.Sockets), rep.ConnectSeconds)
 	if len(cfg.Operators) > 0 {
 		if err := r.openInboxes(ctx); err != nil {
 			r.closeAll()
@@ -229,15 +230,8 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		rep.InboxSockets = len(r.inboxes)
 		fmt.Fprintf(cfg.Log, "loadgen: %d operator inboxes open\n", len(r.inboxes))
 	}
-	fmt.Fprintf(cfg.Log, "loadgen: %d sockets open over %d sites in %.1fs\n", len(r.sockets), min(len(cfg.Keys), cfg.Sockets), rep.ConnectSeconds)
 
-	metricsURL := cfg.MetricsURL
-	if metricsURL == "" {
-		metricsURL = strings.TrimRight(cfg.EdgeURL, "/") + "/metrics"
-	}
-	if cfg.ServerName != "" {
-		metricsURL = ""
-	}
+	metricsURL := cfg.metricsURL()
 	if metricsURL == "" {
 		rep.Notes = append(rep.Notes, cfg.ServerName+" serves no metrics: no saved-message cross-check, no scheduler latency")
 	} else if m, err := prom.Scrape(ctx, r.http, metricsURL); err == nil {
@@ -361,6 +355,21 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		rep.Notes = append(rep.Notes, fmt.Sprintf("%d messages were neither acked nor refused within %v of the end", rep.Unacked, cfg.Drain))
 	}
 	return rep, stop
+}
+
+// metricsURL is where the server's metrics are ("": a server without them, a peer).
+func (c *Config) metricsURL() string {
+	switch {
+	case c.ServerName != "":
+		return ""
+	case c.MetricsURL != "":
+		return c.MetricsURL
+	}
+	return strings.TrimRight(c.EdgeURL, "/") + "/metrics"
+}
+
+func newRunner(cfg Config) *runner {
+	return &runner{cfg: cfg, base: time.Now(), http: &http.Client{Timeout: 5 * time.Second}}
 }
 
 // scrape reads the server's metrics; url "" is a server without them.
