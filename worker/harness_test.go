@@ -42,6 +42,12 @@ type env struct {
 	slack   *mock.Slack
 	slackTS *httptest.Server
 	results *collector
+
+	// batched: publish as the edge does, one message per lane partition per publish call
+	// (schema.HeaderJobs); else one message per job, as edges before batches did.
+	batched  bool
+	windows  int64 // publish calls so far (batch ids)
+	maxBatch int   // the most jobs a published batch held
 }
 
 func newEnv(t *testing.T, slackOpt mock.SlackOptions) *env {
@@ -164,6 +170,10 @@ func job(target string, site, conv, msg int64, first bool, text string) schema.J
 // publish publishes jobs asynchronously, as the edge does, and waits for JetStream to store them.
 func (e *env) publish(jobs ...schema.Job) {
 	e.t.Helper()
+	if e.batched {
+		e.publishBatches(jobs)
+		return
+	}
 	for _, j := range jobs {
 		m := nats.NewMsg(schema.JobSubject(j.Lane, j.SiteID, j.ConversationID))
 		m.Data, _ = json.Marshal(j)
@@ -176,6 +186,44 @@ func (e *env) publish(jobs ...schema.Job) {
 	case <-e.js.PublishAsyncComplete():
 	case <-time.After(10 * time.Second):
 		e.t.Fatal("jobs not stored")
+	}
+}
+
+// publishBatches publishes the jobs as one window of the edge: a batch per lane partition,
+// jobs in the order given.
+func (e *env) publishBatches(jobs []schema.Job) {
+	e.t.Helper()
+	e.windows++
+	type key struct {
+		lane string
+		part int
+	}
+	var order []key
+	bodies := map[key][]byte{}
+	counts := map[key]int{}
+	for _, j := range jobs {
+		k := key{j.Lane, schema.JobPartition(j.SiteID, j.ConversationID)}
+		if _, ok := bodies[k]; !ok {
+			order = append(order, k)
+		}
+		line, _ := json.Marshal(j)
+		bodies[k] = append(append(bodies[k], line...), '\n')
+		counts[k]++
+	}
+	for _, k := range order {
+		m := nats.NewMsg(schema.BatchSubject(k.lane, k.part, e.windows))
+		m.Data = bodies[k]
+		m.Header.Set(jetstream.MsgIDHeader, schema.BatchID(k.lane, k.part, e.windows))
+		m.Header.Set(schema.HeaderJobs, strconv.Itoa(counts[k]))
+		e.maxBatch = max(e.maxBatch, counts[k])
+		if _, err := e.js.PublishMsgAsync(m); err != nil {
+			e.t.Fatal(err)
+		}
+	}
+	select {
+	case <-e.js.PublishAsyncComplete():
+	case <-time.After(10 * time.Second):
+		e.t.Fatal("batches not stored")
 	}
 }
 

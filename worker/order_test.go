@@ -12,8 +12,17 @@ import (
 // Two workers share the partitions; one is cut off mid-run (no hand-over, its acks lost), a
 // third joins later. Every message arrives, each conversation in order, nothing is dead.
 func TestOrderAcrossWorkersCrashAndJoin(t *testing.T) {
+	for _, batched := range []bool{false, true} {
+		t.Run(map[bool]string{false: "single jobs", true: "batches"}[batched], func(t *testing.T) {
+			testOrderAcrossWorkersCrashAndJoin(t, batched)
+		})
+	}
+}
+
+func testOrderAcrossWorkersCrashAndJoin(t *testing.T, batched bool) {
 	const convs, perConv, sitesN = 60, 20, 6
 	e := newEnv(t, mock.SlackOptions{Latency: 3 * time.Millisecond})
+	e.batched = batched
 	for s := int64(1); s <= sitesN; s++ {
 		e.putSite(schema.SiteDelivery{SiteID: s, SlackToken: "xoxb-" + strconv.FormatInt(s, 10), SlackChannel: "C" + strconv.FormatInt(s, 10)})
 	}
@@ -62,8 +71,13 @@ func TestOrderAcrossWorkersCrashAndJoin(t *testing.T) {
 	for conv, seq := range sequences(posts) {
 		dups += checkOrder(t, conv, seq, perConv)
 	}
-	// Repeats come only from what b had taken and not acked when it was cut off.
-	if bound := int(heldByB) + e.config().ChatInFlight; dups > bound {
+	// Repeats come only from what b had taken and not acked when it was cut off: its queued
+	// and in-flight jobs, and with batches the delivered jobs of batches not finished.
+	bound := int(heldByB) + e.config().ChatInFlight
+	if batched {
+		bound *= e.maxBatch
+	}
+	if dups > bound {
 		t.Errorf("%d repeated messages, more than b could have had in hand (%d)", dups, bound)
 	}
 	if n := len(e.deadJobs()); n != 0 {
@@ -76,8 +90,17 @@ func TestOrderAcrossWorkersCrashAndJoin(t *testing.T) {
 
 // A worker that stops gracefully hands its partitions over: nothing repeated, nothing lost.
 func TestGracefulHandOver(t *testing.T) {
+	for _, batched := range []bool{false, true} {
+		t.Run(map[bool]string{false: "single jobs", true: "batches"}[batched], func(t *testing.T) {
+			testGracefulHandOver(t, batched)
+		})
+	}
+}
+
+func testGracefulHandOver(t *testing.T, batched bool) {
 	const convs, perConv = 40, 10
 	e := newEnv(t, mock.SlackOptions{Latency: 5 * time.Millisecond})
+	e.batched = batched
 	e.putSite(schema.SiteDelivery{SiteID: 1, SlackToken: "xoxb-1", SlackChannel: "C1"})
 	a := e.start(e.config())
 	b := e.start(e.config())

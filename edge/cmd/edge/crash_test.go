@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/ncruces/go-sqlite3"
 
 	"spookat/edge/internal/edgetest"
@@ -262,7 +261,7 @@ func checkAcked(t *testing.T, db *sqlite3.Conn, loaders []*loader) (acked int) {
 	return acked
 }
 
-// countJobs reads every message of JOBS and counts them by Nats-Msg-Id.
+// countJobs reads every message of JOBS and counts the jobs in them by job id.
 func countJobs(t *testing.T, bin, dataDir, natsAddr string) map[string]int {
 	js := edgetest.ConnectOps(t, bin, dataDir, "nats://"+natsAddr)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -281,7 +280,13 @@ func countJobs(t *testing.T, bin, dataDir, natsAddr string) map[string]int {
 		if err != nil {
 			t.Fatalf("JOBS seq %d: %v", seq, err)
 		}
-		counts[m.Header.Get(jetstream.MsgIDHeader)]++
+		schema.SplitJobs(m.Header.Get(schema.HeaderJobs) != "", m.Data, func(line []byte) {
+			var j schema.Job
+			if err := json.Unmarshal(line, &j); err != nil {
+				t.Fatalf("JOBS seq %d: %v", seq, err)
+			}
+			counts[j.ID]++
+		})
 	}
 	return counts
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http/httptest"
 	"regexp"
@@ -332,12 +333,14 @@ func members(js jetstream.JetStream) []string {
 	return keys
 }
 
-// ackPending sums the chat consumers' jobs taken by a worker and not acked yet.
+// ackPending counts the chat jobs taken by a worker and not acked yet: the jobs of every
+// chat message still in JOBS (a work queue deletes what is acked) that its partition's
+// consumer has delivered.
 func ackPending(t *testing.T, js jetstream.JetStream) int {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	n := 0
+	delivered := map[string]uint64{} // "jobs.chat.<partition>." → the consumer's last delivered stream seq
 	for i := range schema.JobShards(schema.LaneChat) {
 		c, err := js.Consumer(ctx, schema.StreamJobs, schema.JobConsumer(schema.LaneChat, i))
 		if err != nil {
@@ -347,7 +350,30 @@ func ackPending(t *testing.T, js jetstream.JetStream) int {
 		if err != nil {
 			t.Fatal(err)
 		}
-		n += info.NumAckPending
+		delivered["jobs.chat."+strconv.Itoa(i)+"."] = info.Delivered.Stream
+	}
+	s, err := js.Stream(ctx, schema.StreamJobs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := s.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for seq := info.State.FirstSeq; info.State.Msgs > 0 && seq <= info.State.LastSeq; seq++ {
+		m, err := s.GetMsg(ctx, seq)
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		tok := strings.SplitN(m.Subject, ".", 4)
+		if len(tok) < 4 || seq > delivered[tok[0]+"."+tok[1]+"."+tok[2]+"."] {
+			continue
+		}
+		schema.SplitJobs(m.Header.Get(schema.HeaderJobs) != "", m.Data, func([]byte) { n++ })
 	}
 	return n
 }

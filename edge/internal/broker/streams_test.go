@@ -2,6 +2,7 @@ package broker_test
 
 import (
 	"context"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -90,5 +91,53 @@ func TestStreamBudgetsBeyondTheDiskNameTheFlags(t *testing.T) {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not say %q", err, want)
 		}
+	}
+}
+
+// The edge computes a conversation's partition itself for batches (schema.JobPartition); it
+// must be the one the JOBS stream's transform stamps on a single job of that conversation, or
+// a conversation's jobs from before and after an upgrade would sit in two partitions, out of
+// order.
+func TestJobPartitionIsTheStreamTransforms(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	auth, err := natsauth.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	br, err := broker.Start(ctx, broker.Options{Listen: "127.0.0.1:0", DataDir: dir, Auth: auth})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer br.Close()
+	js, err := jetstream.New(br.NC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := js.Stream(ctx, schema.StreamJobs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	parts := map[int]bool{}
+	for _, sc := range [][2]int64{{1, 1}, {1, 2}, {7, 99}, {12, 3456}, {1200, 987654}, {3, 1 << 40}} {
+		for d := range int64(20) {
+			site, conv := sc[0], sc[1]+d
+			ack, err := js.Publish(ctx, schema.JobSubject(schema.LaneChat, site, conv), []byte("{}"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			m, err := s.GetMsg(ctx, ack.Sequence)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := "jobs.chat." + strconv.Itoa(schema.JobPartition(site, conv)) + "." + strconv.FormatInt(site, 10) + "." + strconv.FormatInt(conv, 10)
+			if m.Subject != want {
+				t.Fatalf("site %d conversation %d stored as %s, JobPartition says %s", site, conv, m.Subject, want)
+			}
+			parts[schema.JobPartition(site, conv)] = true
+		}
+	}
+	if len(parts) < schema.JobPartitions/2 {
+		t.Errorf("120 conversations in only %d partitions", len(parts))
 	}
 }

@@ -3,8 +3,6 @@ package outbox_test
 import (
 	"bytes"
 	"context"
-	"encoding/json"
-	"errors"
 	"log/slog"
 	"strings"
 	"sync"
@@ -122,28 +120,9 @@ func TestFullJobsHoldsJobsAndRetriesSlowly(t *testing.T) {
 		return strings.Contains(logs.String(), "JOBS has room again")
 	})
 
-	s, err := js.Stream(ctx, schema.StreamJobs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	info := s.CachedInfo()
-	if info.State.Msgs != uint64(len(msgs)) {
-		t.Fatalf("JOBS holds %d jobs, want %d", info.State.Msgs, len(msgs))
-	}
 	seen := map[string]bool{}
 	last := map[int64]int64{} // conversation → last message id seen
-	for seq := info.State.FirstSeq; seq <= info.State.LastSeq; seq++ {
-		m, err := s.GetMsg(ctx, seq)
-		if errors.Is(err, jetstream.ErrMsgNotFound) {
-			continue
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		var j schema.Job
-		if err := json.Unmarshal(m.Data, &j); err != nil {
-			t.Fatal(err)
-		}
+	for _, j := range storedJobs(t, br.NC) {
 		if seen[j.ID] {
 			t.Fatalf("job %s stored twice", j.ID)
 		}

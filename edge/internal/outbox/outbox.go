@@ -1,23 +1,32 @@
 // Package outbox turns committed messages into delivery jobs on the JOBS stream.
 //
 // The writer hands every commit's messages to the Publisher, which publishes asynchronously
-// (the visitor's ack never waits on NATS) with Nats-Msg-Id = the job id. The Publisher keeps a
-// watermark: the highest message id such that every job of every message up to it has been
-// stored by JetStream (its PubAck came back). The writer persists that watermark in the outbox
-// table with its commits. After a crash, the edge re-publishes the jobs of every message above
-// the persisted watermark; jobs that had made it are dropped by JetStream's duplicate window.
-// This costs no outbox row per message.
+// (the visitor's ack never waits on NATS). Jobs travel in batches (see schema.HeaderJobs): the
+// publisher collects the jobs of a publish window (Config.Window, or until a batch would pass
+// schema.BatchMaxBytes) and publishes one JOBS message per lane partition for it, so JetStream
+// stores, delivers, acks and deletes one message for many jobs.
+//
+// Crash rules. Before a window's batches are published, the window's end (its last message
+// id) is persisted through a normal write of the store (Config.SaveCut); a batch's
+// Nats-Msg-Id is schema.BatchID(lane, partition, end). The publisher keeps a watermark: the
+// highest message id such that every job of every message up to it has been stored by
+// JetStream (its PubAck came back); the writer persists it with its commits and drops the
+// window ends at or below it. After a crash, the edge hands the publisher the messages above
+// the persisted watermark and the window ends persisted above it (Config.ReplayCuts): it
+// re-forms exactly those windows, with the same batch ids, and JetStream's duplicate window
+// drops the batches that had been stored. Messages past the last persisted end had not been
+// published at all. This costs no outbox row per message, one per window.
 //
 // Order: JOBS must hold a conversation's jobs in the order of its messages, or a worker posts
-// them out of order. Publishing many jobs at once and retrying the ones that fail would break
-// that whenever a publish fails and a later one succeeds (a cluster's stream leader dying, a
-// timeout), so a subject (lane, site, conversation) has at most one job in flight: the next
-// goes out when JetStream has stored the previous one. Conversations proceed in parallel.
+// them out of order. A conversation's jobs of one lane are in one partition (schema
+// JobPartition), in id order within a batch; a partition has at most one batch in flight: the
+// next goes out when JetStream has stored the previous one, and a publish that fails is sent
+// again before any later one of its partition. Partitions proceed in parallel.
 //
-// A full JOBS (its byte budget reached, workers or Slack away for hours) refuses new jobs. The
-// publisher keeps them, above the watermark, and probes for room once a second with one job;
-// when one is stored it releases the held jobs in doubling rounds, so a stream that has room
-// for a few jobs at a time costs a few refusals, not one per held job every retry.
+// A full JOBS (its byte budget reached, workers or Slack away for hours) refuses new batches.
+// The publisher keeps them, above the watermark, and probes for room once a second with one
+// batch; when one is stored it releases the held ones in doubling rounds, so a stream that has
+// room for a few at a time costs a few refusals, not one per held batch every retry.
 package outbox
 
 import (
@@ -39,6 +48,10 @@ import (
 // Targets returns the delivery settings of a site, or nil for an unknown site.
 type Targets func(siteID int64) *schema.SiteDelivery
 
+// DefaultWindow is how long a job waits for others of its window: the time Slack and the
+// other targets see a message later, for batches of about Window × rate ÷ partitions jobs.
+const DefaultWindow = 20 * time.Millisecond
+
 // Config says what jobs a message gets.
 type Config struct {
 	Targets Targets
@@ -49,7 +62,16 @@ type Config struct {
 	ReplyEmail func(conversationID int64) string
 	// PublishedThrough is the persisted watermark the publisher starts from.
 	PublishedThrough int64
-	Log              *slog.Logger
+	// ReplayCuts are the window ends persisted above PublishedThrough (store.OutboxCuts),
+	// ascending: the first windows of the replay end exactly there.
+	ReplayCuts []int64
+	// SaveCut persists a window's end and calls done once it is committed (or failed: the
+	// publisher tries again). It must not block. Nil: windows are published unrecorded, and a
+	// replay may store some jobs twice (tests of the publisher alone).
+	SaveCut func(through int64, done func(error))
+	// Window is how long the first job of a window waits for company (0: DefaultWindow).
+	Window time.Duration
+	Log    *slog.Logger
 }
 
 // Publisher publishes jobs and tracks the watermark.
@@ -60,21 +82,27 @@ type Publisher struct {
 
 	mu        sync.Mutex
 	queue     []store.Committed // handed over by the writer, not yet taken by the loop
-	unhandled int               // messages handed over whose jobs are not yet published
+	unhandled int               // messages handed over, not yet taken
+	open      window            // collecting jobs
+	sealed    []*window         // sealed windows not yet stored by JetStream, in order
+	pending   int               // jobs in open and sealed windows
 	retry     []*nats.Msg       // publishes that failed, to send again
-	ready     []*nats.Msg       // next jobs of subjects whose previous job was stored
-	subjects  map[string]*line  // subjects with a job in flight
-	pending   map[int64]int     // message id → jobs not yet acked by JetStream
-	order     []int64           // message ids with pending jobs, ascending
+	ready     []*nats.Msg       // next batches of partitions whose previous batch was stored
+	subjects  map[string]*line  // partitions (see partitionOf) with a batch in flight
 	handled   int64             // highest message id taken from the queue
+	replay    []int64           // persisted window ends still to re-form
+	replayEnd bool              // every replayed message is queued (EndReplay)
+	flushing  bool              // Drain: seal at once
 	published int64             // jobs published, for metrics
+	batches   int64             // batches published, for metrics
 	failed    int               // publishes failed since the last log line about them
 	lastLog   time.Time
+	cutFailed time.Time // last log line about a window end that could not be saved
 
-	// While JOBS is full: full is set by a refusal and cleared by the next stored job; window
-	// is how many held jobs the next round may send (0: no limit, JOBS has room).
+	// While JOBS is full: full is set by a refusal and cleared by the next stored batch;
+	// window is how many held batches the next round may send (0: no limit, JOBS has room).
 	full        bool
-	fullSince   time.Time // start of the episode (first refusal until every held job is out); zero: none
+	fullSince   time.Time // start of the episode (first refusal until every held batch is out); zero: none
 	window      int
 	lastRelease time.Time // last probe or round while full or recovering
 	refused     int64     // publishes refused because JOBS is full, for metrics
@@ -85,22 +113,54 @@ type Publisher struct {
 	done chan struct{}
 }
 
-// line is one subject's jobs: the head is in flight, the rest wait for it.
+// window is the jobs of a run of messages, one batch per lane partition.
+type window struct {
+	first   int64 // first message id with a job (0: none yet)
+	through int64 // the window's end: its last message id
+	started time.Time
+	jobs    int
+	parts   map[part]*batchBody
+
+	// once sealed
+	msgs      []*nats.Msg
+	left      int // batches not yet stored
+	saved     bool
+	saving    bool
+	published bool
+}
+
+type part struct {
+	lane string
+	n    int
+}
+
+type batchBody struct {
+	data []byte
+	n    int
+}
+
+// line is one partition's batches: the head is in flight, the rest wait for it.
 type line struct {
 	waiting []*nats.Msg
 }
 
 // New creates a publisher on its own JetStream context (its ack handlers are the publisher's).
 func New(nc *nats.Conn, cfg Config) (*Publisher, error) {
+	if cfg.Window <= 0 {
+		cfg.Window = DefaultWindow
+	}
 	p := &Publisher{
 		cfg:      cfg,
 		log:      cfg.Log,
-		pending:  make(map[int64]int),
 		subjects: make(map[string]*line),
 		handled:  cfg.PublishedThrough,
+		replay:   cfg.ReplayCuts,
 		wake:     make(chan struct{}, 1),
 		stop:     make(chan struct{}),
 		done:     make(chan struct{}),
+	}
+	if len(p.replay) == 0 {
+		p.replayEnd = true
 	}
 	js, err := jetstream.New(nc,
 		jetstream.WithPublishAsyncAckHandler(p.onAck),
@@ -123,6 +183,19 @@ func (p *Publisher) Enqueue(msgs []store.Committed) {
 	p.queue = append(p.queue, msgs...)
 	p.unhandled += len(msgs)
 	p.mu.Unlock()
+	p.poke()
+}
+
+// EndReplay says every message above the watermark has been enqueued: the persisted window
+// ends not reached by a message are closed too.
+func (p *Publisher) EndReplay() {
+	p.mu.Lock()
+	p.replayEnd = true
+	p.mu.Unlock()
+	p.poke()
+}
+
+func (p *Publisher) poke() {
 	select {
 	case p.wake <- struct{}{}:
 	default:
@@ -133,21 +206,20 @@ func (p *Publisher) Enqueue(msgs []store.Committed) {
 func (p *Publisher) Watermark() int64 {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if len(p.order) > 0 {
-		return p.order[0] - 1
+	switch {
+	case len(p.sealed) > 0:
+		return p.sealed[0].first - 1
+	case p.open.first > 0:
+		return p.open.first - 1
 	}
 	return p.handled
 }
 
-// Backlog is the number of jobs published and not yet acked, plus messages not yet handled.
+// Backlog is the number of jobs not yet stored by JetStream, plus messages not yet handled.
 func (p *Publisher) Backlog() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	n := p.unhandled
-	for _, c := range p.pending {
-		n += c
-	}
-	return n
+	return p.unhandled + p.pending
 }
 
 // Published is the number of jobs published so far.
@@ -157,8 +229,20 @@ func (p *Publisher) Published() int64 {
 	return p.published
 }
 
-// Drain waits until every queued job is acked by JetStream, or the timeout.
+// Batches is the number of JOBS messages (batches) published so far.
+func (p *Publisher) Batches() int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.batches
+}
+
+// Drain seals the open window at once and waits until every job is stored by JetStream, or
+// the timeout.
 func (p *Publisher) Drain(timeout time.Duration) bool {
+	p.mu.Lock()
+	p.flushing = true
+	p.mu.Unlock()
+	p.poke()
 	deadline := time.Now().Add(timeout)
 	for time.Now().Before(deadline) {
 		if p.Backlog() == 0 {
@@ -166,7 +250,7 @@ func (p *Publisher) Drain(timeout time.Duration) bool {
 		}
 		select {
 		case <-p.js.PublishAsyncComplete():
-		case <-time.After(20 * time.Millisecond):
+		case <-time.After(10 * time.Millisecond):
 		}
 	}
 	return p.Backlog() == 0
@@ -182,6 +266,8 @@ func (p *Publisher) loop() {
 	defer close(p.done)
 	retryTick := time.NewTicker(250 * time.Millisecond)
 	defer retryTick.Stop()
+	windowTimer := time.NewTimer(time.Hour)
+	defer windowTimer.Stop()
 	var batch []store.Committed
 	for {
 		select {
@@ -189,15 +275,17 @@ func (p *Publisher) loop() {
 			return
 		case <-p.wake:
 		case <-retryTick.C:
+		case <-windowTimer.C:
 		}
 		if !p.js.Conn().IsConnected() {
 			// NATS is away: visitors' messages are committed and acked regardless, and wait
 			// here (and above the persisted watermark) until it is back.
 			continue
 		}
+		now := time.Now()
 		p.mu.Lock()
 		batch, p.queue = p.queue, batch[:0]
-		retry, ready := p.release(time.Now()), p.ready
+		retry, ready := p.release(now), p.ready
 		p.ready = nil
 		p.mu.Unlock()
 		for _, m := range retry {
@@ -207,14 +295,19 @@ func (p *Publisher) loop() {
 			p.send(m)
 		}
 		for i := range batch {
-			p.publish(&batch[i])
+			p.add(&batch[i], now)
 		}
 		clear(batch)
+		if wait := p.closeWindows(now); wait > 0 {
+			windowTimer.Reset(wait)
+		}
+		p.saveCuts()
+		p.publishSaved()
 	}
 }
 
-// publish sends the jobs of one message. A message without targets only moves the watermark.
-func (p *Publisher) publish(c *store.Committed) {
+// jobs builds the jobs of one message. A message without targets has none.
+func (p *Publisher) jobs(c *store.Committed) []schema.Job {
 	var targets []string
 	replyTo := ""
 	if !c.Internal {
@@ -230,15 +323,11 @@ func (p *Publisher) publish(c *store.Committed) {
 			}
 		}
 	}
-	p.mu.Lock()
-	if len(targets) > 0 {
-		p.pending[c.MessageID] = len(targets)
-		p.order = append(p.order, c.MessageID)
+	if len(targets) == 0 {
+		return nil
 	}
-	p.handled = c.MessageID
-	p.unhandled--
-	p.mu.Unlock()
-	for _, target := range targets {
+	jobs := make([]schema.Job, len(targets))
+	for i, target := range targets {
 		job := schema.Job{
 			ID:             schema.JobID(c.MessageID, target),
 			Lane:           schema.LaneOf(target),
@@ -258,25 +347,185 @@ func (p *Publisher) publish(c *store.Committed) {
 		if target == schema.TargetEmail {
 			job.To = replyTo
 		}
+		jobs[i] = job
+	}
+	return jobs
+}
+
+// add puts a message's jobs in the open window, closing the window first where a persisted
+// end (replay) or a batch's size says it ends before this message.
+func (p *Publisher) add(c *store.Committed, now time.Time) {
+	for len(p.replay) > 0 && c.MessageID > p.replay[0] {
+		p.seal(p.replay[0])
+		p.replay = p.replay[1:]
+	}
+	type encoded struct {
+		at   part
+		line []byte
+	}
+	var lines []encoded
+	for _, job := range p.jobs(c) {
 		body, err := json.Marshal(&job)
 		if err != nil { // cannot happen with these field types; never drop silently
 			p.log.Error("encode job", "job", job.ID, "err", err)
 			continue
 		}
-		m := &nats.Msg{
-			Subject: schema.JobSubject(job.Lane, c.SiteID, c.ConversationID),
-			Data:    body,
-			Header:  nats.Header{jetstream.MsgIDHeader: []string{job.ID}},
+		lines = append(lines, encoded{part{job.Lane, schema.JobPartition(c.SiteID, c.ConversationID)}, body})
+	}
+	if len(p.replay) == 0 && p.open.jobs > 0 {
+		for _, l := range lines {
+			if b := p.open.parts[l.at]; b != nil && len(b.data)+len(l.line)+1 > schema.BatchMaxBytes {
+				p.seal(p.open.through)
+				break
+			}
 		}
-		p.mu.Lock()
-		l := p.subjects[m.Subject]
-		if l != nil { // the subject's previous job is in flight: this one waits for it
-			l.waiting = append(l.waiting, m)
+	}
+	p.mu.Lock()
+	w := &p.open
+	if len(lines) > 0 {
+		if w.parts == nil {
+			w.parts = make(map[part]*batchBody)
+		}
+		if w.first == 0 {
+			w.first, w.started = c.MessageID, now
+		}
+		for _, l := range lines {
+			b := w.parts[l.at]
+			if b == nil {
+				b = &batchBody{}
+				w.parts[l.at] = b
+			}
+			b.data = append(append(b.data, l.line...), '\n')
+			b.n++
+		}
+		w.jobs += len(lines)
+		p.pending += len(lines)
+	}
+	w.through = c.MessageID
+	p.handled = c.MessageID
+	p.unhandled--
+	p.mu.Unlock()
+	if len(p.replay) > 0 && c.MessageID == p.replay[0] {
+		p.seal(p.replay[0])
+		p.replay = p.replay[1:]
+	}
+}
+
+// closeWindows seals what is due: the rest of a replay once every replayed message is in,
+// and the open window once it is Window old (at once while draining). It returns how long
+// until the open window is due (0: nothing open).
+func (p *Publisher) closeWindows(now time.Time) time.Duration {
+	p.mu.Lock()
+	replayEnd, flushing := p.replayEnd && len(p.queue) == 0, p.flushing
+	p.mu.Unlock()
+	if len(p.replay) > 0 {
+		if !replayEnd {
+			return 0 // the replayed windows end where they ended: no timer cuts them short
+		}
+		for len(p.replay) > 0 {
+			p.seal(p.replay[0])
+			p.replay = p.replay[1:]
+		}
+	}
+	if p.open.jobs == 0 {
+		return 0
+	}
+	if due := p.open.started.Add(p.cfg.Window); flushing || !now.Before(due) {
+		p.seal(p.open.through)
+		return 0
+	} else {
+		return due.Sub(now)
+	}
+}
+
+// seal closes the open window at through and readies its batches. A window without jobs
+// needs nothing: the watermark passes it.
+func (p *Publisher) seal(through int64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	w := p.open
+	p.open = window{}
+	if w.jobs == 0 {
+		return
+	}
+	w.through = through
+	// A replayed window's end is already persisted.
+	w.saved = p.cfg.SaveCut == nil || len(p.replay) > 0 && p.replay[0] == through
+	for at, b := range w.parts {
+		m := &nats.Msg{
+			Subject: schema.BatchSubject(at.lane, at.n, through),
+			Data:    b.data,
+			Header: nats.Header{
+				jetstream.MsgIDHeader: []string{schema.BatchID(at.lane, at.n, through)},
+				schema.HeaderJobs:     []string{strconv.Itoa(b.n)},
+			},
+		}
+		w.msgs = append(w.msgs, m)
+	}
+	w.parts = nil
+	w.left = len(w.msgs)
+	p.sealed = append(p.sealed, &w)
+}
+
+// saveCuts asks the store to persist the end of every sealed window not yet saved (again,
+// after a failure).
+func (p *Publisher) saveCuts() {
+	p.mu.Lock()
+	var todo []*window
+	for _, w := range p.sealed {
+		if !w.saved && !w.saving {
+			w.saving = true
+			todo = append(todo, w)
+		}
+	}
+	p.mu.Unlock()
+	for _, w := range todo {
+		p.cfg.SaveCut(w.through, func(err error) {
+			p.mu.Lock()
+			w.saving = false
+			w.saved = err == nil
+			logNow := err != nil && time.Since(p.cutFailed) >= 5*time.Second
+			if logNow {
+				p.cutFailed = time.Now()
+			}
 			p.mu.Unlock()
+			if logNow {
+				p.log.Warn("saving a publish window's end failed; its jobs wait and it is tried again", "through", w.through, "err", err)
+			}
+			if err == nil {
+				p.poke()
+			}
+		})
+	}
+}
+
+// publishSaved publishes the batches of saved windows, in window order: a window whose end
+// is not saved yet holds the ones after it, or a partition's batches could be stored out of
+// order.
+func (p *Publisher) publishSaved() {
+	p.mu.Lock()
+	var out []*nats.Msg
+	for _, w := range p.sealed {
+		if !w.saved {
+			break
+		}
+		if w.published {
 			continue
 		}
-		p.subjects[m.Subject] = &line{}
-		p.mu.Unlock()
+		w.published = true
+		for _, m := range w.msgs {
+			key := partitionOf(m.Subject)
+			if l := p.subjects[key]; l != nil { // the partition's previous batch is in flight
+				l.waiting = append(l.waiting, m)
+				continue
+			}
+			p.subjects[key] = &line{}
+			out = append(out, m)
+		}
+		w.msgs = nil
+	}
+	p.mu.Unlock()
+	for _, m := range out {
 		p.send(m)
 	}
 }
@@ -341,61 +590,54 @@ func (p *Publisher) transmit(m *nats.Msg) {
 		p.onErr(p.js, m, err)
 		return
 	}
+	n, _ := strconv.Atoi(m.Header.Get(schema.HeaderJobs))
 	p.mu.Lock()
-	p.published++
+	p.published += int64(n)
+	p.batches++
 	p.mu.Unlock()
 }
 
 func (p *Publisher) onAck(_ jetstream.JetStream, m *nats.Msg, _ *jetstream.PubAck) {
-	id, ok := messageID(m.Header.Get(jetstream.MsgIDHeader))
+	through, ok := schema.BatchThrough(m.Header.Get(jetstream.MsgIDHeader))
 	if !ok {
 		return
 	}
+	n, _ := strconv.Atoi(m.Header.Get(schema.HeaderJobs))
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.full { // there was room for this one: release the held jobs
+	if p.full { // there was room for this one: release the held batches
 		p.full = false
-		select {
-		case p.wake <- struct{}{}:
-		default:
-		}
+		p.poke()
 	}
-	// The subject's next job may go. The loop sends it: publishing from this callback could
-	// block on the in-flight limit while acks wait for this very goroutine.
-	if l := p.subjects[m.Subject]; l != nil {
+	// The partition's next batch may go. The loop sends it: publishing from this callback
+	// could block on the in-flight limit while acks wait for this very goroutine.
+	if l := p.subjects[partitionOf(m.Subject)]; l != nil {
 		if len(l.waiting) == 0 {
-			delete(p.subjects, m.Subject)
+			delete(p.subjects, partitionOf(m.Subject))
 		} else {
 			p.ready = append(p.ready, l.waiting[0])
 			l.waiting = l.waiting[1:]
-			select {
-			case p.wake <- struct{}{}:
-			default:
-			}
+			p.poke()
 		}
 	}
-	n, ok := p.pending[id]
-	if !ok {
-		return
-	}
-	if n > 1 {
-		p.pending[id] = n - 1
-		return
-	}
-	delete(p.pending, id)
-	// Pop every message at the head whose jobs are all stored.
-	i := 0
-	for i < len(p.order) {
-		if _, still := p.pending[p.order[i]]; still {
+	for _, w := range p.sealed {
+		if w.through == through {
+			w.left--
+			p.pending -= n
 			break
 		}
+	}
+	// Pop every window at the head whose batches are all stored.
+	i := 0
+	for i < len(p.sealed) && p.sealed[i].left == 0 {
+		p.sealed[i] = nil
 		i++
 	}
-	p.order = p.order[i:]
+	p.sealed = p.sealed[i:]
 }
 
 // onErr re-queues a publish that failed (no stream yet, NATS restarting, ack timeout). It
-// stays its subject's job in flight, so nothing overtakes it. The watermark does not pass it,
+// stays its partition's batch in flight, so nothing overtakes it. The watermark does not pass it,
 // so it is published again after a crash too.
 // It logs once per 5 s at most, with the count: an outage fails every job, and one line each
 // would flood the log.
@@ -460,15 +702,12 @@ func (p *Publisher) Refused() int64 {
 	return p.refused
 }
 
-// messageID parses the message id out of a job id "m<id>.<target>".
-func messageID(jobID string) (int64, bool) {
-	s, ok := strings.CutPrefix(jobID, "m")
-	if !ok {
-		return 0, false
+// partitionOf is a batch subject's partition, "jobs.<lane>.<partition>".
+func partitionOf(subject string) string {
+	if i := strings.LastIndex(subject, ".w."); i >= 0 {
+		return subject[:i]
 	}
-	s, _, _ = strings.Cut(s, ".")
-	id, err := strconv.ParseInt(s, 10, 64)
-	return id, err == nil
+	return subject
 }
 
 // withoutSlack drops the Slack target (in place: Targets returns a fresh slice).

@@ -3,12 +3,16 @@ package outbox_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"log/slog"
 	"sort"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"spookat/edge/internal/broker"
@@ -68,28 +72,11 @@ func TestJobsPerMessageAndWatermark(t *testing.T) {
 		t.Fatalf("watermark %d after every job was stored, want 6", wm)
 	}
 
-	js, _ := jetstream.New(br.NC)
-	s, err := js.Stream(ctx, schema.StreamJobs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	info, _ := s.Info(ctx)
 	var ids []string
 	jobs := map[string]schema.Job{}
-	for seq := info.State.FirstSeq; info.State.Msgs > 0 && seq <= info.State.LastSeq; seq++ {
-		m, err := s.GetMsg(ctx, seq)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var j schema.Job
-		if err := json.Unmarshal(m.Data, &j); err != nil {
-			t.Fatal(err)
-		}
-		if m.Header.Get(jetstream.MsgIDHeader) != j.ID {
-			t.Fatalf("Nats-Msg-Id %q for job %q", m.Header.Get(jetstream.MsgIDHeader), j.ID)
-		}
+	for _, j := range storedJobs(t, br.NC) {
 		ids = append(ids, j.ID)
-		jobs[j.ID] = j
+		jobs[j.ID] = j.Job
 	}
 	sort.Strings(ids)
 	want := []string{"m1.email", "m1.slack", "m2.email", "m2.slack", "m6.slack"}
@@ -110,4 +97,60 @@ func TestJobsPerMessageAndWatermark(t *testing.T) {
 	if j := jobs["m1.slack"]; j.Text != "hello" || j.InboxURL == "" || j.SiteID != 1 || j.ConversationID != 10 {
 		t.Fatalf("slack job = %+v", j)
 	}
+}
+
+// storedJob is a job as JOBS holds it, with the message that carries it.
+type storedJob struct {
+	schema.Job
+	Seq     uint64 // the message's stream sequence
+	BatchID string // its Nats-Msg-Id
+	Subject string
+}
+
+// storedJobs reads every job in JOBS, in stream order, checking each message is a batch as
+// documented: a batch id naming its lane and partition, the job count in its header, on its
+// partition's subject.
+func storedJobs(t *testing.T, nc *nats.Conn) []storedJob {
+	t.Helper()
+	ctx := context.Background()
+	js, _ := jetstream.New(nc)
+	s, err := js.Stream(ctx, schema.StreamJobs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := s.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []storedJob
+	for seq := info.State.FirstSeq; info.State.Msgs > 0 && seq <= info.State.LastSeq; seq++ {
+		m, err := s.GetMsg(ctx, seq)
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		id := m.Header.Get(jetstream.MsgIDHeader)
+		if _, ok := schema.BatchThrough(id); !ok {
+			t.Fatalf("seq %d: Nats-Msg-Id %q is not a batch id", seq, id)
+		}
+		n := 0
+		schema.SplitJobs(true, m.Data, func(line []byte) {
+			var j schema.Job
+			if err := json.Unmarshal(line, &j); err != nil {
+				t.Fatalf("seq %d: %v", seq, err)
+			}
+			part := schema.JobPartition(j.SiteID, j.ConversationID)
+			if !strings.HasPrefix(m.Subject, "jobs."+j.Lane+"."+strconv.Itoa(part)+".w.") || !strings.HasSuffix(id, "."+j.Lane+"."+strconv.Itoa(part)) {
+				t.Fatalf("seq %d: job %s of %s partition %d in batch %s on %s", seq, j.ID, j.Lane, part, id, m.Subject)
+			}
+			out = append(out, storedJob{Job: j, Seq: seq, BatchID: id, Subject: m.Subject})
+			n++
+		})
+		if h := m.Header.Get(schema.HeaderJobs); h != strconv.Itoa(n) {
+			t.Fatalf("seq %d: %s %q for %d jobs", seq, schema.HeaderJobs, h, n)
+		}
+	}
+	return out
 }

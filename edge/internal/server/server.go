@@ -240,7 +240,16 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 			return email
 		},
 		PublishedThrough: st.PublishedThrough(),
-		Log:              log,
+		ReplayCuts:       st.OutboxCuts(),
+		// A window's end is a normal write of the store; the publisher never waits on it.
+		SaveCut: func(through int64, done func(error)) {
+			go func() {
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				defer cancel()
+				done(st.Write(ctx, func(tx *store.Tx) error { return tx.SaveOutboxCut(through) }))
+			}()
+		},
+		Log: log,
 	})
 	if err != nil {
 		return err
@@ -251,6 +260,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("replay unpublished jobs: %w", err)
 	}
+	p.EndReplay()
 	if replayed > 0 {
 		log.Info("re-publishing jobs of messages above the watermark", "messages", replayed, "watermark", st.PublishedThrough())
 	}
@@ -258,6 +268,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	m.Gauge("spookat_publish_backlog", "Jobs published and not yet stored by JetStream, plus messages not yet handled.",
 		func() float64 { return float64(p.Backlog()) })
 	m.Gauge("spookat_jobs_published", "Jobs published to JOBS since start.", func() float64 { return float64(p.Published()) })
+	m.Gauge("spookat_job_batches_published", "JOBS messages (batches of jobs) published since start.", func() float64 { return float64(p.Batches()) })
 	m.Publisher(p.Refused, p.Full)
 
 	bg, stopBG := context.WithCancel(context.Background())

@@ -86,6 +86,7 @@ type Store struct {
 	ckptKick chan struct{} // the writer's WAL hook asks for a timer checkpoint now
 
 	persistedWatermark int64
+	persistedCuts      []int64 // outbox_cuts above the watermark at open
 	stats              Stats
 
 	walPages   int       // frames in the WAL after the last commit (the writer's WAL hook)
@@ -275,12 +276,36 @@ func (s *Store) loadWatermark() error {
 	if stmt.Step() {
 		s.persistedWatermark = stmt.ColumnInt64(0)
 	}
-	return stmt.Err()
+	if err := stmt.Err(); err != nil {
+		return err
+	}
+	cuts, _, err := s.w.Prepare(`SELECT through FROM outbox_cuts WHERE through > ? ORDER BY through`)
+	if err != nil {
+		return err
+	}
+	defer cuts.Close()
+	if err := cuts.BindInt64(1, s.persistedWatermark); err != nil {
+		return err
+	}
+	for cuts.Step() {
+		s.persistedCuts = append(s.persistedCuts, cuts.ColumnInt64(0))
+	}
+	return cuts.Err()
 }
+
+// OutboxCuts are the ends of the publish windows above the watermark read at open (see
+// SaveOutboxCut), ascending: the windows the publisher re-forms at start.
+func (s *Store) OutboxCuts() []int64 { return s.persistedCuts }
 
 // PublishedThrough is the outbox watermark read at open: every job of the messages up to this
 // id had been stored by JetStream.
 func (s *Store) PublishedThrough() int64 { return s.persistedWatermark }
+
+// SaveOutboxCut records the end of a publish window in the writer's transaction: the job
+// publisher publishes a window's batches only after this is committed.
+func (tx *Tx) SaveOutboxCut(through int64) error {
+	return tx.exec(`INSERT OR IGNORE INTO outbox_cuts (through) VALUES (?)`, through)
+}
 
 // Close stops accepting writes, commits what is queued, persists the watermark and closes.
 func (s *Store) Close() error {

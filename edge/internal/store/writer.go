@@ -346,6 +346,9 @@ func (s *Store) runTx(batch []request, start time.Time, persistWatermark bool) (
 		if err := tx.exec(`UPDATE outbox SET published_through = ? WHERE id = 1`, wm); err != nil {
 			return nil, err
 		}
+		if err := tx.exec(`DELETE FROM outbox_cuts WHERE through <= ?`, wm); err != nil {
+			return nil, err
+		}
 	}
 	if err := tx.exec(`COMMIT`); err != nil {
 		return nil, err

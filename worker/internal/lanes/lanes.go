@@ -11,7 +11,6 @@
 package lanes
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -89,13 +88,16 @@ type conv struct {
 	inReady bool
 }
 
+// item is one job: alone in its JOBS message, or one line of a batch.
 type item struct {
-	msg      jetstream.Msg
+	d        *delivery
+	c        *conv
 	data     []byte
 	job      schema.Job
-	seq      uint64
+	pos      uint64 // order within the shard (see pos)
 	attempts int
-	touched  time.Time
+	sending  bool // in an attempt
+	finished bool // delivered, dead or given back
 }
 
 // Shard is one durable consumer of the lane (one partition for chat and webhook).
@@ -116,9 +118,11 @@ type Shard struct {
 	lastSeq  uint64 // consumer sequence of the last delivery taken since acquire
 	tainted  bool
 	checking bool
-	unacked  int
+	unacked  int // JOBS messages held (len(seen))
 	inflight int
-	seen     map[uint64]*item
+	partial  int  // batches started and not finished
+	handing  bool // releasing: only conversations with a job of a started batch are sent
+	seen     map[uint64]*delivery
 	convs    map[*conv]struct{}
 	drained  chan struct{}
 }
@@ -133,7 +137,7 @@ func New(cfg Config, env Env, sendCtx context.Context) *Lane {
 	}
 	for i := range schema.JobShards(cfg.Lane) {
 		l.shards = append(l.shards, &Shard{lane: l, N: i, Name: schema.JobConsumer(cfg.Lane, i),
-			seen: make(map[uint64]*item), convs: make(map[*conv]struct{})})
+			seen: make(map[uint64]*delivery), convs: make(map[*conv]struct{})})
 	}
 	return l
 }
@@ -238,21 +242,18 @@ func (s *Shard) acquire(ctx context.Context) error {
 	return nil
 }
 
-// release hands the shard over: stop pulling, let in-flight sends finish (bounded), give the
-// jobs not started back (nak, in order), wait for acks to be out, then unpin so the next owner
-// is pinned at once instead of after the pinned TTL.
+// release hands the shard over: stop pulling, let in-flight sends finish and finish the
+// batches it has started (bounded), give the messages not started back (nak, in order), wait
+// for acks to be out, then unpin so the next owner is pinned at once instead of after the
+// pinned TTL.
 func (s *Shard) release(drainTimeout time.Duration) {
 	l := s.lane
 	l.mu.Lock()
 	s.owned = false
+	s.handing = true
 	s.gen++
 	cc := s.cc
 	s.cc = nil
-	var drained chan struct{}
-	if s.inflight > 0 {
-		drained = make(chan struct{})
-		s.drained = drained
-	}
 	l.mu.Unlock()
 	timer := time.NewTimer(drainTimeout)
 	defer timer.Stop()
@@ -267,32 +268,38 @@ func (s *Shard) release(drainTimeout time.Duration) {
 			timer.Reset(0)
 		}
 	}
+	l.mu.Lock()
+	var drained chan struct{}
+	if s.inflight > 0 || s.partial > 0 {
+		drained = make(chan struct{})
+		s.drained = drained
+		for c := range s.convs {
+			l.kick(c) // the started batches' conversations go on
+		}
+	}
+	l.mu.Unlock()
 	if drained != nil {
 		select {
 		case <-drained:
 		case <-timer.C:
-			l.env.Log.Warn("release: in-flight deliveries still running", "consumer", s.Name)
+			l.env.Log.Warn("release: in-flight deliveries or started batches still running; their delivered jobs may be repeated by the next owner", "consumer", s.Name)
 		}
 	}
 	// Give back what was not started, in stream order.
 	l.mu.Lock()
+	s.handing = false
+	s.drained = nil
 	var back []*item
 	for c := range s.convs {
 		if c.busy {
 			continue
 		}
 		back = append(back, c.items...)
-		l.held -= len(c.items)
-		for _, it := range c.items {
-			delete(s.seen, it.seq)
-			s.unacked--
-		}
-		c.items = nil
-		l.dropIfIdle(c)
 	}
+	msgs := l.takeBack(s, back)
 	l.queuedG.Set(float64(l.held))
 	l.mu.Unlock()
-	giveBack(back)
+	giveBack(msgs)
 	ctx, cancel := context.WithTimeout(context.Background(), drainTimeout)
 	defer cancel()
 	l.env.Out.Flush(ctx)
@@ -302,6 +309,15 @@ func (s *Shard) release(drainTimeout time.Duration) {
 	l.env.M.Partitions.WithLabelValues(l.cfg.Lane).Dec()
 }
 
+// settled signals release once nothing is in flight and no started batch is unfinished.
+// Lock held.
+func (s *Shard) settled() {
+	if s.drained != nil && s.inflight == 0 && s.partial == 0 {
+		close(s.drained)
+		s.drained = nil
+	}
+}
+
 // receive is the Consume callback of a shard (one goroutine per shard, in delivery order).
 func (l *Lane) receive(s *Shard, gen int, m jetstream.Msg) {
 	meta, err := m.Metadata()
@@ -309,33 +325,45 @@ func (l *Lane) receive(s *Shard, gen int, m jetstream.Msg) {
 		_ = m.Term()
 		return
 	}
-	it := &item{msg: m, data: m.Data(), seq: meta.Sequence.Stream, attempts: int(meta.NumDelivered) - 1, touched: time.Now()}
-	if err := schema.DecodeJob(it.data, &it.job); err != nil || it.job.ID == "" {
-		// Not a job: nothing can deliver it. Keep it in DEAD for a human.
-		l.dead([]*item{it}, fmt.Errorf("undecodable job: %v", err), nil)
+	d := &delivery{shard: s, msg: m, seq: meta.Sequence.Stream, touched: time.Now()}
+	attempts := int(meta.NumDelivered) - 1
+	var bad []*item
+	schema.SplitJobs(m.Headers().Get(schema.HeaderJobs) != "", m.Data(), func(line []byte) {
+		it := &item{d: d, data: line, attempts: attempts, pos: pos(d.seq, len(d.items))}
+		d.items = append(d.items, it)
+		if err := schema.DecodeJob(line, &it.job); err != nil || it.job.ID == "" {
+			// Not a job: nothing can deliver it. Keep it in DEAD for a human.
+			bad = append(bad, it)
+		}
+	})
+	d.left = len(d.items)
+	if len(d.items) == 0 || len(d.items) > maxBatchJobs {
+		_ = m.Term()
+		l.env.Log.Warn("JOBS message without jobs or with too many; terminated", "consumer", s.Name, "seq", d.seq, "jobs", len(d.items))
 		return
 	}
 	pin := m.Headers().Get("Nats-Pin-Id")
 
 	l.mu.Lock()
-	defer l.mu.Unlock()
 	if s.gen != gen || !s.owned {
+		l.mu.Unlock()
 		_ = m.Nak() // handed over meanwhile; the next owner takes it
 		return
 	}
 	// A gap in the consumer's delivery sequence is a delivery lost on its way to us (the
-	// connection dropped, a cluster node died): JetStream counts that job as ours and will
-	// send it again only after its ack wait, so the jobs after it must not overtake it.
+	// connection dropped, a cluster node died): JetStream counts that message as ours and
+	// will send it again only after its ack wait, so the jobs after it must not overtake it.
 	// Every delivery counts, redeliveries of what we hold too.
 	cseq := meta.Sequence.Consumer
 	gap := s.lastSeq != 0 && cseq > s.lastSeq+1
 	s.lastSeq = max(s.lastSeq, cseq)
-	if old := s.seen[it.seq]; old != nil {
+	if old := s.seen[d.seq]; old != nil {
 		// Redelivered while we still hold it (ack wait passed): keep one copy, fresh handle.
-		old.msg, old.touched = m, it.touched
+		old.msg, old.touched = m, d.touched
 		if gap {
 			l.taint(s, gen)
 		}
+		l.mu.Unlock()
 		return
 	}
 	if pin != s.pinID || gap {
@@ -344,28 +372,38 @@ func (l *Lane) receive(s *Shard, gen int, m jetstream.Msg) {
 		s.pinID = pin
 		l.taint(s, gen)
 	}
-	s.seen[it.seq] = it
+	s.seen[d.seq] = d
 	s.unacked++
-	l.held++
-	key := convKey{it.job.Target, it.job.SiteID, it.job.ConversationID}
-	c := l.convs[key]
-	if c == nil {
-		c = &conv{key: key, shard: s}
-		l.convs[key] = c
-		s.convs[c] = struct{}{}
+	for _, it := range d.items {
+		if slices.Contains(bad, it) {
+			continue
+		}
+		l.held++
+		key := convKey{it.job.Target, it.job.SiteID, it.job.ConversationID}
+		c := l.convs[key]
+		if c == nil {
+			c = &conv{key: key, shard: s}
+			l.convs[key] = c
+			s.convs[c] = struct{}{}
+		}
+		it.c = c
+		// Insert in stream order: almost always an append; a redelivery from a previous
+		// owner can be older than what we hold.
+		i := len(c.items)
+		for i > 0 && c.items[i-1].pos > it.pos {
+			i--
+		}
+		c.items = slices.Insert(c.items, i, it)
+		l.kick(c)
 	}
-	// Insert in stream order: almost always an append; a redelivery from a previous owner can
-	// be older than what we hold.
-	i := len(c.items)
-	for i > 0 && c.items[i-1].seq > it.seq {
-		i--
-	}
-	c.items = slices.Insert(c.items, i, it)
 	l.queuedG.Set(float64(l.held))
-	l.kick(c)
 	if !l.kaRunning {
 		l.kaRunning = true
 		go l.keepAlive()
+	}
+	l.mu.Unlock()
+	if len(bad) > 0 {
+		l.dead(bad, errors.New("undecodable job"), nil)
 	}
 }
 
@@ -433,10 +471,10 @@ func (l *Lane) keepAlive() {
 		}
 		msgs = msgs[:0]
 		for _, s := range l.shards {
-			for _, it := range s.seen {
-				if now.Sub(it.touched) >= every {
-					it.touched = now
-					msgs = append(msgs, it.msg)
+			for _, d := range s.seen {
+				if now.Sub(d.touched) >= every {
+					d.touched = now
+					msgs = append(msgs, d.msg)
 				}
 			}
 		}
@@ -449,7 +487,10 @@ func (l *Lane) keepAlive() {
 
 // kick starts the conversation's head if it can go now. Lock held.
 func (l *Lane) kick(c *conv) {
-	if c.busy || c.waiting || c.inReady || len(c.items) == 0 || c.shard.tainted || !c.shard.owned {
+	if c.busy || c.waiting || c.inReady || len(c.items) == 0 || c.shard.tainted {
+		return
+	}
+	if !c.shard.owned && !(c.shard.handing && c.finishesBatch()) {
 		return
 	}
 	if l.inflight >= l.cfg.InFlight {
@@ -474,6 +515,10 @@ func (l *Lane) kick(c *conv) {
 		}
 	}
 	batch := slices.Clone(c.items[:n])
+	for _, it := range batch {
+		it.sending = true
+		c.shard.start(it.d)
+	}
 	c.busy = true
 	c.shard.inflight++
 	l.inflight++
@@ -587,6 +632,9 @@ func (l *Lane) finish(c *conv, batch []*item, out deliver.Outcome, start time.Ti
 	c.busy = false
 	c.shard.inflight--
 	l.inflight--
+	for _, it := range batch {
+		it.sending = false
+	}
 	switch {
 	case out.OK():
 		done = batch
@@ -611,42 +659,41 @@ func (l *Lane) finish(c *conv, batch []*item, out deliver.Outcome, start time.Ti
 			l.wait(c, l.backoff(head.attempts))
 		}
 	}
+	var acks []jetstream.Msg
 	for _, it := range done {
-		l.forget(c, it)
+		acks = append(acks, l.forget(it)...)
 	}
 	l.inflightG.Set(float64(l.inflight))
 	l.queuedG.Set(float64(l.held))
-	if s := c.shard; s.drained != nil && s.inflight == 0 {
-		close(s.drained)
-		s.drained = nil
-	}
-	var back []*item
-	if !c.shard.owned {
+	var back []jetstream.Msg
+	if s := c.shard; !s.owned && !s.handing {
 		// Handed over while this was in flight: what is left goes back to the next owner.
-		back = slices.Clone(c.items)
-		for _, it := range back {
-			l.forget(c, it)
-		}
+		back = l.takeBack(s, slices.Clone(c.items))
 	}
 	l.kick(c)
+	if c.shard.handing {
+		// Sending a batch's job may have started another batch: its conversations go on too.
+		for other := range c.shard.convs {
+			l.kick(other)
+		}
+	}
 	l.pump()
 	l.dropIfIdle(c)
+	c.shard.settled()
 	l.mu.Unlock()
 	giveBack(back)
 
 	switch {
 	case deadErr != nil:
-		l.dead(done, deadErr, tm)
+		l.publishDead(done, deadErr, tm, acks)
 	case done != nil:
 		results := make([]*schema.Result, len(done))
-		acks := make([]jetstream.Msg, len(done))
 		for i, it := range done {
 			r := l.result(it, schema.StatusDelivered, out, now)
 			if len(done) > 1 {
 				r.Merged = len(done)
 			}
 			results[i] = r
-			acks[i] = it.msg
 			if tm != nil {
 				tm.Delivered.Inc()
 				tm.Age.Observe(now.Sub(it.job.CreatedAt).Seconds())
@@ -661,24 +708,19 @@ func (l *Lane) finish(c *conv, batch []*item, out deliver.Outcome, start time.Ti
 	}
 }
 
-// giveBack naks jobs in stream order, so the next owner gets them at once and in order.
-func giveBack(items []*item) {
-	slices.SortFunc(items, func(a, b *item) int { return cmp.Compare(a.seq, b.seq) })
-	for _, it := range items {
-		_ = it.msg.Nak()
+// forget drops a finished item and returns the messages to ack now (see Shard.done). Lock held.
+func (l *Lane) forget(it *item) []jetstream.Msg {
+	if it.finished {
+		return nil
 	}
-}
-
-// forget drops a finished item. Lock held.
-func (l *Lane) forget(c *conv, it *item) {
-	if i := slices.Index(c.items, it); i >= 0 {
-		c.items = slices.Delete(c.items, i, i+1)
+	it.finished = true
+	if c := it.c; c != nil {
+		if i := slices.Index(c.items, it); i >= 0 {
+			c.items = slices.Delete(c.items, i, i+1)
+			l.held--
+		}
 	}
-	if c.shard.seen[it.seq] == it {
-		delete(c.shard.seen, it.seq)
-		c.shard.unacked--
-		l.held--
-	}
+	return it.d.shard.done(it.d)
 }
 
 // dropIfIdle forgets an empty, idle conversation. Lock held.
@@ -706,26 +748,40 @@ func (l *Lane) result(it *item, status string, out deliver.Outcome, now time.Tim
 	return r
 }
 
-// dead moves jobs to DEAD with the last error, records dead results and acks the jobs.
+// dead finishes jobs that cannot be delivered (undecodable ones, before any conversation
+// holds them): to DEAD with the error, acking their messages once finished.
 func (l *Lane) dead(items []*item, err error, tm *metrics.Target) {
+	var acks []jetstream.Msg
+	l.mu.Lock()
+	for _, it := range items {
+		acks = append(acks, l.forget(it)...)
+	}
+	for _, s := range l.shards {
+		s.settled()
+	}
+	l.mu.Unlock()
+	l.publishDead(items, err, tm, acks)
+}
+
+// publishDead moves jobs to DEAD with the last error, records dead results and acks the
+// messages given (those the jobs finished).
+func (l *Lane) publishDead(items []*item, err error, tm *metrics.Target, acks []jetstream.Msg) {
 	now := time.Now()
 	var deadMsgs []*nats.Msg
 	var results []*schema.Result
-	var acks []jetstream.Msg
 	for _, it := range items {
 		d := nats.NewMsg(schema.DeadSubject(l.cfg.Lane, it.job.SiteID, it.job.ConversationID))
 		d.Data = it.data
 		d.Header.Set(schema.HeaderError, oneLine(err.Error()))
 		d.Header.Set(schema.HeaderAttempts, strconv.Itoa(max(it.attempts, 1)))
 		d.Header.Set(schema.HeaderTarget, it.job.Target)
-		d.Header.Set(jetstream.MsgIDHeader, it.job.ID+".dead."+strconv.FormatUint(it.seq, 10))
+		d.Header.Set(jetstream.MsgIDHeader, it.job.ID+".dead."+strconv.FormatUint(it.d.seq, 10))
 		deadMsgs = append(deadMsgs, d)
 		if it.job.ID != "" {
 			r := l.result(it, schema.StatusDead, deliver.Outcome{Err: err}, now)
 			r.Attempts = max(it.attempts, 1)
 			results = append(results, r)
 		}
-		acks = append(acks, it.msg)
 		if tm != nil {
 			tm.Dead.Inc()
 		}

@@ -1,0 +1,131 @@
+package outbox_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"slices"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"spookat/edge/internal/broker"
+	"spookat/edge/internal/edgetest"
+	"spookat/edge/internal/outbox"
+	"spookat/edge/internal/store"
+	"spookat/schema"
+	"spookat/schema/natsauth"
+)
+
+// cutLog stands in for the outbox_cuts table: what SaveCut persisted survives the "crash".
+type cutLog struct {
+	mu    sync.Mutex
+	cuts  []int64
+	after int64 // windows ending past this are persisted but the edge dies before it hears so
+}
+
+func (c *cutLog) save(through int64, done func(error)) {
+	c.mu.Lock()
+	if !slices.Contains(c.cuts, through) {
+		c.cuts = append(c.cuts, through)
+	}
+	fail := c.after > 0 && through > c.after
+	c.mu.Unlock()
+	if fail {
+		done(errors.New("killed before the commit was answered"))
+		return
+	}
+	done(nil)
+}
+
+func (c *cutLog) saved() []int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Sorted(slices.Values(c.cuts))
+}
+
+// A crash after some windows were stored and others only had their end persisted: the next
+// start replays every message above the watermark, handed over in other pages than the
+// commits were, re-forms the same windows from the persisted ends, and JOBS ends up with
+// every job exactly once, each conversation in order.
+func TestReplayFormsTheSameBatches(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	auth, err := natsauth.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	br, err := broker.Start(ctx, broker.Options{Listen: "127.0.0.1:0", DataDir: dir, Auth: auth})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer br.Close()
+	site := &schema.SiteDelivery{SiteID: 1, SlackToken: "xoxb", SlackChannel: "C1", WebhookURL: "https://hooks.site.test/x"}
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	const chunks, perChunk, convs = 10, 20, 7
+	var msgs []store.Committed
+	for i := range chunks * perChunk {
+		msgs = append(msgs, store.Committed{MessageID: int64(i + 1), ConversationID: int64(100 + i%convs), SiteID: 1,
+			Author: schema.AuthorVisitor, Text: "hello", First: i < convs})
+	}
+
+	cuts := &cutLog{after: 120}
+	first, err := outbox.New(br.NC, outbox.Config{Targets: func(int64) *schema.SiteDelivery { return site },
+		SaveCut: cuts.save, Window: time.Millisecond, Log: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k := range chunks {
+		n := len(cuts.saved())
+		first.Enqueue(msgs[k*perChunk : (k+1)*perChunk])
+		edgetest.WaitFor(t, "the chunk's window end persisted", 10*time.Second, func() bool { return len(cuts.saved()) > n })
+	}
+	edgetest.WaitFor(t, "the windows up to 120 stored", 10*time.Second, func() bool { return first.Watermark() >= 120 })
+	first.Close() // the kill: windows past 120 persisted their end and were never published
+	before := len(storedJobs(t, br.NC))
+	if before == 0 || before >= 2*len(msgs) {
+		t.Fatalf("%d jobs stored before the crash, want some but not all of %d", before, 2*len(msgs))
+	}
+
+	// The persisted watermark lags (it is written every 500 ms): replay from 0.
+	second, err := outbox.New(br.NC, outbox.Config{Targets: func(int64) *schema.SiteDelivery { return site },
+		SaveCut: cuts.save, ReplayCuts: cuts.saved(), Log: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer second.Close()
+	cuts.mu.Lock()
+	cuts.after = 0
+	cuts.mu.Unlock()
+	for i := 0; i < len(msgs); i += 70 {
+		second.Enqueue(msgs[i:min(i+70, len(msgs))])
+	}
+	second.EndReplay()
+	if !second.Drain(10 * time.Second) {
+		t.Fatalf("backlog %d not drained", second.Backlog())
+	}
+	if wm := second.Watermark(); wm != int64(len(msgs)) {
+		t.Fatalf("watermark %d, want %d", wm, len(msgs))
+	}
+	jobs := storedJobs(t, br.NC)
+	seen := map[string]int{}
+	last := map[string]int64{}
+	for _, j := range jobs {
+		seen[j.ID]++
+		key := j.Target + "." + strconv.FormatInt(j.ConversationID, 10)
+		if j.MessageID < last[key] {
+			t.Errorf("%s: message %d stored after %d", key, j.MessageID, last[key])
+		}
+		last[key] = j.MessageID
+	}
+	for _, m := range msgs {
+		for _, target := range []string{schema.TargetSlack, schema.TargetWebhook} {
+			if n := seen[schema.JobID(m.MessageID, target)]; n != 1 {
+				t.Errorf("job %s stored %d times, want once", schema.JobID(m.MessageID, target), n)
+			}
+		}
+	}
+	t.Logf("%d jobs stored before the crash, %d after the replay, in %d windows", before, len(jobs), len(cuts.saved()))
+}

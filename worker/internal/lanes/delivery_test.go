@@ -1,0 +1,89 @@
+package lanes
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"spookat/schema"
+)
+
+// fakeMsg is a JOBS message as far as the ack bookkeeping sees it: its identity.
+type fakeMsg struct {
+	jetstream.Msg
+	name string
+}
+
+// newDelivery puts a message in the shard's hands with one job per conversation given.
+func newDelivery(s *Shard, seq uint64, convs ...int64) *delivery {
+	d := &delivery{shard: s, msg: &fakeMsg{name: string(rune('a' + seq - 1))}, seq: seq}
+	for i, c := range convs {
+		d.items = append(d.items, &item{d: d, pos: pos(seq, i),
+			job: schema.Job{Target: schema.TargetSlack, SiteID: 1, ConversationID: c}})
+	}
+	d.left = len(d.items)
+	s.seen[seq] = d
+	s.unacked++
+	return d
+}
+
+func names(msgs []jetstream.Msg) []string {
+	var out []string
+	for _, m := range msgs {
+		out = append(out, m.(*fakeMsg).name)
+	}
+	return out
+}
+
+// finishJob marks a delivery's item as sent and finished, returning what may be acked.
+func finishJob(s *Shard, it *item) []string {
+	s.start(it.d)
+	it.finished = true
+	return names(s.done(it.d))
+}
+
+// A finished batch is acked only once no earlier message in hand shares a conversation with
+// it; unrelated messages are acked at once; and what waited goes with the one it waited on.
+func TestAcksWaitForEarlierBatchesOfTheirConversations(t *testing.T) {
+	s := &Shard{seen: map[uint64]*delivery{}}
+	a := newDelivery(s, 1, 10, 20) // conversation 10's first job and 20's
+	b := newDelivery(s, 2, 10)     // conversation 10's second job
+	c := newDelivery(s, 3, 30)     // another conversation
+	if got := finishJob(s, a.items[0]); got != nil {
+		t.Fatalf("a half done: acks %v", got)
+	}
+	if s.partial != 1 {
+		t.Fatalf("partial %d with a half done, want 1", s.partial)
+	}
+	if got := finishJob(s, b.items[0]); got != nil {
+		t.Fatalf("b done while a (conversation 10's earlier job) is not acked: acks %v, want none yet", got)
+	}
+	if got := finishJob(s, c.items[0]); !slices.Equal(got, []string{"c"}) {
+		t.Fatalf("c done: acks %v, want [c]", got)
+	}
+	if got := finishJob(s, a.items[1]); !slices.Equal(got, []string{"a", "b"}) {
+		t.Fatalf("a done: acks %v, want [a b]", got)
+	}
+	if s.partial != 0 || s.unacked != 0 || len(s.seen) != 0 {
+		t.Fatalf("after every ack: partial %d, unacked %d, seen %d", s.partial, s.unacked, len(s.seen))
+	}
+}
+
+// Giving back a message gives back the finished ones waiting on it: acked, they would let the
+// next owner post the earlier job after them.
+func TestGivingBackTakesItsWaiters(t *testing.T) {
+	l := &Lane{convs: map[convKey]*conv{}}
+	s := &Shard{lane: l, seen: map[uint64]*delivery{}, convs: map[*conv]struct{}{}}
+	a := newDelivery(s, 1, 10, 20)
+	b := newDelivery(s, 2, 10)
+	finishJob(s, a.items[0])
+	finishJob(s, b.items[0])
+	back := names(l.takeBack(s, []*item{a.items[1]}))
+	if !slices.Equal(back, []string{"a", "b"}) {
+		t.Fatalf("given back %v, want [a b]", back)
+	}
+	if len(s.seen) != 0 || s.partial != 0 {
+		t.Fatalf("after giving back: seen %d, partial %d", len(s.seen), s.partial)
+	}
+}
