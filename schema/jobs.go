@@ -2,7 +2,6 @@ package schema
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"strconv"
 	"time"
@@ -116,6 +115,46 @@ func (j *Job) field(b, key []byte, i int) (int, bool) {
 	return i, ok
 }
 
+// AppendJob encodes j as encoding/json would (same fields, names and omitempty), without
+// reflection: the edge encodes one per message and target.
+func AppendJob(b []byte, j *Job) []byte {
+	b = append(b, `{"id":`...)
+	b = fastjson.AppendString(b, j.ID)
+	b = append(b, `,"lane":`...)
+	b = fastjson.AppendString(b, j.Lane)
+	b = append(b, `,"target":`...)
+	b = fastjson.AppendString(b, j.Target)
+	b = append(b, `,"site_id":`...)
+	b = strconv.AppendInt(b, j.SiteID, 10)
+	b = append(b, `,"conversation_id":`...)
+	b = strconv.AppendInt(b, j.ConversationID, 10)
+	b = append(b, `,"message_id":`...)
+	b = strconv.AppendInt(b, j.MessageID, 10)
+	b = append(b, `,"author":`...)
+	b = fastjson.AppendString(b, j.Author)
+	if j.Name != "" {
+		b = append(b, `,"name":`...)
+		b = fastjson.AppendString(b, j.Name)
+	}
+	b = append(b, `,"text":`...)
+	b = fastjson.AppendString(b, j.Text)
+	b = append(b, `,"created_at":"`...)
+	b = j.CreatedAt.AppendFormat(b, time.RFC3339Nano)
+	b = append(b, '"')
+	if j.First {
+		b = append(b, `,"first":true`...)
+	}
+	if j.InboxURL != "" {
+		b = append(b, `,"inbox_url":`...)
+		b = fastjson.AppendString(b, j.InboxURL)
+	}
+	if j.To != "" {
+		b = append(b, `,"to":`...)
+		b = fastjson.AppendString(b, j.To)
+	}
+	return append(b, '}')
+}
+
 // JobID is deterministic, so a job published twice (after a crash) is one job to JetStream's
 // duplicate window and one row to the edge.
 func JobID(messageID int64, target string) string {
@@ -169,7 +208,7 @@ func DecodeResults(dst []Result, data []byte, bad func(line []byte, err error)) 
 			continue
 		}
 		var r Result
-		err := json.Unmarshal(line, &r)
+		err := DecodeResult(line, &r)
 		if err == nil && (r.MessageID == 0 || r.Target == "" || r.JobID == "") {
 			err = errors.New("missing job_id, target or message_id")
 		}
@@ -182,6 +221,60 @@ func DecodeResults(dst []Result, data []byte, bad func(line []byte, err error)) 
 		dst = append(dst, r)
 	}
 	return dst
+}
+
+// DecodeResult reads a result as encoding/json would, without reflection when it can: the
+// edge decodes one per delivery.
+func DecodeResult(b []byte, r *Result) error {
+	return fastjson.Decode(b, r, (*Result).field)
+}
+
+var resultFields = []string{"job_id", "target", "site_id", "conversation_id", "message_id", "status",
+	"attempts", "error", "external_id", "thread_id", "merged", "at"}
+
+func (r *Result) field(b, key []byte, i int) (int, bool) {
+	if next, ok := fastjson.Null(b, i); ok {
+		return next, !fastjson.Unknown(key, "at") // a null time is encoding/json's to judge
+	}
+	var ok bool
+	var n int64
+	switch string(key) {
+	case "job_id":
+		r.JobID, i, ok = fastjson.String(b, i)
+	case "target":
+		r.Target, i, ok = fastjson.String(b, i)
+	case "site_id":
+		r.SiteID, i, ok = fastjson.Int(b, i)
+	case "conversation_id":
+		r.ConversationID, i, ok = fastjson.Int(b, i)
+	case "message_id":
+		r.MessageID, i, ok = fastjson.Int(b, i)
+	case "status":
+		r.Status, i, ok = fastjson.String(b, i)
+	case "attempts":
+		n, i, ok = fastjson.Int(b, i)
+		r.Attempts = int(n)
+	case "error":
+		r.Error, i, ok = fastjson.String(b, i)
+	case "external_id":
+		r.ExternalID, i, ok = fastjson.String(b, i)
+	case "thread_id":
+		r.ThreadID, i, ok = fastjson.String(b, i)
+	case "merged":
+		n, i, ok = fastjson.Int(b, i)
+		r.Merged = int(n)
+	case "at":
+		var s string
+		if s, i, ok = fastjson.String(b, i); ok {
+			ok = r.At.UnmarshalText([]byte(s)) == nil // what encoding/json calls
+		}
+	default:
+		if !fastjson.Unknown(key, resultFields...) {
+			return i, false
+		}
+		i, ok = fastjson.SkipValue(b, i)
+	}
+	return i, ok
 }
 
 // SiteDelivery is a site's delivery settings as workers read them from the SITES bucket

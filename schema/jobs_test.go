@@ -77,3 +77,64 @@ func TestResultSubjectIsOneToken(t *testing.T) {
 		}
 	}
 }
+
+var resultSamples = []string{
+	`{"job_id":"m1234.slack","target":"slack","site_id":7,"conversation_id":99,"message_id":1234,"status":"delivered","attempts":1,"external_id":"1733130000.000100","thread_id":"1733130000.000100","at":"2026-12-02T10:00:00.456Z"}`,
+	`{"job_id":"m1235.webhook","target":"webhook","site_id":7,"conversation_id":99,"message_id":1235,"status":"retrying","attempts":3,"error":"webhook: http 503 \"busy\" \u00e9","merged":4,"at":"2026-12-02T10:00:00.457+01:00"}`,
+	`{"JOB_ID":"folded","Status":"dead"}`,
+	`{"job_id":"x","extra":[1,{"a":"}"}],"attempts":-2,"error":null}`,
+	`{"job_id":"x","attempts":1.5}`,
+	`{"job_id":"x","merged":01}`,
+	`{"job_id":"x","at":"yesterday"}`,
+	`{"job_id":"x","at":null}`,
+	`{"job_id":"x"`,
+	`[]`,
+	``,
+}
+
+// DecodeResult must read exactly what encoding/json reads whenever encoding/json can read it.
+func TestDecodeResultAgreesWithEncodingJSON(t *testing.T) {
+	for _, in := range resultSamples {
+		checkResult(t, []byte(in))
+	}
+	var r Result
+	if err := DecodeResult([]byte(resultSamples[1]), &r); err != nil || r.Error != `webhook: http 503 "busy" é` || r.Merged != 4 || r.Attempts != 3 {
+		t.Errorf("DecodeResult: %+v, %v", r, err)
+	}
+}
+
+func FuzzDecodeResult(f *testing.F) {
+	for _, in := range resultSamples {
+		f.Add([]byte(in))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) { checkResult(t, b) })
+}
+
+func checkResult(t *testing.T, b []byte) {
+	t.Helper()
+	var want, got Result
+	wantErr := json.Unmarshal(b, &want)
+	err := DecodeResult(b, &got)
+	if wantErr == nil && (err != nil || !reflect.DeepEqual(got, want)) {
+		t.Errorf("%q:\n got %+v, %v\nwant %+v", b, got, err, want)
+	}
+}
+
+func TestAppendJobMatchesEncodingJSON(t *testing.T) {
+	at := time.Date(2026, 3, 4, 5, 6, 7, 890123000, time.UTC)
+	for _, j := range []Job{
+		{ID: "m1.slack", Lane: LaneChat, Target: TargetSlack, SiteID: 1, ConversationID: 2, MessageID: 1, Author: "visitor",
+			Text: "Hello <b> \"you\" \n é 😀 \u2028 \x01 \xff", CreatedAt: at, First: true, InboxURL: "https://x.test/app/#/conversations/2?a=1&b=2"},
+		{ID: "m9.email", Lane: LaneEmail, Target: TargetEmail, SiteID: 7, ConversationID: 8, MessageID: 9, Author: "operator",
+			Name: "Ann", Text: "", CreatedAt: at.In(time.FixedZone("x", 3600)), To: "v@example.com"},
+		{},
+	} {
+		want, err := json.Marshal(&j)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := AppendJob(nil, &j); string(got) != string(want) {
+			t.Errorf("AppendJob\n got %s\nwant %s", got, want)
+		}
+	}
+}

@@ -30,7 +30,6 @@
 package outbox
 
 import (
-	"encoding/json"
 	"errors"
 	"log/slog"
 	"strconv"
@@ -365,12 +364,7 @@ func (p *Publisher) add(c *store.Committed, now time.Time) {
 	}
 	var lines []encoded
 	for _, job := range p.jobs(c) {
-		body, err := json.Marshal(&job)
-		if err != nil { // cannot happen with these field types; never drop silently
-			p.log.Error("encode job", "job", job.ID, "err", err)
-			continue
-		}
-		lines = append(lines, encoded{part{job.Lane, schema.JobPartition(c.SiteID, c.ConversationID)}, body})
+		lines = append(lines, encoded{part{job.Lane, schema.JobPartition(c.SiteID, c.ConversationID)}, schema.AppendJob(nil, &job)})
 	}
 	if len(p.replay) == 0 && p.open.jobs > 0 {
 		for _, l := range lines {

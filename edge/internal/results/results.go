@@ -36,9 +36,16 @@ type Recorder struct {
 	// OnRecorded, if set, is called after each batch is committed (live delivery states), with
 	// each result's status and attempts replaced by what is now stored.
 	OnRecorded func([]schema.Result)
+	// Origins, if set, answers the origin check of recent messages without a query.
+	Origins *Origins
 
-	logs logLimit
+	logs    logLimit
+	threads map[int64]struct{} // conversations whose Slack thread is stored (writer's goroutine only)
 }
+
+// maxThreads bounds the set of conversations known to have their Slack thread stored; past
+// it the set starts again (a miss costs one UPDATE that changes nothing).
+const maxThreads = 100_000
 
 // Run consumes until ctx is done. Each message is acked only after the batch holding it is
 // committed, so a crash re-delivers them; recording a result twice is harmless.
@@ -125,9 +132,12 @@ func (r *Recorder) record(ctx context.Context, batch []jetstream.Msg) {
 				stored[i].rejected = reason
 				continue
 			}
-			o, found, err := tx.MessageOrigin(res.MessageID)
-			if err != nil {
-				return err
+			o, found := r.Origins.Get(res.MessageID)
+			if !found {
+				var err error
+				if o, found, err = tx.MessageOrigin(res.MessageID); err != nil {
+					return err
+				}
 			}
 			var d *schema.SiteDelivery
 			if s := r.Sites.ByID(res.SiteID); s != nil {
@@ -137,9 +147,16 @@ func (r *Recorder) record(ctx context.Context, batch []jetstream.Msg) {
 				stored[i].rejected = reason
 				continue
 			}
-			s, n, err := tx.RecordDelivery(res)
+			_, known := r.threads[res.ConversationID]
+			s, n, err := tx.RecordDelivery(res, !known)
 			if err != nil {
 				return err
+			}
+			if res.Target == schema.TargetSlack && res.ThreadID != "" && !known {
+				if r.threads == nil || len(r.threads) >= maxThreads {
+					r.threads = make(map[int64]struct{})
+				}
+				r.threads[res.ConversationID] = struct{}{}
 			}
 			stored[i].status, stored[i].attempts = s, n
 		}

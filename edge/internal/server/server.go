@@ -121,6 +121,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	hub := live.NewHub()
 	inboxHub := inbox.NewHub() // operator websockets, per site
 	var pub atomic.Pointer[outbox.Publisher]
+	origins := &results.Origins{} // where recent messages belong, for the results' check
 	st, err := store.Open(cfg.DataDir, store.Options{
 		SyncFull: cfg.SyncFull,
 		MaxQueue: cfg.WriteQueue,
@@ -129,6 +130,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 			m.MessagesSaved.Add(float64(len(c)))
 			hub.Publish(c)
 			inboxHub.Publish(c)
+			origins.Add(c)
 			pub.Load().Enqueue(c)
 		},
 		Watermark: func() int64 {
@@ -277,7 +279,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	sg.add("results recorder, sweeper, stream stats", nil, func(ctx context.Context) error { stopBG(); return waitGroup(ctx, &wg) })
 	wg.Go(func() { br.WatchStreams(bg, cfg.StreamStatsEvery, m.SetStream) })
 	wg.Go(func() { br.WatchStore(bg, func() { provision("a JetStream restart") }) })
-	rec := &results.Recorder{Store: st, Sites: reg, Metrics: m, Log: log, OnRecorded: inboxHub.Deliveries}
+	rec := &results.Recorder{Store: st, Sites: reg, Metrics: m, Log: log, OnRecorded: inboxHub.Deliveries, Origins: origins}
 	for _, reason := range results.Reasons {
 		m.ResultsRejected.WithLabelValues(reason)
 	}

@@ -21,8 +21,9 @@ func (tx *Tx) MessageOrigin(messageID int64) (o MessageOrigin, found bool, err e
 // RecordDelivery stores a worker's result and returns the state now stored. A final state
 // (delivered, dead) is never overwritten by a late "retrying" (a redelivered job, results of
 // two workers), so the stored state is what the inbox must show, not the result's; the first
-// external id and thread id learnt are kept.
-func (tx *Tx) RecordDelivery(r *schema.Result) (status string, attempts int, err error) {
+// external id learnt is kept, and with thread the conversation's Slack thread is stored if it
+// has none yet (the caller leaves it out for conversations whose thread it knows is stored).
+func (tx *Tx) RecordDelivery(r *schema.Result, thread bool) (status string, attempts int, err error) {
 	if _, err := tx.QueryRow(`INSERT INTO deliveries (message_id, target, status, attempts, last_error, external_id, updated_at)
 		VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
 		ON CONFLICT (message_id, target) DO UPDATE SET
@@ -36,7 +37,7 @@ func (tx *Tx) RecordDelivery(r *schema.Result) (status string, attempts int, err
 		[]any{r.MessageID, r.Target, r.Status, r.Attempts, r.Error, r.ExternalID, tx.now}, &status, &attempts); err != nil {
 		return "", 0, err
 	}
-	if r.Target == schema.TargetSlack && r.ThreadID != "" {
+	if thread && r.Target == schema.TargetSlack && r.ThreadID != "" {
 		err = tx.exec(`UPDATE conversations SET slack_thread = ? WHERE id = ? AND slack_thread = ''`, r.ThreadID, r.ConversationID)
 	}
 	return status, attempts, err

@@ -192,7 +192,7 @@ func TestRecordDeliveryKeepsFinalState(t *testing.T) {
 			var err error
 			st, n, err = tx.RecordDelivery(&schema.Result{JobID: "j", Target: schema.TargetSlack, SiteID: site.ID,
 				ConversationID: m.ConversationID, MessageID: m.MessageID, Status: status, Attempts: attempts,
-				ExternalID: external, ThreadID: external})
+				ExternalID: external, ThreadID: external}, true)
 			return err
 		})
 		if err != nil {

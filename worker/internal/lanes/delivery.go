@@ -25,7 +25,17 @@ type delivery struct {
 	started  bool        // an item was sent (or finished)
 	gaveBack bool        // naked: items still in flight then finish without an ack
 	waiters  []*delivery // finished messages whose ack waits for this one's (see done)
+	// blockedBy is the earlier message this finished one waits on, since blockedAt.
+	blockedBy *delivery
+	blockedAt time.Time
 }
+
+// maxAckHold bounds how long a finished message waits for an earlier one's ack. Past it, it is
+// acked anyway: a conversation stuck in retries (its channel down for an hour) would otherwise
+// hold, through the conversations its batches share, every later ack of its partition, until
+// the consumer's ack-pending limit stops the partition. The price is only after a crash, and
+// only for such a wait: an earlier job may then be repeated after a later one.
+const maxAckHold = 5 * time.Second
 
 // batch reports whether the message holds more than one job.
 func (d *delivery) batch() bool { return len(d.items) > 1 }
@@ -80,8 +90,19 @@ func (s *Shard) done(d *delivery) []jetstream.Msg {
 func (s *Shard) ackable(d *delivery) []jetstream.Msg {
 	if b := s.blocker(d); b != nil {
 		b.waiters = append(b.waiters, d)
+		d.blockedBy = b
+		if d.blockedAt.IsZero() {
+			d.blockedAt = time.Now()
+		}
 		return nil
 	}
+	return s.ack(d)
+}
+
+// ack takes d out of hand and returns its message with those of its waiters now free.
+// Lock held.
+func (s *Shard) ack(d *delivery) []jetstream.Msg {
+	d.blockedBy = nil
 	if s.seen[d.seq] == d {
 		delete(s.seen, d.seq)
 		s.unacked--
@@ -91,6 +112,23 @@ func (s *Shard) ackable(d *delivery) []jetstream.Msg {
 	d.waiters = nil
 	for _, w := range waiters {
 		out = append(out, s.ackable(w)...)
+	}
+	return out
+}
+
+// overdue acks the finished messages that have waited maxAckHold for an earlier one. Lock
+// held.
+func (s *Shard) overdue(now time.Time) []jetstream.Msg {
+	var out []jetstream.Msg
+	for _, d := range s.seen {
+		b := d.blockedBy
+		if b == nil || now.Sub(d.blockedAt) < maxAckHold {
+			continue
+		}
+		if i := slices.Index(b.waiters, d); i >= 0 {
+			b.waiters = slices.Delete(b.waiters, i, i+1)
+		}
+		out = append(out, s.ack(d)...)
 	}
 	return out
 }

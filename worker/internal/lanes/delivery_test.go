@@ -3,6 +3,7 @@ package lanes
 import (
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -85,5 +86,35 @@ func TestGivingBackTakesItsWaiters(t *testing.T) {
 	}
 	if len(s.seen) != 0 || s.partial != 0 {
 		t.Fatalf("after giving back: seen %d, partial %d", len(s.seen), s.partial)
+	}
+}
+
+// A finished message does not wait for an earlier one forever: past maxAckHold it is acked,
+// and what waited on it is freed with it.
+func TestAckHeldAtMostMaxAckHold(t *testing.T) {
+	s := &Shard{seen: map[uint64]*delivery{}}
+	a := newDelivery(s, 1, 10, 20) // 20's job stays retrying
+	b := newDelivery(s, 2, 10, 30)
+	c := newDelivery(s, 3, 30)
+	finishJob(s, a.items[0])
+	finishJob(s, b.items[0])
+	finishJob(s, b.items[1])
+	if got := finishJob(s, c.items[0]); got != nil {
+		t.Fatalf("c acked at once (%v), want it waiting on b", got)
+	}
+	now := b.blockedAt
+	if got := names(s.overdue(now.Add(maxAckHold / 2))); got != nil {
+		t.Fatalf("acked %v before maxAckHold", got)
+	}
+	got := names(s.overdue(now.Add(maxAckHold + time.Millisecond)))
+	slices.Sort(got)
+	if !slices.Equal(got, []string{"b", "c"}) {
+		t.Fatalf("overdue acked %v, want [b c]", got)
+	}
+	if len(a.waiters) != 0 || len(s.seen) != 1 {
+		t.Fatalf("a still has waiters %d; %d in hand, want only a", len(a.waiters), len(s.seen))
+	}
+	if got := finishJob(s, a.items[1]); !slices.Equal(got, []string{"a"}) {
+		t.Fatalf("a done: acks %v", got)
 	}
 }

@@ -458,7 +458,7 @@ func (l *Lane) checkTaint(s *Shard, gen int) {
 // a retry) are still being worked on. It runs only while the lane holds jobs.
 func (l *Lane) keepAlive() {
 	every := max(l.cfg.AckWait/3, 100*time.Millisecond)
-	t := time.NewTicker(every)
+	t := time.NewTicker(min(every, time.Second)) // also the check of acks held too long
 	defer t.Stop()
 	var msgs []jetstream.Msg
 	for range t.C {
@@ -470,7 +470,9 @@ func (l *Lane) keepAlive() {
 			return
 		}
 		msgs = msgs[:0]
+		var acks []jetstream.Msg
 		for _, s := range l.shards {
+			acks = append(acks, s.overdue(now)...)
 			for _, d := range s.seen {
 				if now.Sub(d.touched) >= every {
 					d.touched = now
@@ -479,6 +481,9 @@ func (l *Lane) keepAlive() {
 			}
 		}
 		l.mu.Unlock()
+		if len(acks) > 0 {
+			l.env.Out.Publish(nil, nil, acks) // after the results already queued
+		}
 		for _, m := range msgs {
 			_ = m.InProgress()
 		}
