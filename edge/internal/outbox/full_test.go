@@ -16,7 +16,6 @@ import (
 	"spookat/edge/internal/outbox"
 	"spookat/edge/internal/store"
 	"spookat/schema"
-	"spookat/schema/natsauth"
 )
 
 // syncBuffer is a log sink the publisher's goroutines and the test share.
@@ -43,17 +42,7 @@ func (s *syncBuffer) String() string {
 // raised publishes every job exactly once, each conversation in order.
 func TestFullJobsHoldsJobsAndRetriesSlowly(t *testing.T) {
 	ctx := context.Background()
-	dir := t.TempDir()
-	auth, err := natsauth.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	br, err := broker.Start(ctx, broker.Options{Listen: "127.0.0.1:0", DataDir: dir, Auth: auth,
-		Limits: schema.StreamLimits{JobsMaxBytes: broker.MinStreamBytes}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer br.Close()
+	br := startBroker(t, schema.StreamLimits{JobsMaxBytes: broker.MinStreamBytes})
 	logs := &syncBuffer{}
 	site := &schema.SiteDelivery{SiteID: 1, SlackToken: "xoxb", SlackChannel: "C1"}
 	p, err := outbox.New(br.NC, outbox.Config{

@@ -23,17 +23,7 @@ import (
 )
 
 func TestJobsPerMessageAndWatermark(t *testing.T) {
-	ctx := context.Background()
-	dir := t.TempDir()
-	auth, err := natsauth.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	br, err := broker.Start(ctx, broker.Options{Listen: "127.0.0.1:0", DataDir: dir, Auth: auth})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer br.Close()
+	br := startBroker(t, schema.StreamLimits{})
 	slackSite := &schema.SiteDelivery{SiteID: 1, SlackToken: "xoxb", SlackChannel: "C1", NotifyEmail: "team@site.test"}
 	p, err := outbox.New(br.NC, outbox.Config{
 		Targets: func(id int64) *schema.SiteDelivery {
@@ -153,4 +143,21 @@ func storedJobs(t *testing.T, nc *nats.Conn) []storedJob {
 		}
 	}
 	return out
+}
+
+// startBroker starts an embedded NATS with the edge's streams in a temporary directory, closed
+// when the test ends.
+func startBroker(t *testing.T, limits schema.StreamLimits) *broker.Broker {
+	t.Helper()
+	dir := t.TempDir()
+	auth, err := natsauth.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	br, err := broker.Start(context.Background(), broker.Options{Listen: "127.0.0.1:0", DataDir: dir, Auth: auth, Limits: limits})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(br.Close)
+	return br
 }

@@ -7,16 +7,17 @@ import (
 	"log/slog"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"spookat/edge/internal/broker"
+	"github.com/nats-io/nats.go/jetstream"
+
 	"spookat/edge/internal/edgetest"
 	"spookat/edge/internal/outbox"
 	"spookat/edge/internal/store"
 	"spookat/schema"
-	"spookat/schema/natsauth"
 )
 
 // cutLog stands in for the outbox_cuts table: what SaveCut persisted survives the "crash".
@@ -51,17 +52,7 @@ func (c *cutLog) saved() []int64 {
 // commits were, re-forms the same windows from the persisted ends, and JOBS ends up with
 // every job exactly once, each conversation in order.
 func TestReplayFormsTheSameBatches(t *testing.T) {
-	ctx := context.Background()
-	dir := t.TempDir()
-	auth, err := natsauth.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	br, err := broker.Start(ctx, broker.Options{Listen: "127.0.0.1:0", DataDir: dir, Auth: auth})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer br.Close()
+	br := startBroker(t, schema.StreamLimits{})
 	site := &schema.SiteDelivery{SiteID: 1, SlackToken: "xoxb", SlackChannel: "C1", WebhookURL: "https://hooks.site.test/x"}
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	const chunks, perChunk, convs = 10, 20, 7
@@ -128,4 +119,58 @@ func TestReplayFormsTheSameBatches(t *testing.T) {
 		}
 	}
 	t.Logf("%d jobs stored before the crash, %d after the replay, in %d windows", before, len(jobs), len(cuts.saved()))
+}
+
+// A window whose batch for a partition would pass schema.BatchMaxBytes ends before the message
+// that would overflow it: every batch stays under the bound (a job larger than it travels
+// alone), each conversation in order.
+func TestBatchesStayUnderTheirByteBound(t *testing.T) {
+	ctx := context.Background()
+	br := startBroker(t, schema.StreamLimits{})
+	site := &schema.SiteDelivery{SiteID: 1, SlackToken: "xoxb", SlackChannel: "C1"}
+	cuts := &cutLog{}
+	p, err := outbox.New(br.NC, outbox.Config{Targets: func(int64) *schema.SiteDelivery { return site },
+		SaveCut: cuts.save, Window: time.Hour, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	var msgs []store.Committed
+	for i := range 60 {
+		text := strings.Repeat("x", 3000) // ~3 KB a job: a 32 KiB batch holds about ten
+		if i == 30 {
+			text = strings.Repeat("é", schema.MaxTextRunes*5/4) // larger than a batch on its own
+		}
+		msgs = append(msgs, store.Committed{MessageID: int64(i + 1), ConversationID: 5, SiteID: 1,
+			Author: schema.AuthorVisitor, Text: text, First: i == 0})
+	}
+	p.Enqueue(msgs)
+	if !p.Drain(10 * time.Second) {
+		t.Fatalf("backlog %d not drained", p.Backlog())
+	}
+	batches := map[string]int{}
+	var ids []int64
+	for _, j := range storedJobs(t, br.NC) {
+		batches[j.BatchID]++
+		ids = append(ids, j.MessageID)
+	}
+	if !slices.IsSorted(ids) || len(ids) != len(msgs) {
+		t.Fatalf("stored message ids %v, want 1..%d in order", ids, len(msgs))
+	}
+	if len(batches) < 6 {
+		t.Fatalf("%d batches for 60 jobs of ~3 KB, want the window cut by size", len(batches))
+	}
+	js, _ := jetstream.New(br.NC)
+	s, _ := js.Stream(ctx, schema.StreamJobs)
+	info, _ := s.Info(ctx)
+	for seq := info.State.FirstSeq; seq <= info.State.LastSeq; seq++ {
+		m, err := s.GetMsg(ctx, seq)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := m.Header.Get(schema.HeaderJobs); len(m.Data) > schema.BatchMaxBytes && n != "1" {
+			t.Errorf("batch %s: %d bytes with %s jobs, over the %d bound", m.Header.Get(jetstream.MsgIDHeader), len(m.Data), n, schema.BatchMaxBytes)
+		}
+	}
+	t.Logf("60 jobs in %d batches, %d windows", len(batches), len(cuts.saved()))
 }
