@@ -10,7 +10,6 @@ import (
 	"slices"
 	"time"
 
-
 	"spookat/schema"
 	"spookat/worker/internal/deliver"
 )
