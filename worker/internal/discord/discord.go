@@ -188,7 +188,10 @@ func (s *Sender) post(ctx context.Context, site *schema.SiteDelivery, p post, th
 	now := time.Now()
 	if resp.Header.Get("X-RateLimit-Remaining") == "0" {
 		if d, ok := seconds(resp.Header.Get("X-RateLimit-Reset-After")); ok {
-			s.limits.Exhausted(site.DiscordWebhook, now, d)
+			// The header is rounded to the millisecond (0.2994 s left reads 0.299):
+			// waiting what it says to the digit can send the next post a fraction of a
+			// millisecond before the bucket refills, and earn a 429.
+			s.limits.Exhausted(site.DiscordWebhook, now, d+time.Millisecond)
 		}
 	}
 	switch c := resp.StatusCode; {
