@@ -72,7 +72,11 @@ func TestWALStaysBoundedUnderSteadyWrites(t *testing.T) {
 			st := s.WALStats()
 			t.Logf("%d frames written; WAL peak %.1f MiB; writer checkpoints: %d whole, %d partial, %s stalled",
 				written(), float64(peak.Load())/(1<<20), st.Checkpoints, st.Partial, st.Stalled.Round(time.Millisecond))
-			limit := int64(4 * pages * 4096) // WALPages and the frames of the commits around it
+			// WALPages, the frames of the commits around it, and those of the commits that went
+			// by while the timer's pass (every 20 ms here) held the checkpoint lock: on a busy
+			// machine (a CI run with every package's tests at once) that was 5.5 MiB once. Without
+			// the writer's checkpoints the same writes reach 24 MiB, well past this bound.
+			limit := int64(8 * pages * 4096)
 			if c.bounded && (peak.Load() > limit || st.Checkpoints == 0) {
 				t.Fatalf("WAL peaked at %d bytes (bound %d) with %d whole writer checkpoints", peak.Load(), limit, st.Checkpoints)
 			}
