@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"hash/fnv"
 	"strconv"
+	"strings"
 )
 
 // A batch is one JOBS message carrying the jobs of one lane's partition that one publish
@@ -58,7 +59,7 @@ func BatchThrough(id string) (int64, bool) {
 	if len(id) < 2 || id[0] != 'w' {
 		return 0, false
 	}
-	end := bytes.IndexByte([]byte(id), '.')
+	end := strings.IndexByte(id, '.')
 	if end < 0 {
 		end = len(id)
 	}
@@ -73,6 +74,12 @@ func SplitJobs(batch bool, data []byte, fn func(line []byte)) {
 		fn(data)
 		return
 	}
+	eachLine(data, fn)
+}
+
+// eachLine calls fn with each line of data that is not blank: the JSON lines of a batch of
+// jobs or of results.
+func eachLine(data []byte, fn func(line []byte)) {
 	for len(data) > 0 {
 		line := data
 		if i := bytes.IndexByte(data, '\n'); i >= 0 {

@@ -1,7 +1,6 @@
 package schema
 
 import (
-	"bytes"
 	"errors"
 	"strconv"
 	"time"
@@ -197,16 +196,7 @@ type Result struct {
 // results it produces within a few milliseconds into one message, one JSON object per line.
 // A line that does not decode is reported through bad and skipped.
 func DecodeResults(dst []Result, data []byte, bad func(line []byte, err error)) []Result {
-	for len(data) > 0 {
-		line := data
-		if i := bytes.IndexByte(data, '\n'); i >= 0 {
-			line, data = data[:i], data[i+1:]
-		} else {
-			data = nil
-		}
-		if len(bytes.TrimSpace(line)) == 0 {
-			continue
-		}
+	eachLine(data, func(line []byte) {
 		var r Result
 		err := DecodeResult(line, &r)
 		if err == nil && (r.MessageID == 0 || r.Target == "" || r.JobID == "") {
@@ -216,10 +206,10 @@ func DecodeResults(dst []Result, data []byte, bad func(line []byte, err error)) 
 			if bad != nil {
 				bad(line, err)
 			}
-			continue
+			return
 		}
 		dst = append(dst, r)
-	}
+	})
 	return dst
 }
 

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
@@ -10,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/ncruces/go-sqlite3"
 
 	"spookat/edge/internal/edgetest"
@@ -263,31 +263,16 @@ func checkAcked(t *testing.T, db *sqlite3.Conn, loaders []*loader) (acked int) {
 
 // countJobs reads every message of JOBS and counts the jobs in them by job id.
 func countJobs(t *testing.T, bin, dataDir, natsAddr string) map[string]int {
-	js := edgetest.ConnectOps(t, bin, dataDir, "nats://"+natsAddr)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	s, err := js.Stream(ctx, schema.StreamJobs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	info, err := s.Info(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
 	counts := map[string]int{}
-	for seq := info.State.FirstSeq; seq <= info.State.LastSeq && info.State.Msgs > 0; seq++ {
-		m, err := s.GetMsg(ctx, seq)
-		if err != nil {
-			t.Fatalf("JOBS seq %d: %v", seq, err)
-		}
+	edgetest.StoredMsgs(t, edgetest.ConnectOps(t, bin, dataDir, "nats://"+natsAddr), schema.StreamJobs, func(m *jetstream.RawStreamMsg) {
 		schema.SplitJobs(m.Header.Get(schema.HeaderJobs) != "", m.Data, func(line []byte) {
 			var j schema.Job
 			if err := json.Unmarshal(line, &j); err != nil {
-				t.Fatalf("JOBS seq %d: %v", seq, err)
+				t.Fatalf("JOBS seq %d: %v", m.Sequence, err)
 			}
 			counts[j.ID]++
 		})
-	}
+	})
 	return counts
 }
 

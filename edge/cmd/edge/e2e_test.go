@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http/httptest"
 	"regexp"
@@ -352,29 +351,14 @@ func ackPending(t *testing.T, js jetstream.JetStream) int {
 		}
 		delivered["jobs.chat."+strconv.Itoa(i)+"."] = info.Delivered.Stream
 	}
-	s, err := js.Stream(ctx, schema.StreamJobs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	info, err := s.Info(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
 	n := 0
-	for seq := info.State.FirstSeq; info.State.Msgs > 0 && seq <= info.State.LastSeq; seq++ {
-		m, err := s.GetMsg(ctx, seq)
-		if errors.Is(err, jetstream.ErrMsgNotFound) {
-			continue
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
+	edgetest.StoredMsgs(t, js, schema.StreamJobs, func(m *jetstream.RawStreamMsg) {
 		tok := strings.SplitN(m.Subject, ".", 4)
-		if len(tok) < 4 || seq > delivered[tok[0]+"."+tok[1]+"."+tok[2]+"."] {
-			continue
+		if len(tok) < 4 || m.Sequence > delivered[tok[0]+"."+tok[1]+"."+tok[2]+"."] {
+			return
 		}
 		schema.SplitJobs(m.Header.Get(schema.HeaderJobs) != "", m.Data, func([]byte) { n++ })
-	}
+	})
 	return n
 }
 

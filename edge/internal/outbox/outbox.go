@@ -355,21 +355,21 @@ func (p *Publisher) jobs(c *store.Committed) []schema.Job {
 // end (replay) or a batch's size says it ends before this message.
 func (p *Publisher) add(c *store.Committed, now time.Time) {
 	for len(p.replay) > 0 && c.MessageID > p.replay[0] {
-		p.seal(p.replay[0])
-		p.replay = p.replay[1:]
+		p.sealReplayed()
 	}
 	type encoded struct {
 		at   part
 		line []byte
 	}
 	var lines []encoded
+	partition := schema.JobPartition(c.SiteID, c.ConversationID)
 	for _, job := range p.jobs(c) {
-		lines = append(lines, encoded{part{job.Lane, schema.JobPartition(c.SiteID, c.ConversationID)}, schema.AppendJob(nil, &job)})
+		lines = append(lines, encoded{part{job.Lane, partition}, schema.AppendJob(nil, &job)})
 	}
 	if len(p.replay) == 0 && p.open.jobs > 0 {
 		for _, l := range lines {
 			if b := p.open.parts[l.at]; b != nil && len(b.data)+len(l.line)+1 > schema.BatchMaxBytes {
-				p.seal(p.open.through)
+				p.seal(p.open.through, false)
 				break
 			}
 		}
@@ -400,8 +400,7 @@ func (p *Publisher) add(c *store.Committed, now time.Time) {
 	p.unhandled--
 	p.mu.Unlock()
 	if len(p.replay) > 0 && c.MessageID == p.replay[0] {
-		p.seal(p.replay[0])
-		p.replay = p.replay[1:]
+		p.sealReplayed()
 	}
 }
 
@@ -417,24 +416,30 @@ func (p *Publisher) closeWindows(now time.Time) time.Duration {
 			return 0 // the replayed windows end where they ended: no timer cuts them short
 		}
 		for len(p.replay) > 0 {
-			p.seal(p.replay[0])
-			p.replay = p.replay[1:]
+			p.sealReplayed()
 		}
 	}
 	if p.open.jobs == 0 {
 		return 0
 	}
-	if due := p.open.started.Add(p.cfg.Window); flushing || !now.Before(due) {
-		p.seal(p.open.through)
+	due := p.open.started.Add(p.cfg.Window)
+	if flushing || !now.Before(due) {
+		p.seal(p.open.through, false)
 		return 0
-	} else {
-		return due.Sub(now)
 	}
+	return due.Sub(now)
 }
 
-// seal closes the open window at through and readies its batches. A window without jobs
-// needs nothing: the watermark passes it.
-func (p *Publisher) seal(through int64) {
+// sealReplayed closes the open window at the next persisted end of the replay.
+func (p *Publisher) sealReplayed() {
+	p.seal(p.replay[0], true)
+	p.replay = p.replay[1:]
+}
+
+// seal closes the open window at through and readies its batches; persisted says its end is
+// in the store already (a replayed window). A window without jobs needs nothing: the
+// watermark passes it.
+func (p *Publisher) seal(through int64, persisted bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	w := p.open
@@ -443,8 +448,7 @@ func (p *Publisher) seal(through int64) {
 		return
 	}
 	w.through = through
-	// A replayed window's end is already persisted.
-	w.saved = p.cfg.SaveCut == nil || len(p.replay) > 0 && p.replay[0] == through
+	w.saved = persisted || p.cfg.SaveCut == nil
 	for at, b := range w.parts {
 		m := &nats.Msg{
 			Subject: schema.BatchSubject(at.lane, at.n, through),

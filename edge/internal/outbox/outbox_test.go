@@ -3,7 +3,6 @@ package outbox_test
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"io"
 	"log/slog"
 	"sort"
@@ -16,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"spookat/edge/internal/broker"
+	"spookat/edge/internal/edgetest"
 	"spookat/edge/internal/outbox"
 	"spookat/edge/internal/store"
 	"spookat/schema"
@@ -102,25 +102,13 @@ type storedJob struct {
 // partition's subject.
 func storedJobs(t *testing.T, nc *nats.Conn) []storedJob {
 	t.Helper()
-	ctx := context.Background()
-	js, _ := jetstream.New(nc)
-	s, err := js.Stream(ctx, schema.StreamJobs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	info, err := s.Info(ctx)
+	js, err := jetstream.New(nc)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var out []storedJob
-	for seq := info.State.FirstSeq; info.State.Msgs > 0 && seq <= info.State.LastSeq; seq++ {
-		m, err := s.GetMsg(ctx, seq)
-		if errors.Is(err, jetstream.ErrMsgNotFound) {
-			continue
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
+	edgetest.StoredMsgs(t, js, schema.StreamJobs, func(m *jetstream.RawStreamMsg) {
+		seq := m.Sequence
 		id := m.Header.Get(jetstream.MsgIDHeader)
 		if _, ok := schema.BatchThrough(id); !ok {
 			t.Fatalf("seq %d: Nats-Msg-Id %q is not a batch id", seq, id)
@@ -141,7 +129,7 @@ func storedJobs(t *testing.T, nc *nats.Conn) []storedJob {
 		if h := m.Header.Get(schema.HeaderJobs); h != strconv.Itoa(n) {
 			t.Fatalf("seq %d: %s %q for %d jobs", seq, schema.HeaderJobs, h, n)
 		}
-	}
+	})
 	return out
 }
 

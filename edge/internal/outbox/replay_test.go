@@ -1,7 +1,6 @@
 package outbox_test
 
 import (
-	"context"
 	"errors"
 	"io"
 	"log/slog"
@@ -125,7 +124,6 @@ func TestReplayFormsTheSameBatches(t *testing.T) {
 // that would overflow it: every batch stays under the bound (a job larger than it travels
 // alone), each conversation in order.
 func TestBatchesStayUnderTheirByteBound(t *testing.T) {
-	ctx := context.Background()
 	br := startBroker(t, schema.StreamLimits{})
 	site := &schema.SiteDelivery{SiteID: 1, SlackToken: "xoxb", SlackChannel: "C1"}
 	cuts := &cutLog{}
@@ -160,17 +158,14 @@ func TestBatchesStayUnderTheirByteBound(t *testing.T) {
 	if len(batches) < 6 {
 		t.Fatalf("%d batches for 60 jobs of ~3 KB, want the window cut by size", len(batches))
 	}
-	js, _ := jetstream.New(br.NC)
-	s, _ := js.Stream(ctx, schema.StreamJobs)
-	info, _ := s.Info(ctx)
-	for seq := info.State.FirstSeq; seq <= info.State.LastSeq; seq++ {
-		m, err := s.GetMsg(ctx, seq)
-		if err != nil {
-			t.Fatal(err)
-		}
+	js, err := jetstream.New(br.NC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	edgetest.StoredMsgs(t, js, schema.StreamJobs, func(m *jetstream.RawStreamMsg) {
 		if n := m.Header.Get(schema.HeaderJobs); len(m.Data) > schema.BatchMaxBytes && n != "1" {
 			t.Errorf("batch %s: %d bytes with %s jobs, over the %d bound", m.Header.Get(jetstream.MsgIDHeader), len(m.Data), n, schema.BatchMaxBytes)
 		}
-	}
+	})
 	t.Logf("60 jobs in %d batches, %d windows", len(batches), len(cuts.saved()))
 }

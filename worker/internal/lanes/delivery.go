@@ -103,10 +103,7 @@ func (s *Shard) ackable(d *delivery) []jetstream.Msg {
 // Lock held.
 func (s *Shard) ack(d *delivery) []jetstream.Msg {
 	d.blockedBy = nil
-	if s.seen[d.seq] == d {
-		delete(s.seen, d.seq)
-		s.unacked--
-	}
+	s.letGo(d)
 	out := []jetstream.Msg{d.msg}
 	waiters := d.waiters
 	d.waiters = nil
@@ -114,6 +111,14 @@ func (s *Shard) ack(d *delivery) []jetstream.Msg {
 		out = append(out, s.ackable(w)...)
 	}
 	return out
+}
+
+// letGo takes d out of the shard's hands (acked or given back). Lock held.
+func (s *Shard) letGo(d *delivery) {
+	if s.seen[d.seq] == d {
+		delete(s.seen, d.seq)
+		s.unacked--
+	}
 }
 
 // overdue acks the finished messages that have waited maxAckHold for an earlier one. Lock
@@ -193,10 +198,7 @@ func (l *Lane) takeBack(s *Shard, items []*item) []jetstream.Msg {
 			l.dropIfIdle(it.c)
 		}
 		d.gaveBack = true
-		if s.seen[d.seq] == d {
-			delete(s.seen, d.seq)
-			s.unacked--
-		}
+		s.letGo(d)
 		msgs = append(msgs, d.msg)
 	}
 	return msgs
