@@ -171,6 +171,27 @@ func TestUpgradeRefusals(t *testing.T) {
 	check("other origin", resp, err, http.StatusForbidden, "origin_not_allowed")
 	_, resp, err = edgetest.DialRaw(e.Addr, site.Key, "", "")
 	check("no origin", resp, err, http.StatusForbidden, "origin_not_allowed")
+
+	// Past the site's checks, a request that is not a websocket handshake, or a malformed
+	// one, gets a status and a sentence too.
+	get := func(hdr map[string]string) (*http.Response, error) {
+		req, _ := http.NewRequest("GET", "http://"+e.Addr+"/v1/widget/ws?site="+site.Key, nil)
+		req.Header.Set("Origin", "http://site.test")
+		for k, v := range hdr {
+			req.Header.Set(k, v)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err == nil {
+			t.Cleanup(func() { resp.Body.Close() })
+			err = fmt.Errorf("status %d", resp.StatusCode)
+		}
+		return resp, err
+	}
+	resp, err = get(nil)
+	check("plain GET", resp, err, http.StatusUpgradeRequired, "upgrade_required")
+	resp, err = get(map[string]string{"Connection": "Upgrade", "Upgrade": "websocket", "Sec-WebSocket-Version": "8",
+		"Sec-WebSocket-Key": "dGhlIHNhbXBsZSBub25jZQ=="})
+	check("old websocket version", resp, err, http.StatusBadRequest, "bad_handshake")
 }
 
 // A visitor's second tab sees the first tab's messages live; the sender gets only its ack.

@@ -19,8 +19,8 @@ import (
 	"unicode/utf8"
 
 	fws "github.com/fasthttp/websocket"
-	"github.com/gofiber/contrib/websocket"
 	"github.com/gofiber/fiber/v2"
+	"github.com/valyala/fasthttp"
 
 	"spookat/edge/internal/brakes"
 	"spookat/edge/internal/clientip"
@@ -46,9 +46,10 @@ type Handler struct {
 	Pace    *Pacer             // new sockets a second, all sites (nil: unpaced)
 	Log     *slog.Logger
 
-	setup         gate         // hellos and resumes at once (gate.go)
-	storeFailedAt atomic.Int64 // when a failed write was last logged (unix ns)
-	storeFailures atomic.Int64 // failed writes since then
+	upgrader      fws.FastHTTPUpgrader // set by Register
+	setup         gate                 // hellos and resumes at once (gate.go)
+	storeFailedAt atomic.Int64         // when a failed write was last logged (unix ns)
+	storeFailures atomic.Int64         // failed writes since then
 
 	mu      sync.Mutex
 	conns   map[*conn]struct{}
@@ -107,14 +108,46 @@ func (h *Handler) track(c *conn, add bool) bool {
 // Register mounts the websocket route on app.
 func (h *Handler) Register(app *fiber.App) {
 	// Small per-socket buffers and a shared write-buffer pool (a socket holds a write buffer
-	// only while writing): with thousands of idle sockets, per-socket memory is the RSS.
-	app.Get("/v1/widget/ws", h.check, websocket.New(h.serve, websocket.Config{
+	// only while writing): with thousands of idle sockets, per-socket memory is the RSS. The
+	// upgrader is fasthttp/websocket's own, not contrib/websocket's wrapper, which copies every
+	// header, cookie and query parameter of the handshake into maps kept for the socket's life.
+	h.upgrader = fws.FastHTTPUpgrader{
 		HandshakeTimeout: 10 * time.Second,
 		ReadBufferSize:   1024,
 		WriteBufferSize:  4096,
 		WriteBufferPool:  &sync.Pool{},
-	}))
+		CheckOrigin:      func(*fasthttp.RequestCtx) bool { return true }, // check did, per site
+	}
+	app.Get("/v1/widget/ws", h.check, h.upgrade)
 	app.Post("/v1/widget/check", h.preflight) // preflight.go
+}
+
+// upgrade turns a request that passed check into a socket served by serve.
+func (h *Handler) upgrade(c *fiber.Ctx) error {
+	site, _ := c.Locals("site").(*sites.Site)
+	ip, _ := c.Locals("ip").(netip.Addr)
+	visitor := strings.Clone(c.Query("visitor")) // the request's memory is reused after the upgrade
+	fctx := c.Context()
+	err := h.upgrader.Upgrade(fctx, func(wc *fws.Conn) {
+		// fasthttp holds the handshake's RequestCtx until this function returns, that is for
+		// the socket's life. Nothing reads its request or response after the upgrade (site,
+		// ip and visitor are copied above) and fasthttp resets both when it takes the context
+		// back, so their buffers (headers, URI, query: ~3 KiB) are dropped now.
+		fctx.Request = fasthttp.Request{}
+		fctx.Response = fasthttp.Response{}
+		defer func() {
+			if p := recover(); p != nil {
+				h.Log.Error("widget socket failed", "site", site.ID, "panic", p)
+				_ = wc.NetConn().Close()
+			}
+		}()
+		h.serve(wc, site, ip, visitor)
+	})
+	if err != nil {
+		// The upgrader has written its own status; the body says what to fix.
+		return refuse(c, c.Response().StatusCode(), "bad_handshake", "This request is not a valid websocket handshake: "+err.Error())
+	}
+	return nil
 }
 
 // check refuses, before the upgrade, what must never become a socket: a missing or unknown
@@ -128,7 +161,7 @@ func (h *Handler) check(c *fiber.Ctx) error {
 		return refuse(c, fiber.StatusForbidden, "origin_not_allowed",
 			"This page's origin is not in the site's allowed origins: add it in the site's settings.")
 	}
-	if !websocket.IsWebSocketUpgrade(c) {
+	if !fws.FastHTTPIsWebSocketUpgrade(c.Context()) {
 		return refuse(c, fiber.StatusUpgradeRequired, "upgrade_required", "This endpoint speaks websocket only.")
 	}
 	ip := h.IPs.IP(c)
@@ -181,13 +214,11 @@ type session struct {
 	convStarting  bool          // a first message is on its way: the next ones open no conversation
 }
 
-func (h *Handler) serve(wc *websocket.Conn) {
-	site := wc.Locals("site").(*sites.Site)
+func (h *Handler) serve(wc *fws.Conn, site *sites.Site, ip netip.Addr, visitor string) {
 	wc.SetReadLimit(schema.MaxFrameBytes)
 	cfg := h.Brakes.Config()
-	s := &session{h: h, c: newConn(wc.Conn), site: site,
+	s := &session{h: h, c: newConn(wc), site: site, ip: ip,
 		bucket: brakes.NewBucket(cfg.ConnMsgRate, cfg.ConnMsgBurst)}
-	s.ip, _ = wc.Locals("ip").(netip.Addr)
 	h.Metrics.OpenSockets.Inc()
 	defer h.Metrics.OpenSockets.Dec()
 	if !h.track(s.c, true) {
@@ -198,7 +229,7 @@ func (h *Handler) serve(wc *websocket.Conn) {
 	defer h.track(s.c, false)
 	defer s.c.finish()
 	h.setup.acquire()
-	ok := s.hello(wc.Query("visitor"))
+	ok := s.hello(visitor)
 	h.setup.release()
 	if !ok {
 		return
