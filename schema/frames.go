@@ -16,6 +16,20 @@ const (
 	// later; FrameEmailSaved (server → client) confirms it.
 	FrameEmail      = "email"
 	FrameEmailSaved = "email_saved"
+	// FrameTyping: client → server, the visitor is writing; server → client, an operator is.
+	// Ephemeral: fanned out in memory, never stored; it lasts TypingLasts unless repeated.
+	FrameTyping = "typing"
+	// FrameSeen: client → server, the visitor has seen the conversation up to message_id
+	// (stored, shown to operators); server → client, an operator has read it up to message_id.
+	FrameSeen = "seen"
+)
+
+// Typing: a client repeats its typing frame at most every TypingEvery while someone writes;
+// a reader shows it for TypingLasts after the last one, or until that person's message comes.
+// The edge passes on at most one typing frame per socket (or operator) per TypingEvery/2.
+const (
+	TypingEvery = 3 * time.Second
+	TypingLasts = 6 * time.Second
 )
 
 // MaxEmailLen bounds the email of an email frame.
@@ -63,6 +77,7 @@ type ClientFrame struct {
 	Text           string `json:"text,omitempty"`
 	AfterMessageID int64  `json:"after_message_id,omitempty"`
 	Email          string `json:"email,omitempty"`
+	MessageID      int64  `json:"message_id,omitempty"` // seen
 }
 
 // Hello is the first frame the server sends.
@@ -71,6 +86,23 @@ type Hello struct {
 	Visitor        string `json:"visitor"`
 	ConversationID *int64 `json:"conversation_id"`
 	LastMessageID  int64  `json:"last_message_id"`
+	// ReadMessageID is the visitor's own read marker (the last seen frame it sent, from any
+	// tab or device): operator messages after it are unread. SeenMessageID is the operators'
+	// (the highest message id an operator has read).
+	ReadMessageID int64 `json:"read_message_id"`
+	SeenMessageID int64 `json:"seen_message_id"`
+}
+
+// Typing tells a visitor that an operator is writing.
+type Typing struct {
+	Type string `json:"type"`
+	Name string `json:"name"`
+}
+
+// Seen is a read marker: the operators' to a visitor, the visitor's to the server.
+type Seen struct {
+	Type      string `json:"type"`
+	MessageID int64  `json:"message_id"`
 }
 
 // Ack confirms that a message is durably stored.

@@ -114,6 +114,8 @@ type Frame struct {
 	Visitor        string `json:"visitor"`
 	ConversationID *int64 `json:"conversation_id"`
 	LastMessageID  int64  `json:"last_message_id"`
+	ReadMessageID  int64  `json:"read_message_id"`
+	SeenMessageID  int64  `json:"seen_message_id"`
 	ClientID       string `json:"client_id"`
 	MessageID      int64  `json:"message_id"`
 	CreatedAt      string `json:"created_at"`

@@ -77,8 +77,8 @@ func Error(b []byte, clientID, code, message string, retryAfterMS int64) []byte 
 	return append(b, '}')
 }
 
-// Hello is {"type":"hello","visitor":…,"conversation_id":N|null,"last_message_id":N}.
-func Hello(b []byte, visitor string, conversationID, lastMessageID int64) []byte {
+// Hello is {"type":"hello","visitor":…,"conversation_id":N|null,"last_message_id":N,"read_message_id":N,"seen_message_id":N}.
+func Hello(b []byte, visitor string, conversationID, lastMessageID, readMessageID, seenMessageID int64) []byte {
 	b = append(b, `{"type":"hello","visitor":`...)
 	b = fastjson.AppendString(b, visitor)
 	b = append(b, `,"conversation_id":`...)
@@ -89,6 +89,24 @@ func Hello(b []byte, visitor string, conversationID, lastMessageID int64) []byte
 	}
 	b = append(b, `,"last_message_id":`...)
 	b = strconv.AppendInt(b, lastMessageID, 10)
+	b = append(b, `,"read_message_id":`...)
+	b = strconv.AppendInt(b, readMessageID, 10)
+	b = append(b, `,"seen_message_id":`...)
+	b = strconv.AppendInt(b, seenMessageID, 10)
+	return append(b, '}')
+}
+
+// Typing is {"type":"typing","name":…}: an operator is writing to the visitor.
+func Typing(b []byte, name string) []byte {
+	b = append(b, `{"type":"typing","name":`...)
+	b = fastjson.AppendString(b, name)
+	return append(b, '}')
+}
+
+// Seen is {"type":"seen","message_id":N}: an operator has read the conversation up to N.
+func Seen(b []byte, messageID int64) []byte {
+	b = append(b, `{"type":"seen","message_id":`...)
+	b = strconv.AppendInt(b, messageID, 10)
 	return append(b, '}')
 }
 

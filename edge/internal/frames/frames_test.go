@@ -33,11 +33,20 @@ func TestFramesDecode(t *testing.T) {
 		}
 	}
 	var h schema.Hello
-	if err := json.Unmarshal(Hello(nil, "tok", 0, 0), &h); err != nil || h.ConversationID != nil || h.Visitor != "tok" {
+	if err := json.Unmarshal(Hello(nil, "tok", 0, 0, 0, 0), &h); err != nil || h.ConversationID != nil || h.Visitor != "tok" {
 		t.Fatalf("hello: %+v %v", h, err)
 	}
-	if err := json.Unmarshal(Hello(nil, "tok", 5, 9), &h); err != nil || *h.ConversationID != 5 || h.LastMessageID != 9 {
+	if err := json.Unmarshal(Hello(nil, "tok", 5, 9, 7, 8), &h); err != nil || *h.ConversationID != 5 || h.LastMessageID != 9 ||
+		h.ReadMessageID != 7 || h.SeenMessageID != 8 {
 		t.Fatalf("hello: %+v %v", h, err)
+	}
+	var ty schema.Typing
+	if err := json.Unmarshal(Typing(nil, `Ana "A"`), &ty); err != nil || ty.Type != "typing" || ty.Name != `Ana "A"` {
+		t.Fatalf("typing: %+v %v", ty, err)
+	}
+	var se schema.Seen
+	if err := json.Unmarshal(Seen(nil, 42), &se); err != nil || se.Type != "seen" || se.MessageID != 42 {
+		t.Fatalf("seen: %+v %v", se, err)
 	}
 }
 

@@ -26,6 +26,8 @@ func field(f *schema.ClientFrame, b, key []byte, i int) (next int, ok bool) {
 		f.Text, next, ok = fastjson.String(b, i)
 	case "after_message_id":
 		f.AfterMessageID, next, ok = fastjson.Int(b, i)
+	case "message_id":
+		f.MessageID, next, ok = fastjson.Int(b, i)
 	}
 	return next, ok // any other key: encoding/json decides
 }
@@ -37,6 +39,10 @@ func internType(v []byte) string {
 		return schema.FrameMessage
 	case schema.FrameResume:
 		return schema.FrameResume
+	case schema.FrameTyping:
+		return schema.FrameTyping
+	case schema.FrameSeen:
+		return schema.FrameSeen
 	}
 	return string(v)
 }

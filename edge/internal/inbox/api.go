@@ -4,11 +4,13 @@ import (
 	"errors"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
 	"github.com/gofiber/fiber/v2"
 
+	"spookat/edge/internal/frames"
 	"spookat/edge/internal/store"
 	"spookat/schema"
 	"spookat/worker/egress"
@@ -145,10 +147,7 @@ func (h *Handler) reply(c *fiber.Ctx) error {
 	if req.ClientID != "" {
 		clientID = "op" + strconv.FormatInt(w.op.ID, 10) + ":" + req.ClientID // idempotent retries
 	}
-	name := w.op.Name
-	if name == "" {
-		name = w.op.Email
-	}
+	name := displayName(w.op)
 	done := make(chan store.MessageResult, 1)
 	if err := h.Store.SubmitMessage(&store.MessageRequest{
 		SiteID: cv.SiteID, ConversationID: cv.ID, Author: schema.AuthorOperator, Name: name,
@@ -207,7 +206,64 @@ func (h *Handler) markRead(c *fiber.Ctx) error {
 	if err := h.Store.Write(ctx, func(tx *store.Tx) error { return tx.MarkRead(w.op.ID, cv.ID, req.MessageID) }); err != nil {
 		return err
 	}
+	if h.Visitors != nil {
+		h.Visitors.Signal(cv.ID, frames.Seen(nil, req.MessageID))
+	}
 	return c.SendStatus(fiber.StatusNoContent)
+}
+
+// displayName is how an operator signs replies and typing.
+func displayName(op store.Operator) string {
+	if op.Name != "" {
+		return op.Name
+	}
+	return op.Email
+}
+
+// typing tells the conversation's visitor and the site's other operators that this operator
+// is writing. Repeats within half of schema.TypingEvery are answered 204 and passed on once.
+func (h *Handler) typing(c *fiber.Ctx) error {
+	cv, err := h.conv(c)
+	if cv == nil {
+		return err
+	}
+	w := current(c)
+	if !h.typists.pass(w.op.ID, cv.ID, time.Now()) {
+		return c.SendStatus(fiber.StatusNoContent)
+	}
+	name := displayName(w.op)
+	if h.Visitors != nil {
+		h.Visitors.Signal(cv.ID, frames.Typing(nil, name))
+	}
+	h.Hub.OperatorTyping(cv.SiteID, cv.ID, w.op.ID, name)
+	return c.SendStatus(fiber.StatusNoContent)
+}
+
+// typists remembers when each (operator, conversation) last had its typing passed on.
+type typists struct {
+	mu   sync.Mutex
+	last map[[2]int64]time.Time
+}
+
+func (t *typists) pass(operatorID, conversationID int64, now time.Time) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.last == nil {
+		t.last = make(map[[2]int64]time.Time)
+	}
+	k := [2]int64{operatorID, conversationID}
+	if at, ok := t.last[k]; ok && now.Sub(at) < schema.TypingEvery/2 {
+		return false
+	}
+	if len(t.last) >= 4096 { // forget what no longer shows anywhere
+		for k, at := range t.last {
+			if now.Sub(at) > schema.TypingLasts {
+				delete(t.last, k)
+			}
+		}
+	}
+	t.last[k] = now
+	return true
 }
 
 // Settings is a site's settings as the inbox shows them: secrets are never sent back, only

@@ -193,6 +193,39 @@ type conversationEvent struct {
 	Status         string `json:"status"`
 }
 
+type typingEvent struct {
+	Type           string `json:"type"` // "typing"
+	SiteID         int64  `json:"site_id"`
+	ConversationID int64  `json:"conversation_id"`
+	By             string `json:"by"` // visitor or operator
+	OperatorID     int64  `json:"operator_id,omitempty"`
+	Name           string `json:"name,omitempty"`
+}
+
+type seenEvent struct {
+	Type           string `json:"type"` // "seen"
+	SiteID         int64  `json:"site_id"`
+	ConversationID int64  `json:"conversation_id"`
+	By             string `json:"by"` // visitor
+	MessageID      int64  `json:"message_id"`
+}
+
+// VisitorTyping tells the site's operators that the conversation's visitor is writing.
+func (h *Hub) VisitorTyping(siteID, conversationID int64) {
+	h.send(siteID, typingEvent{Type: "typing", SiteID: siteID, ConversationID: conversationID, By: schema.AuthorVisitor})
+}
+
+// VisitorSeen tells the site's operators how far the visitor has read.
+func (h *Hub) VisitorSeen(siteID, conversationID, messageID int64) {
+	h.send(siteID, seenEvent{Type: "seen", SiteID: siteID, ConversationID: conversationID, By: schema.AuthorVisitor, MessageID: messageID})
+}
+
+// OperatorTyping tells the site's other operators who is writing to the visitor.
+func (h *Hub) OperatorTyping(siteID, conversationID, operatorID int64, name string) {
+	h.send(siteID, typingEvent{Type: "typing", SiteID: siteID, ConversationID: conversationID, By: schema.AuthorOperator,
+		OperatorID: operatorID, Name: name})
+}
+
 // Message is a message as the inbox API shows it (times in Unix ms).
 type Message struct {
 	ID        int64  `json:"id"`

@@ -19,6 +19,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"spookat/edge/internal/clientip"
+	"spookat/edge/internal/live"
 	"spookat/edge/internal/sites"
 	"spookat/edge/internal/store"
 	"spookat/schema"
@@ -40,7 +41,10 @@ type Handler struct {
 	Store *store.Store
 	Sites *sites.Registry
 	Hub   *Hub
-	Log   *slog.Logger
+	// Visitors is the visitors' live hub: an operator's typing and read marker reach the
+	// conversation's widget sockets through it (nil: they reach nobody).
+	Visitors *live.Hub
+	Log      *slog.Logger
 	// Limiter bounds login attempts (default: 10 per minute per address, 5 per minute per email).
 	Limiter *Limiter
 	// AllowPrivateTargets takes webhook and Discord URLs the worker's -allow-private-targets
@@ -48,6 +52,8 @@ type Handler struct {
 	AllowPrivateTargets bool
 	// IPs finds the client's address behind trusted proxies (nil: the peer's).
 	IPs *clientip.Resolver
+
+	typists typists // api.go
 }
 
 // who is the authenticated operator of a request.
@@ -84,6 +90,7 @@ func (h *Handler) Register(app *fiber.App) {
 	g.Post("/conversations/:id/close", h.setStatus("closed"))
 	g.Post("/conversations/:id/reopen", h.setStatus("open"))
 	g.Post("/conversations/:id/read", h.markRead)
+	g.Post("/conversations/:id/typing", h.typing)
 	g.Get("/tokens", h.tokens)
 	g.Post("/tokens", h.newToken)
 	g.Delete("/tokens/:id", h.deleteToken)

@@ -10,9 +10,11 @@ import (
 )
 
 // Subscriber receives message frames of the conversations it subscribed to. Deliver must not
-// block: it runs on the writer's goroutine.
+// block: it runs on the writer's goroutine. Signal gets the ephemeral frames (typing, read
+// markers): never stored, so a subscriber that has no room for one may drop it.
 type Subscriber interface {
 	Deliver(messageID int64, frame []byte)
+	Signal(frame []byte)
 }
 
 const shards = 64
@@ -72,6 +74,18 @@ func (h *Hub) Watching(conversationID int64) bool {
 	sh := h.shard(conversationID)
 	sh.mu.RLock()
 	defer sh.mu.RUnlock()
+	return len(sh.subs[conversationID]) > 0
+}
+
+// Signal sends an ephemeral frame to every socket watching the conversation (an operator
+// typing, an operator's read marker). It reports whether any socket watches.
+func (h *Hub) Signal(conversationID int64, frame []byte) bool {
+	sh := h.shard(conversationID)
+	sh.mu.RLock()
+	defer sh.mu.RUnlock()
+	for _, s := range sh.subs[conversationID] {
+		s.Signal(frame)
+	}
 	return len(sh.subs[conversationID]) > 0
 }
 

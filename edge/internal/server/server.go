@@ -374,7 +374,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		return c.SendString("ready")
 	})
 	wh := &widget.Handler{Store: st, Sites: reg, Hub: hub, Metrics: m, Brakes: brk, IPs: ips, Log: log,
-		Pace: &widget.Pacer{Rate: cfg.SocketRate}}
+		Pace: &widget.Pacer{Rate: cfg.SocketRate}, Operators: inboxHub}
 	wg.Add(1)
 	go func() { // forget idle (site, IP) brake entries
 		defer wg.Done()
@@ -391,7 +391,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	}()
 	wh.Register(app)
 	assets.New().KnownSites(func(key string) bool { return reg.ByKey(key) != nil }).Register(app) // widget.js, chat window, /app/, /demo
-	(&inbox.Handler{Store: st, Sites: reg, Hub: inboxHub, Log: log, AllowPrivateTargets: wcfg.AllowPrivateTargets, IPs: ips}).Register(app)
+	(&inbox.Handler{Store: st, Sites: reg, Hub: inboxHub, Visitors: hub, Log: log, AllowPrivateTargets: wcfg.AllowPrivateTargets, IPs: ips}).Register(app)
 	slackEvents := &slackevents.Handler{Store: st, Sites: reg, Log: log}
 	slackEvents.Register(app)
 

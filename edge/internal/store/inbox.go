@@ -162,16 +162,17 @@ type ConversationSummary struct {
 	LastText      string `json:"last_text"`
 	LastInternal  bool   `json:"last_internal"`
 	Unread        bool   `json:"unread"`
+	VisitorReadID int64  `json:"visitor_read_id"` // the visitor has seen the messages up to this id
 	CreatedAt     int64  `json:"created_at"`
 	UpdatedAt     int64  `json:"updated_at"`
 }
 
 const summaryColumns = `c.id, c.site_id, c.status, v.email, c.last_message_id, coalesce(m.author, ''),
-	coalesce(m.text, ''), coalesce(m.internal, 0), c.last_message_id > coalesce(r.last_read_id, 0), c.created_at, c.updated_at`
+	coalesce(m.text, ''), coalesce(m.internal, 0), c.last_message_id > coalesce(r.last_read_id, 0), c.visitor_read_id, c.created_at, c.updated_at`
 
 func (c *ConversationSummary) dest() []any {
 	return []any{&c.ID, &c.SiteID, &c.Status, &c.VisitorEmail, &c.LastMessageID, &c.LastAuthor, &c.LastText,
-		&c.LastInternal, &c.Unread, &c.CreatedAt, &c.UpdatedAt}
+		&c.LastInternal, &c.Unread, &c.VisitorReadID, &c.CreatedAt, &c.UpdatedAt}
 }
 
 // Conversations lists a site's conversations, newest activity first. status is open, closed
@@ -231,6 +232,16 @@ func (tx *Tx) MarkRead(operatorID, conversationID, messageID int64) error {
 	return tx.exec(`INSERT INTO conversation_reads (conversation_id, operator_id, last_read_id) VALUES (?, ?, ?)
 		ON CONFLICT (conversation_id, operator_id) DO UPDATE SET last_read_id = max(last_read_id, excluded.last_read_id)`,
 		conversationID, operatorID, messageID)
+}
+
+// MarkVisitorRead moves the visitor's read marker of a conversation forward to messageID, or
+// to the conversation's last message if that is lower. It returns the marker after the
+// update and whether it moved.
+func (tx *Tx) MarkVisitorRead(conversationID, messageID int64) (marker int64, moved bool, err error) {
+	found, err := tx.QueryRow(`UPDATE conversations SET visitor_read_id = min(?1, last_message_id)
+		WHERE id = ?2 AND visitor_read_id < min(?1, last_message_id) RETURNING visitor_read_id`,
+		[]any{messageID, conversationID}, &marker)
+	return marker, found, err
 }
 
 // SetVisitorEmail stores the email a visitor left. found is false when the visitor is not

@@ -164,6 +164,10 @@ func (c *conn) finish() {
 	c.life.Unlock()
 }
 
+// Signal queues an ephemeral frame; with the queue full it is dropped (a message frame
+// would close the socket instead: those must not be lost).
+func (c *conn) Signal(frame []byte) { c.enqueue(frame) }
+
 // Deliver is a live message frame from the hub (writer's goroutine: must not block).
 func (c *conn) Deliver(id int64, frame []byte) {
 	c.mu.Lock()

@@ -45,6 +45,8 @@ type Handler struct {
 	IPs     *clientip.Resolver // the client's address behind trusted proxies
 	Pace    *Pacer             // new sockets a second, all sites (nil: unpaced)
 	Log     *slog.Logger
+	// Operators hears a visitor's typing and read marker (the inbox hub); nil: nobody.
+	Operators Signals
 
 	upgrader      fws.FastHTTPUpgrader // set by Register
 	setup         gate                 // hellos and resumes at once (gate.go)
@@ -103,6 +105,13 @@ func (h *Handler) track(c *conn, add bool) bool {
 	h.conns[c] = struct{}{}
 	h.active.Add(1)
 	return true
+}
+
+// Signals carries what a visitor's window tells the site's operators without a message:
+// typing (never stored) and the read marker (stored first). Both must not block.
+type Signals interface {
+	VisitorTyping(siteID, conversationID int64)
+	VisitorSeen(siteID, conversationID, messageID int64)
 }
 
 // Register mounts the websocket route on app.
@@ -212,6 +221,8 @@ type session struct {
 	bucket        brakes.Bucket // this connection's frame rate
 	refusedInARow int           // frames refused by bucket since the last one admitted
 	convStarting  bool          // a first message is on its way: the next ones open no conversation
+	typedAt       int64         // when a typing frame was last passed on (Brakes.Now)
+	readID        int64         // the visitor's read marker as stored
 }
 
 func (h *Handler) serve(wc *fws.Conn, site *sites.Site, ip netip.Addr, visitor string) {
@@ -313,10 +324,11 @@ func (s *session) hello(token string) bool {
 	}
 	s.visitorID.Store(state.VisitorID)
 	s.convID.Store(state.ConversationID)
+	s.readID = state.ReadMessageID
 	if state.ConversationID != 0 {
 		s.h.Hub.Subscribe(state.ConversationID, s.c)
 	}
-	return s.c.send(frames.Hello(nil, token, state.ConversationID, state.LastMessageID))
+	return s.c.send(frames.Hello(nil, token, state.ConversationID, state.LastMessageID, state.ReadMessageID, state.SeenMessageID))
 }
 
 func newToken() string {
@@ -378,8 +390,12 @@ func (s *session) handle(data []byte) bool {
 		s.resume(f.AfterMessageID)
 	case schema.FrameEmail:
 		s.email(f.Email) // email.go
+	case schema.FrameTyping:
+		s.typing() // seen.go
+	case schema.FrameSeen:
+		s.seen(f.MessageID) // seen.go
 	default:
-		s.fail(f.ClientID, schema.CodeInvalid, `Unknown frame type; use "message", "resume" or "email".`, 0)
+		s.fail(f.ClientID, schema.CodeInvalid, `Unknown frame type; use "message", "resume", "email", "typing" or "seen".`, 0)
 	}
 	return true
 }
