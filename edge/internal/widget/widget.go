@@ -219,6 +219,7 @@ type session struct {
 
 	ip            netip.Addr
 	bucket        brakes.Bucket // this connection's frame rate
+	signals       brakes.Bucket // its typing and seen frames, apart: they never cost a message its turn
 	refusedInARow int           // frames refused by bucket since the last one admitted
 	convStarting  bool          // a first message is on its way: the next ones open no conversation
 	typedAt       int64         // when a typing frame was last passed on (Brakes.Now)
@@ -229,7 +230,7 @@ func (h *Handler) serve(wc *fws.Conn, site *sites.Site, ip netip.Addr, visitor s
 	wc.SetReadLimit(schema.MaxFrameBytes)
 	cfg := h.Brakes.Config()
 	s := &session{h: h, c: newConn(wc), site: site, ip: ip,
-		bucket: brakes.NewBucket(cfg.ConnMsgRate, cfg.ConnMsgBurst)}
+		bucket: brakes.NewBucket(cfg.ConnMsgRate, cfg.ConnMsgBurst), signals: brakes.NewBucket(signalRate, signalBurst)}
 	h.Metrics.OpenSockets.Inc()
 	defer h.Metrics.OpenSockets.Dec()
 	if !h.track(s.c, true) {
@@ -359,11 +360,25 @@ func (s *session) fail(clientID, code, msg string, retryAfterMS int64) {
 // closed: a client that ignores retry_after_ms only costs the server parsing.
 const maxRefusedInARow = 50
 
+// signalRate and signalBurst bound a connection's typing and seen frames (the widget sends a
+// typing frame at most every 3 s and a seen frame when a reply is read).
+const (
+	signalRate  = 1.0
+	signalBurst = 5
+)
+
 // handle answers one frame; false closes the socket. Every frame, whatever its type and
-// even if it does not parse, takes from the connection's bucket first.
+// even if it does not parse, takes from one of the connection's buckets first: typing and
+// seen from their own, everything else from the messages' one.
 func (s *session) handle(data []byte) bool {
 	received := time.Now()
-	if ok, wait := s.bucket.Take(s.h.Brakes.Now()); !ok {
+	f := &s.frame
+	perr := frames.ParseClient(data, f)
+	bucket := &s.bucket
+	if perr == nil && (f.Type == schema.FrameTyping || f.Type == schema.FrameSeen) {
+		bucket = &s.signals
+	}
+	if ok, wait := bucket.Take(s.h.Brakes.Now()); !ok {
 		s.refusedInARow++
 		if s.refusedInARow > maxRefusedInARow {
 			s.h.Metrics.FrameErrors.WithLabelValues("too_many_refused").Inc()
@@ -371,16 +386,15 @@ func (s *session) handle(data []byte) bool {
 			return false
 		}
 		var clientID string
-		if s.frame.Type = ""; frames.ParseClient(data, &s.frame) == nil && s.frame.Type == schema.FrameMessage {
-			clientID = s.frame.ClientID
+		if perr == nil && f.Type == schema.FrameMessage {
+			clientID = f.ClientID
 		}
 		s.fail(clientID, schema.CodeRateLimited, "You are sending too fast; wait a moment and send again.", max(wait.Milliseconds(), 1))
 		return true
 	}
 	s.refusedInARow = 0
-	f := &s.frame
-	if err := frames.ParseClient(data, f); err != nil {
-		s.fail("", schema.CodeInvalid, "The frame is not valid JSON: "+err.Error()+".", 0)
+	if perr != nil {
+		s.fail("", schema.CodeInvalid, "The frame is not valid JSON: "+perr.Error()+".", 0)
 		return true
 	}
 	switch f.Type {

@@ -158,15 +158,49 @@
       var t = text.value; if (!t.trim()) return;
       var btn = form.querySelector('button'); btn.disabled = true;
       api('POST', '/conversations/' + c.id + '/messages', { text: t, internal: note.checked }).then(function (j) {
-        text.value = ''; btn.disabled = false; addMsg(j.message);
+        text.value = ''; typedAt = 0; btn.disabled = false; addMsg(j.message); drawSeen();
       }, function (e) { btn.disabled = false; alertErr(e); });
     } }, [text, el('label', {}, [note, ' Internal note']), el('button', { class: 'primary', type: 'submit', id: 'send', text: 'Send' })]);
     text.addEventListener('keydown', function (e) { if (e.key === 'Enter' && (e.ctrlKey || e.metaKey)) form.requestSubmit(); });
+    // The visitor sees "<name> is typing…": said at most every 3 s while writing a reply (not a note).
+    var typedAt = 0;
+    text.addEventListener('input', function () {
+      if (note.checked || !text.value.trim() || Date.now() - typedAt < 3000) return;
+      typedAt = Date.now();
+      api('POST', '/conversations/' + c.id + '/typing').catch(function () {});
+    });
+    V.typing = el('p', { class: 'typing', id: 'typing', 'aria-live': 'polite' });
     V.main.appendChild(el('div', { class: 'head' }, [el('h2', { text: c.visitor_email ? c.visitor_email : 'Visitor #' + c.id }), V.status, V.toggle]));
     V.main.appendChild(V.msgs);
+    V.main.appendChild(V.typing);
     V.main.appendChild(form);
     msgs.forEach(addMsg);
+    drawSeen();
     markSel();
+  }
+
+  // "Seen" under the last operator reply the visitor's window has shown them.
+  function drawSeen() {
+    if (!V.msgs || !S.conv) return;
+    var last = null;
+    Array.prototype.forEach.call(V.msgs.querySelectorAll('li.msg.operator'), function (li) {
+      var s = li.querySelector('.seen'); if (s) li.removeChild(s);
+      if (+li.getAttribute('data-id') <= (S.conv.visitor_read_id || 0)) last = li;
+    });
+    if (last) last.appendChild(el('div', { class: 'seen', text: 'Seen' }));
+  }
+
+  var typingTimers = {};
+  function showTyping(f) {
+    if (!S.conv || f.conversation_id !== S.conv.id || !V.typing) return;
+    var who = f.by === 'visitor' ? 'The visitor' : (f.name || 'A teammate');
+    var k = f.by + (f.operator_id || '');
+    clearTimeout(typingTimers[k]);
+    V.typing.textContent = who + ' is typing\u2026'; V.typing.setAttribute('data-by', f.by);
+    typingTimers[k] = setTimeout(function () { stopTyping(f.by); }, 6000);
+  }
+  function stopTyping(by) {
+    if (V.typing && (!by || V.typing.getAttribute('data-by') === by)) { V.typing.textContent = ''; V.typing.removeAttribute('data-by'); }
   }
   function alertErr(e) { window.alert(e.message); }
   function setStatus(st) { S.conv.status = st; V.status.textContent = st; V.status.className = 'badge ' + st; V.toggle.textContent = st === 'open' ? 'Close' : 'Reopen'; }
@@ -223,6 +257,8 @@
     if (f.type === 'message') {
       if (S.conv && f.conversation_id === S.conv.id) {
         addMsg(f.message);
+        if (f.message.author === 'visitor') stopTyping('visitor'); else if (f.message.author === 'operator') stopTyping('operator');
+        drawSeen();
         if (!document.hidden) api('POST', '/conversations/' + S.conv.id + '/read', { message_id: f.message.id }).catch(function () {});
       }
       if (f.site_id === S.site) loadListSoon();
@@ -232,6 +268,10 @@
         (S.deliveries[d.message_id] = S.deliveries[d.message_id] || {})[d.target] = d;
         drawDeliveries(d.message_id);
       }
+    } else if (f.type === 'typing') {
+      showTyping(f);
+    } else if (f.type === 'seen') {
+      if (S.conv && f.conversation_id === S.conv.id && f.message_id > (S.conv.visitor_read_id || 0)) { S.conv.visitor_read_id = f.message_id; drawSeen(); }
     } else if (f.type === 'conversation') {
       if (S.conv && f.conversation_id === S.conv.id) setStatus(f.status);
       if (f.site_id === S.site) loadListSoon();

@@ -32,6 +32,17 @@
     'form button{border:0;border-radius:8px;background:#4f46e5;color:#fff;padding:0 14px;cursor:pointer;font:inherit}',
     '.email{display:none;padding:8px 10px 0;border-top:1px solid #e5e7eb;flex-direction:column;gap:4px}.email.on{display:flex}',
     '.email p{margin:0;font-size:12px;color:#4b5563}.email form{border:0;padding:0 0 8px}',
+    'li.day{align-self:center;max-width:none;font-size:11px;color:#6b7280;margin:4px 0}',
+    'time{font-size:11px;color:#9ca3af;margin:2px 4px 0}',
+    '.state.old{display:none}',
+    '.typing{display:none;padding:0 14px 6px;font-size:12px;color:#6b7280;font-style:italic}.typing.on{display:block}',
+    '.badge{position:fixed;right:14px;bottom:62px;min-width:20px;height:20px;padding:0 6px;box-sizing:border-box;border-radius:10px;background:#dc2626;color:#fff;',
+    'font:600 12px/20px system-ui,sans-serif;text-align:center;z-index:2147483002;display:none;pointer-events:none}.badge.on{display:block}',
+    '.preview{position:fixed;right:20px;bottom:88px;max-width:260px;display:none;background:#fff;color:#111827;border-radius:12px;',
+    'box-shadow:0 6px 24px rgba(0,0,0,.22);padding:10px 34px 10px 12px;font:14px/1.35 system-ui,sans-serif;z-index:2147483001;cursor:pointer}.preview.on{display:block}',
+    '.preview b{display:block;font-size:12px;color:#6b7280;margin-bottom:2px}.preview p{margin:0;display:-webkit-box;-webkit-line-clamp:2;-webkit-box-orient:vertical;overflow:hidden}',
+    '.preview button{position:absolute;top:4px;right:4px;width:28px;height:28px;border:0;background:none;color:#6b7280;font-size:18px;cursor:pointer}',
+    '.sr{position:absolute;width:1px;height:1px;overflow:hidden;clip:rect(0 0 0 0);white-space:nowrap}',
     '@media (max-width:480px){.panel{right:0;bottom:0;left:0;top:0;width:auto;height:auto;max-height:none;border-radius:0}}'
   ].join('');
 
@@ -65,7 +76,9 @@
     var offlineNote = el('div', 'offline', 'Offline \u2014 your message will be sent when we\u2019re back.');
     offlineNote.setAttribute('role', 'status');
     var gone = el('p', 'gone', 'Chat is not available on this page.');
-    var list = el('ol'); list.setAttribute('aria-live', 'polite');
+    var list = el('ol');
+    var announcer = el('div', 'sr'); announcer.setAttribute('aria-live', 'polite'); // new incoming messages only
+    var typingNote = el('div', 'typing');
     var empty = el('li', 'empty', 'Ask us anything: we usually answer within minutes.'); list.appendChild(empty);
     var emailBox = el('div', 'email'), emailForm = el('form'), emailInput = el('input'), emailBtn = el('button', '', 'Save');
     emailBox.appendChild(el('p', '', 'Leave your email and we can answer you there if you leave.'));
@@ -74,8 +87,15 @@
     var form = el('form'), input = el('textarea'), sendBtn = el('button', '', 'Send');
     input.rows = 1; input.placeholder = 'Write a message\u2026'; input.setAttribute('aria-label', 'Message'); input.maxLength = 4000;
     sendBtn.type = 'submit'; form.appendChild(input); form.appendChild(sendBtn);
-    panel.appendChild(header); panel.appendChild(gone); panel.appendChild(offlineNote); panel.appendChild(banner); panel.appendChild(list); panel.appendChild(emailBox); panel.appendChild(form);
+    panel.appendChild(header); panel.appendChild(gone); panel.appendChild(offlineNote); panel.appendChild(banner); panel.appendChild(list); panel.appendChild(typingNote); panel.appendChild(emailBox); panel.appendChild(form);
+    panel.appendChild(announcer);
     o.root.appendChild(panel);
+    // Shown while the window is closed: the unread count on the launcher and the last unread reply.
+    var badge = el('span', 'badge'); badge.setAttribute('aria-hidden', 'true');
+    var preview = el('div', 'preview'), previewWho = el('b'), previewText = el('p'), previewClose = el('button', '', '\u00d7');
+    previewClose.type = 'button'; previewClose.setAttribute('aria-label', 'Dismiss');
+    preview.appendChild(previewWho); preview.appendChild(previewText); preview.appendChild(previewClose);
+    o.root.appendChild(badge); o.root.appendChild(preview);
 
     // --- state
     var ws = null, attempt = 0, retryTimer = 0, lastId = 0, convId = null;
@@ -84,22 +104,147 @@
     var order = [];     // client ids in send order, for resending after a reconnect
     var blockedUntil = 0, countdown = 0;
     var dead = false;   // the server refused this page for good: no more connecting
+    var readId = saved.read || 0;  // the visitor's read marker (synced across tabs by localStorage)
+    var sentRead = 0;              // the last marker sent to the server
+    var seenId = 0;                // the operators' read marker: "Seen" under the visitor's messages up to it
+    var lastHello = 0;
+    var typingTimer = 0, typedAt = 0, lastDay = '', dismissed = 0;
+    var baseTitle = null, ourTitle = null;
 
     function scroll() { list.scrollTop = list.scrollHeight; }
 
-    function addLi(li) {
+    function dayLabel(d) {
+      var today = new Date(), y = new Date(); y.setDate(today.getDate() - 1);
+      if (d.toDateString() === today.toDateString()) return 'Today';
+      if (d.toDateString() === y.toDateString()) return 'Yesterday';
+      return d.toLocaleDateString(undefined, { weekday: 'short', day: 'numeric', month: 'short', year: d.getFullYear() === today.getFullYear() ? undefined : 'numeric' });
+    }
+    function ago(t) {
+      var s = (Date.now() - t) / 1000;
+      if (s < 60) return 'just now';
+      if (s < 3600) return Math.floor(s / 60) + ' min ago';
+      return new Date(t).toLocaleTimeString(undefined, { hour: '2-digit', minute: '2-digit' });
+    }
+    function stamp(li, at) {
+      var t = at ? Date.parse(at) : Date.now(), d = new Date(t);
+      var k = d.toDateString();
+      if (k !== lastDay) { lastDay = k; var day = el('li', 'day', dayLabel(d)); day.setAttribute('role', 'separator'); list.appendChild(day); }
+      var tm = el('time', '', ago(t)); tm.dateTime = d.toISOString(); tm.title = d.toLocaleString();
+      li.appendChild(tm);
+    }
+    setInterval(function () {
+      Array.prototype.forEach.call(list.querySelectorAll('time'), function (e) { e.textContent = ago(Date.parse(e.dateTime)); });
+    }, 30000);
+
+    function addLi(li, at) {
       if (empty.parentNode) list.removeChild(empty);
+      stamp(li, at);
       list.appendChild(li); scroll();
     }
 
-    function render(m) {
+    function render(m, live) {
       var mine = m.author === 'visitor';
       var li = el('li', mine ? 'me' : (m.author === 'system' ? 'them system' : 'them'));
       li.setAttribute('data-id', m.message_id);
       if (!mine && m.author === 'operator') li.appendChild(el('span', 'who', m.name || 'Support'));
       li.appendChild(el('div', 'bubble', m.text));
-      addLi(li);
+      if (mine) { var st = el('span', 'state', 'Sent'); st.setAttribute('data-state', 'sent'); li.appendChild(st); }
+      addLi(li, m.created_at);
+      if (mine) { marks(); return; }
+      if (m.author === 'operator') typing(false);
+      if (live) announcer.textContent = (m.name || 'Support') + ': ' + m.text;
+      if (live && o.sound && m.message_id > readId && (!isOpen() || document.hidden)) beep();
+      unread(true);
     }
+
+    // "Seen" under the visitor's last message the operators have read; older states hidden.
+    function marks() {
+      var mine = list.querySelectorAll('li.me[data-id]'), last = mine[mine.length - 1];
+      Array.prototype.forEach.call(mine, function (li) {
+        var s = li.querySelector('.state');
+        if (!s || s.getAttribute('data-state') !== 'sent') return;
+        s.classList.toggle('old', li !== last);
+        var seen = +li.getAttribute('data-id') <= seenId;
+        s.textContent = seen ? 'Seen' : 'Sent';
+        s.toggleAttribute('data-seen', seen);
+      });
+    }
+
+    function typing(on, name) {
+      clearTimeout(typingTimer);
+      typingNote.textContent = on ? (name || 'Support') + ' is typing\u2026' : '';
+      typingNote.classList.toggle('on', !!on);
+      if (on) typingTimer = setTimeout(function () { typing(false); }, 6000);
+    }
+
+    function isOpen() { return panel.classList.contains('open'); }
+
+    // Unread: operator and system messages after the read marker. While the window is open in a
+    // visible tab everything shown is read; else the launcher shows a badge and the last one.
+    function unread(fresh) {
+      var them = list.querySelectorAll('li.them[data-id]'), top = 0, n = 0, lastLi = null;
+      Array.prototype.forEach.call(them, function (li) {
+        var id = +li.getAttribute('data-id');
+        if (id > top) top = id;
+        if (id > readId) { n++; lastLi = li; }
+      });
+      if (isOpen() && !document.hidden && n) { markRead(top); n = 0; }
+      badge.textContent = n > 9 ? '9+' : String(n);
+      badge.classList.toggle('on', n > 0 && !isOpen());
+      o.button.setAttribute('aria-label', isOpen() ? 'Close chat' : n ? 'Open chat, ' + n + ' unread' : 'Open chat');
+      if (n && lastLi && !isOpen() && (fresh || !preview.classList.contains('on')) && +lastLi.getAttribute('data-id') > dismissed) {
+        var who = lastLi.querySelector('.who');
+        previewWho.textContent = who ? who.textContent : 'Support';
+        previewText.textContent = lastLi.querySelector('.bubble').textContent;
+        preview.classList.add('on');
+      }
+      if (!n || isOpen()) preview.classList.remove('on');
+      setTitle(n);
+    }
+
+    function markRead(id) {
+      if (id > readId) { readId = id; saved.read = id; save(); }
+      if (readId > sentRead && ws && ws.readyState === 1 && convId) {
+        sentRead = readId;
+        ws.send(JSON.stringify({ type: 'seen', message_id: readId }));
+      }
+    }
+
+    function setTitle(n) {
+      if (ourTitle !== null && document.title !== ourTitle) { baseTitle = null; ourTitle = null; } // the page changed it
+      if (n && document.hidden) {
+        if (baseTitle === null) baseTitle = document.title;
+        document.title = '(' + n + ') ' + baseTitle;
+        ourTitle = document.title; // as the browser keeps it (whitespace collapsed)
+      } else if (baseTitle !== null) {
+        document.title = baseTitle; baseTitle = null; ourTitle = null;
+      }
+    }
+
+    function beep() {
+      try {
+        var A = window.AudioContext || window.webkitAudioContext, a = new A(), g = a.createGain(), x = a.createOscillator();
+        x.frequency.value = 880; g.gain.value = 0.05; x.connect(g); g.connect(a.destination);
+        x.start(); x.stop(a.currentTime + 0.12); x.onended = function () { a.close(); };
+      } catch (e) { /* no audio here */ }
+    }
+
+    document.addEventListener('visibilitychange', function () { unread(false); });
+    window.addEventListener('storage', function (e) { // another tab read or learned something
+      if (e.key !== KEY) return;
+      try { var v = JSON.parse(e.newValue || '{}') || {}; } catch (x) { return; }
+      if ((v.read || 0) > readId) { readId = v.read; unread(false); }
+      if (v.token && !saved.token) saved.token = v.token;
+    });
+    preview.addEventListener('click', function (e) {
+      if (e.target === previewClose) {
+        var them = list.querySelectorAll('li.them[data-id]');
+        dismissed = them.length ? +them[them.length - 1].getAttribute('data-id') : 0;
+        preview.classList.remove('on');
+        return;
+      }
+      toggle(true);
+    });
 
     function setState(p, st, why) {
       p.st = st;
@@ -142,6 +287,7 @@
       seen[id] = true; p.li.setAttribute('data-id', id);
       setState(p, 'sent');
       delete pending[p.cid];
+      marks();
     }
 
     function block(ms, sentence) {
@@ -163,18 +309,25 @@
     function handle(f) {
       switch (f.type) {
         case 'hello':
+          lastHello = Math.max(lastHello, f.last_message_id || 0);
           attempt = 0; conn.textContent = ''; offline(false);
           if (saved.token !== f.visitor) { saved.token = f.visitor; save(); }
           convId = f.conversation_id;
+          if ((f.read_message_id || 0) > readId) { readId = f.read_message_id; saved.read = readId; }
+          sentRead = Math.max(sentRead, f.read_message_id || 0);
+          if (f.seen_message_id > seenId) seenId = f.seen_message_id;
+          if (convId && saved.conv !== convId) { saved.conv = convId; save(); }
           if (convId) {
             showEmail();
             ws.send(JSON.stringify({ type: 'resume', after_message_id: lastId }));
+            markRead(readId); // a marker moved while offline (or in another tab) reaches the server
           }
           order = order.filter(function (c) { return pending[c]; });
           order.forEach(function (c) { if (pending[c].st !== 'failed') transmit(pending[c]); });
           break;
         case 'ack':
           convId = f.conversation_id; showEmail();
+          if (saved.conv !== convId) { saved.conv = convId; save(); }
           if (pending[f.client_id]) confirm(pending[f.client_id], f.message_id); else seen[f.message_id] = true;
           break;
         case 'message':
@@ -182,7 +335,13 @@
           if (seen[f.message_id]) return;
           if (f.client_id && pending[f.client_id]) { confirm(pending[f.client_id], f.message_id); return; }
           seen[f.message_id] = true;
-          render(f);
+          render(f, f.message_id > lastHello);
+          break;
+        case 'typing':
+          typing(true, f.name);
+          break;
+        case 'seen':
+          if (f.message_id > seenId) { seenId = f.message_id; marks(); }
           break;
         case 'email_saved':
           saved.email = f.email; save(); emailBox.classList.remove('on');
@@ -270,7 +429,13 @@
       var t = input.value;
       if (!t.trim()) return;
       input.value = '';
+      typedAt = 0;
       send(t);
+    });
+    input.addEventListener('input', function () {
+      if (!input.value.trim() || !convId || !ws || ws.readyState !== 1 || Date.now() - typedAt < 3000) return;
+      typedAt = Date.now();
+      ws.send(JSON.stringify({ type: 'typing' }));
     });
     input.addEventListener('keydown', function (e) {
       if (e.key === 'Enter' && !e.shiftKey) { e.preventDefault(); form.requestSubmit ? form.requestSubmit() : sendBtn.click(); }
@@ -287,6 +452,7 @@
       panel.classList.toggle('open', on);
       o.button.setAttribute('aria-expanded', on ? 'true' : 'false');
       if (on) { connect(); scroll(); input.focus(); }
+      unread(false);
     }
     closeBtn.addEventListener('click', function () { toggle(false); o.button.focus(); });
     panel.addEventListener('keydown', function (e) { if (e.key === 'Escape') { toggle(false); o.button.focus(); } });

@@ -1,0 +1,110 @@
+package browsertest
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/chromedp/chromedp"
+
+	"spookat/edge/internal/server"
+	"spookat/edge/internal/store"
+)
+
+// sameContextTab opens another tab in b's browser context: same localStorage, as a visitor's
+// second tab of the same site.
+func (b *Tab) sameContextTab(name string) *Tab {
+	b.t.Helper()
+	ctx, cancel := chromedp.NewContext(b.ctx)
+	b.t.Cleanup(cancel)
+	if err := chromedp.Do(ctx); err != nil {
+		b.t.Fatalf("open tab %s: %v", name, err)
+	}
+	return &Tab{t: b.t, name: name, ctx: ctx}
+}
+
+// hide makes the page report itself hidden, as when its tab is in the background (a headless
+// browser's tabs are all visible), and tells it so.
+func (b *Tab) hide(hidden bool) {
+	b.t.Helper()
+	v := "false"
+	if hidden {
+		v = "true"
+	}
+	eval[any](b, `Object.defineProperty(document, 'hidden', {configurable: true, get: () => `+v+`}); document.dispatchEvent(new Event('visibilitychange'))`)
+}
+
+// The conversation is alive on both sides: "Seen" and typing both ways; a reply that comes
+// while the window is closed shows as a badge and a preview on the launcher and, in a hidden
+// tab, in the title; a returning visitor's page connects at once and shows what is unread;
+// reading in one tab clears the other's badge; messages carry times under a day heading.
+func TestUnreadTypingAndSeen(t *testing.T) {
+	e := startEdge(t, server.Config{})
+	site := e.site(&store.Site{Name: "Alive"})
+	e.operator("omar@alive.test", "Omar", "correct horse battery", site.Key)
+
+	v := newTab(t, "visitor")
+	v.openDemo(e.base, site.Key)
+	v.openChat()
+	v.typeAndSend("Is my parcel on its way?")
+	v.waitSent("Is my parcel on its way?")
+	v.waitJS("a day heading and a time", W+`.querySelector('ol li.day').textContent === 'Today' && `+
+		W+`.querySelector('li.me time').textContent === 'just now'`)
+
+	op := newTab(t, "operator")
+	op.login(e.base, "omar@alive.test", "correct horse battery")
+	op.waitJS("the conversation", `document.querySelector('#conversations li[data-id]')`)
+	op.do("open it", chromedp.Click(chromedp.CSS(`#conversations li[data-id]`)))
+	op.waitJS("the visitor's message", `document.querySelector('#messages .msg.visitor')`)
+
+	// The operator read it: Seen.
+	v.waitJS("Seen under the message", W+`.querySelector('li.me .state[data-seen]') && `+W+`.querySelector('li.me .state').textContent === 'Seen'`)
+	// Operator typing shows in the widget.
+	op.do("type a reply", chromedp.SendKeys(chromedp.CSS("#reply"), "Let me check"))
+	v.waitJS("Omar is typing", W+`.querySelector('.typing.on') && `+W+`.querySelector('.typing').textContent === 'Omar is typing\u2026'`)
+	v.shot("operator-typing")
+	// Visitor typing shows in the inbox.
+	v.do("type", chromedp.SendKeys(chromedp.JSPath(W+`.querySelector('.panel > form textarea')`), "It was due on Monday"))
+	op.waitJS("the visitor is typing", `document.querySelector('#typing').textContent === 'The visitor is typing\u2026'`)
+	op.shot("visitor-typing")
+
+	// The visitor closes the window and puts the tab in the background; the reply comes.
+	v.do("close the window", chromedp.Click(chromedp.JSPath(W+`.querySelector('header button')`)))
+	v.hide(true)
+	op.do("send the reply", chromedp.Click(chromedp.CSS("#send")))
+	// Badge, preview and title while closed.
+	v.waitJS("the badge", W+`.querySelector('.badge.on') && `+W+`.querySelector('.badge').textContent === '1'`)
+	v.waitJS("the preview", W+`.querySelector('.preview.on p').textContent === 'Let me check'`)
+	if l := eval[string](v, W+`.querySelector('#l').getAttribute('aria-label')`); l != "Open chat, 1 unread" {
+		t.Fatalf("launcher label %q", l)
+	}
+	v.waitJS("the title count", `document.title.startsWith('(1) ')`)
+	if eval[bool](v, W+`.querySelector('.typing.on') !== null`) {
+		t.Fatal("the typing note stayed after the operator's message came")
+	}
+	v.hide(false)
+	v.waitJS("the title back", `!document.title.startsWith('(')`)
+	v.shot("badge")
+
+	// A returning visitor's page shows the unread reply at once.
+	v.do("reload", chromedp.Reload())
+	v.waitJS("the badge without any intent", `document.querySelector('#spookat-widget') && `+W+`.querySelector('.badge.on') && `+W+`.querySelector('.badge').textContent === '1'`)
+	if eval[bool](v, W+`.querySelector('.panel.open') !== null`) {
+		t.Fatal("the window opened by itself")
+	}
+
+	v2 := v.sameContextTab("visitor-tab-2")
+	v2.openDemo(e.base, site.Key)
+	v2.waitJS("the badge in the second tab", W+`.querySelector('.badge.on')`)
+	// Reading clears the badge everywhere and tells the operator.
+	v.openChat()
+	v.waitJS("the reply shown", bubbleCount("Let me check")+` === 1`)
+	if eval[bool](v, W+`.querySelector('.badge.on') !== null`) {
+		t.Fatal("the badge stays with the window open")
+	}
+	v2.waitJS("the second tab's badge gone", W+`.querySelector('.badge.on') === null`)
+	op.waitJS("Seen in the inbox", `(() => { const s = document.querySelector('#messages li.msg.operator .seen'); return s && s.textContent === 'Seen'; })()`)
+	op.shot("seen")
+	if title := eval[string](v, `document.title`); strings.HasPrefix(title, "(") {
+		t.Fatalf("title %q keeps a count after reading", title)
+	}
+}
