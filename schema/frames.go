@@ -91,6 +91,11 @@ type Hello struct {
 	// (the highest message id an operator has read).
 	ReadMessageID int64 `json:"read_message_id"`
 	SeenMessageID int64 `json:"seen_message_id"`
+	// Site is how the window looks and what it says (office hours and their zone left out);
+	// Status is "online" (an operator has the inbox open or replied lately, within the
+	// office hours) or "away".
+	Site   *WidgetSettings `json:"site"`
+	Status string          `json:"status"`
 }
 
 // Typing tells a visitor that an operator is writing.

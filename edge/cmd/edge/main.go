@@ -16,6 +16,7 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+	_ "time/tzdata" // office hours name IANA time zones; a static binary on a bare host has no zoneinfo
 
 	"spookat/edge/internal/brakes"
 	"spookat/edge/internal/broker"

@@ -1,13 +1,17 @@
 package browsertest
 
 import (
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
 
+	"spookat/edge/internal/edgetest"
 	"spookat/edge/internal/server"
 	"spookat/edge/internal/store"
+	"spookat/schema"
 )
 
 // sameContextTab opens another tab in b's browser context: same localStorage, as a visitor's
@@ -107,4 +111,56 @@ func TestUnreadTypingAndSeen(t *testing.T) {
 	if title := eval[string](v, `document.title`); strings.HasPrefix(title, "(") {
 		t.Fatalf("title %q keeps a count after reading", title)
 	}
+}
+
+// A site's window says who answers and when: its title, colour and greeting; outside office
+// hours it is away, says so, and asks for the visitor's email in the composer before the first
+// message (ask_email "before"), which is saved with that message and confirmed. A site whose
+// operator has the inbox open says online.
+func TestAwaySiteAsksEmailInOneComposer(t *testing.T) {
+	e := startEdge(t, server.Config{})
+	from := (time.Now().UTC().Hour() + 3) % 24 // an hour of office hours that is not now
+	hours := fmt.Sprintf("sun-sat %02d:00-%02d:00", from, from+1)
+	away := e.site(&store.Site{Name: "Acme", Widget: schema.WidgetSettings{Title: "Acme help", Accent: "#0a7c3e",
+		Greeting: "Hi! Ask us about your order.", Hours: hours, AskEmail: "before",
+		AwayMessage: "We are back at 9. Leave your email and we will write."}})
+	online := e.site(&store.Site{Name: "Open shop"})
+	e.operator("ola@open.test", "Ola", "correct horse battery", online.Key)
+
+	v := newTab(t, "visitor")
+	v.do("phone viewport", chromedp.EmulateViewport(390, 844, chromedp.EmulateScale(2)))
+	v.openDemo(e.base, away.Key)
+	v.openChat()
+	v.waitJS("the site's title and away", W+`.querySelector('header b').textContent === 'Acme help' && `+W+`.querySelector('.sub').textContent === 'Away'`)
+	v.waitJS("the greeting and the away message", W+`.querySelector('li.greet .bubble').textContent === 'Hi! Ask us about your order.' && `+
+		W+`.querySelector('li.greet .state').textContent.startsWith('We are back at 9')`)
+	if bg := eval[string](v, `getComputedStyle(`+W+`.querySelector('header')).backgroundColor`); bg != "rgb(10, 124, 62)" {
+		t.Fatalf("header colour %s, want the site's accent", bg)
+	}
+	v.waitJS("the email asked before the first message", W+`.querySelector('.email.on input')`)
+	v.shot("away")
+	v.do("type the email", chromedp.SendKeys(chromedp.JSPath(W+`.querySelector('.email input')`), "pat@example.com"))
+	v.typeAndSend("Where is order 1042?")
+	v.waitSent("Where is order 1042?")
+	v.waitJS("the confirmation", W+`.querySelector('.emailok.on').textContent === 'Thanks! We\u2019ll email you at pat@example.com if you leave.'`)
+	if eval[bool](v, W+`.querySelector('.email.on') !== null`) {
+		t.Fatal("the email row stays after the email is saved")
+	}
+	if eval[bool](v, W+`.querySelector('li.greet') === null`) {
+		t.Fatal("the greeting went with the first message")
+	}
+	v.shot("email-saved")
+	db := edgetest.OpenDB(t, e.edge.DataDir)
+	if n := edgetest.QueryInt(t, db, `SELECT count(*) FROM visitors WHERE email = 'pat@example.com' AND site_id = ?`, away.ID); n != 1 {
+		t.Fatalf("visitors with the email: %d", n)
+	}
+
+	op := newTab(t, "operator")
+	op.login(e.base, "ola@open.test", "correct horse battery")
+	v2 := newTab(t, "visitor-2")
+	v2.openDemo(e.base, online.Key)
+	v2.openChat()
+	v2.waitJS("online", W+`.querySelector('.sub.online') && `+W+`.querySelector('.sub').textContent === 'Online'`)
+	v2.waitJS("no email asked while online", W+`.querySelector('.email.on') === null`)
+	v2.shot("online")
 }

@@ -77,8 +77,9 @@ func Error(b []byte, clientID, code, message string, retryAfterMS int64) []byte 
 	return append(b, '}')
 }
 
-// Hello is {"type":"hello","visitor":…,"conversation_id":N|null,"last_message_id":N,"read_message_id":N,"seen_message_id":N}.
-func Hello(b []byte, visitor string, conversationID, lastMessageID, readMessageID, seenMessageID int64) []byte {
+// Hello is {"type":"hello","visitor":…,"conversation_id":N|null,"last_message_id":N,"read_message_id":N,"seen_message_id":N,"site":{…},"status":…}.
+// site is the JSON of the window's settings.
+func Hello(b []byte, visitor string, conversationID, lastMessageID, readMessageID, seenMessageID int64, site []byte, status string) []byte {
 	b = append(b, `{"type":"hello","visitor":`...)
 	b = fastjson.AppendString(b, visitor)
 	b = append(b, `,"conversation_id":`...)
@@ -93,6 +94,13 @@ func Hello(b []byte, visitor string, conversationID, lastMessageID, readMessageI
 	b = strconv.AppendInt(b, readMessageID, 10)
 	b = append(b, `,"seen_message_id":`...)
 	b = strconv.AppendInt(b, seenMessageID, 10)
+	b = append(b, `,"site":`...)
+	if len(site) == 0 {
+		site = []byte("{}")
+	}
+	b = append(b, site...)
+	b = append(b, `,"status":`...)
+	b = fastjson.AppendString(b, status)
 	return append(b, '}')
 }
 

@@ -1,6 +1,7 @@
 package inbox
 
 import (
+	"encoding/json"
 	"errors"
 	"strconv"
 	"strings"
@@ -269,17 +270,18 @@ func (t *typists) pass(operatorID, conversationID int64, now time.Time) bool {
 // Settings is a site's settings as the inbox shows them: secrets are never sent back, only
 // whether they are set.
 type Settings struct {
-	ID                    int64    `json:"id"`
-	Key                   string   `json:"key"`
-	Name                  string   `json:"name"`
-	Origins               []string `json:"origins"`
-	SlackChannel          string   `json:"slack_channel"`
-	SlackTokenSet         bool     `json:"slack_token_set"`
-	SlackSigningSecretSet bool     `json:"slack_signing_secret_set"`
-	DiscordWebhookSet     bool     `json:"discord_webhook_set"`
-	WebhookURL            string   `json:"webhook_url"`
-	WebhookSecretSet      bool     `json:"webhook_secret_set"`
-	NotifyEmail           string   `json:"notify_email"`
+	ID                    int64                 `json:"id"`
+	Key                   string                `json:"key"`
+	Name                  string                `json:"name"`
+	Origins               []string              `json:"origins"`
+	SlackChannel          string                `json:"slack_channel"`
+	SlackTokenSet         bool                  `json:"slack_token_set"`
+	SlackSigningSecretSet bool                  `json:"slack_signing_secret_set"`
+	DiscordWebhookSet     bool                  `json:"discord_webhook_set"`
+	WebhookURL            string                `json:"webhook_url"`
+	WebhookSecretSet      bool                  `json:"webhook_secret_set"`
+	NotifyEmail           string                `json:"notify_email"`
+	Widget                schema.WidgetSettings `json:"widget"`
 }
 
 func settingsOf(s *store.Site) Settings {
@@ -290,7 +292,7 @@ func settingsOf(s *store.Site) Settings {
 	return Settings{ID: s.ID, Key: s.Key, Name: s.Name, Origins: o, SlackChannel: s.SlackChannel,
 		SlackTokenSet: s.SlackToken != "", SlackSigningSecretSet: s.SlackSigningSecret != "",
 		DiscordWebhookSet: s.DiscordWebhook != "", WebhookURL: s.WebhookURL, WebhookSecretSet: s.WebhookSecret != "",
-		NotifyEmail: s.NotifyEmail}
+		NotifyEmail: s.NotifyEmail, Widget: s.Widget}
 }
 
 func (h *Handler) settings(c *fiber.Ctx) error {
@@ -319,6 +321,8 @@ type settingsUpdate struct {
 	WebhookURL         *string   `json:"webhook_url"`
 	WebhookSecret      *string   `json:"webhook_secret"`
 	NotifyEmail        *string   `json:"notify_email"`
+	// Widget replaces the window's settings as a whole when present.
+	Widget *schema.WidgetSettings `json:"widget"`
 }
 
 func (h *Handler) updateSettings(c *fiber.Ctx) error {
@@ -335,12 +339,12 @@ func (h *Handler) updateSettings(c *fiber.Ctx) error {
 	var row *store.Site
 	err = h.Store.Write(ctx, func(tx *store.Tx) error {
 		// Read inside the writer's transaction, so two updates never undo each other.
-		var origins string
+		var origins, widget string
 		cur := &store.Site{ID: s.ID}
 		found, err := tx.QueryRow(`SELECT key, name, origins, slack_token, slack_channel, slack_signing_secret,
-			discord_webhook, webhook_url, webhook_secret, notify_email, created_at FROM sites WHERE id = ?`, []any{s.ID},
+			discord_webhook, webhook_url, webhook_secret, notify_email, created_at, widget FROM sites WHERE id = ?`, []any{s.ID},
 			&cur.Key, &cur.Name, &origins, &cur.SlackToken, &cur.SlackChannel, &cur.SlackSigningSecret,
-			&cur.DiscordWebhook, &cur.WebhookURL, &cur.WebhookSecret, &cur.NotifyEmail, &cur.CreatedAt)
+			&cur.DiscordWebhook, &cur.WebhookURL, &cur.WebhookSecret, &cur.NotifyEmail, &cur.CreatedAt, &widget)
 		if err != nil {
 			return err
 		}
@@ -349,6 +353,13 @@ func (h *Handler) updateSettings(c *fiber.Ctx) error {
 		}
 		if origins != "" {
 			cur.Origins = strings.Split(origins, "\n")
+		}
+		_ = json.Unmarshal([]byte(widget), &cur.Widget)
+		if u.Widget != nil {
+			if err := u.Widget.Check(); err != nil {
+				return badRequest(sentence(err))
+			}
+			cur.Widget = *u.Widget
 		}
 		set := func(dst *string, v *string) {
 			if v != nil {

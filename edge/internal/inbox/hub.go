@@ -106,6 +106,16 @@ func (h *Hub) endOthers(operatorID int64, keep []byte) {
 	})
 }
 
+// Watching reports whether an operator has an inbox open on the site.
+func (h *Hub) Watching(siteID int64) bool {
+	if h.n.Load() == 0 {
+		return false
+	}
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	return len(h.subs[siteID]) > 0
+}
+
 func (h *Hub) subscribe(c *opConn, sites []int64) {
 	h.mu.Lock()
 	defer h.mu.Unlock()

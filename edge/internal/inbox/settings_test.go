@@ -119,3 +119,47 @@ func TestSettingsRefuseInternalTargets(t *testing.T) {
 		})
 	}
 }
+
+// TestWidgetSettings: the chat window's settings are stored whole and shown back; a wrong
+// field is refused with a 400 sentence naming it, and the stored ones stay.
+func TestWidgetSettings(t *testing.T) {
+	app, st, site, token := settingsApp(t, false)
+	put := func(body string) (int, schema.HTTPError) {
+		req := httptest.NewRequest(http.MethodPut, "/v1/api/sites/"+site.Key+"/settings", strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+token)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := app.Test(req, 10_000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var e schema.HTTPError
+		_ = json.NewDecoder(resp.Body).Decode(&e)
+		return resp.StatusCode, e
+	}
+	if st, e := put(`{"widget":{"title":" Shop help ","accent":"#112233","hours":"mon-fri 09:00-17:00","time_zone":"Europe/Paris"}}`); st != http.StatusOK {
+		t.Fatalf("valid settings: %d %+v", st, e)
+	}
+	for _, c := range []struct{ body, names string }{
+		{`{"widget":{"accent":"red"}}`, "accent"},
+		{`{"widget":{"hours":"weekdays 9-5"}}`, "hours"},
+		{`{"widget":{"time_zone":"Nowhere/Town"}}`, "time_zone"},
+		{`{"widget":{"position":"middle"}}`, "position"},
+	} {
+		t.Run(c.names, func(t *testing.T) {
+			code, e := put(c.body)
+			if code != http.StatusBadRequest || e.Code != "invalid" || !strings.Contains(e.Message, c.names) {
+				t.Fatalf("%s: %d %+v, want 400 naming %s", c.body, code, e, c.names)
+			}
+		})
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	row, err := st.SiteByID(ctx, site.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := row.Widget; w.Title != "Shop help" || w.Accent != "#112233" || w.TimeZone != "Europe/Paris" || w.Hours != "mon-fri 09:00-17:00" {
+		t.Fatalf("stored widget settings %+v", w)
+	}
+}

@@ -29,6 +29,7 @@ import (
 	"spookat/edge/internal/live"
 	"spookat/edge/internal/metrics"
 	"spookat/edge/internal/outbox"
+	"spookat/edge/internal/presence"
 	"spookat/edge/internal/results"
 	"spookat/edge/internal/sites"
 	"spookat/edge/internal/slackevents"
@@ -120,6 +121,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	}
 	hub := live.NewHub()
 	inboxHub := inbox.NewHub() // operator websockets, per site
+	here := &presence.Tracker{Watching: inboxHub.Watching}
 	var pub atomic.Pointer[outbox.Publisher]
 	origins := &results.Origins{} // where recent messages belong, for the results' check
 	st, err := store.Open(cfg.DataDir, store.Options{
@@ -130,6 +132,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 			m.MessagesSaved.Add(float64(len(c)))
 			hub.Publish(c)
 			inboxHub.Publish(c)
+			here.Publish(c)
 			origins.Add(c)
 			pub.Load().Enqueue(c)
 		},
@@ -374,7 +377,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		return c.SendString("ready")
 	})
 	wh := &widget.Handler{Store: st, Sites: reg, Hub: hub, Metrics: m, Brakes: brk, IPs: ips, Log: log,
-		Pace: &widget.Pacer{Rate: cfg.SocketRate}, Operators: inboxHub}
+		Pace: &widget.Pacer{Rate: cfg.SocketRate}, Operators: inboxHub, Online: here.Online}
 	wg.Add(1)
 	go func() { // forget idle (site, IP) brake entries
 		defer wg.Done()

@@ -255,7 +255,7 @@ func (tx *Tx) SetVisitorEmail(siteID int64, tokenHash []byte, email string) (fou
 // SiteByID reads one site with its secrets (the caller decides what to show).
 func (s *Store) SiteByID(ctx context.Context, id int64) (*Site, error) {
 	var site Site
-	var origins string
+	var origins, widget string
 	var found bool
 	err := s.Read(ctx, func(q Querier) error {
 		st, err := q.Stmt(`SELECT ` + siteColumns + ` FROM sites WHERE id = ?`)
@@ -264,7 +264,7 @@ func (s *Store) SiteByID(ctx context.Context, id int64) (*Site, error) {
 		}
 		found, err = queryRow(st, []any{id}, &site.ID, &site.Key, &site.Name, &origins, &site.SlackToken,
 			&site.SlackChannel, &site.SlackSigningSecret, &site.DiscordWebhook, &site.WebhookURL,
-			&site.WebhookSecret, &site.NotifyEmail, &site.CreatedAt)
+			&site.WebhookSecret, &site.NotifyEmail, &site.CreatedAt, &widget)
 		return err
 	})
 	if err != nil {
@@ -274,15 +274,16 @@ func (s *Store) SiteByID(ctx context.Context, id int64) (*Site, error) {
 		return nil, ErrNotFound
 	}
 	site.Origins = splitLines(origins)
+	site.Widget = widgetFrom(widget)
 	return &site, nil
 }
 
 // UpdateSite writes a site's settings (every field of s but id, key and created_at).
 func (tx *Tx) UpdateSite(s *Site) error {
 	return tx.exec(`UPDATE sites SET name = ?, origins = ?, slack_token = ?, slack_channel = ?, slack_signing_secret = ?,
-		discord_webhook = ?, webhook_url = ?, webhook_secret = ?, notify_email = ? WHERE id = ?`,
+		discord_webhook = ?, webhook_url = ?, webhook_secret = ?, notify_email = ?, widget = ? WHERE id = ?`,
 		s.Name, strings.Join(s.Origins, "\n"), s.SlackToken, s.SlackChannel, s.SlackSigningSecret,
-		s.DiscordWebhook, s.WebhookURL, s.WebhookSecret, s.NotifyEmail, s.ID)
+		s.DiscordWebhook, s.WebhookURL, s.WebhookSecret, s.NotifyEmail, widgetJSON(s.Widget), s.ID)
 }
 
 // ConversationByThread finds the conversation of a site whose Slack thread is threadTS.

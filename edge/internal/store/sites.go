@@ -4,9 +4,12 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
+
+	"spookat/schema"
 )
 
 // Site is a customer's site with its delivery settings.
@@ -22,7 +25,22 @@ type Site struct {
 	WebhookURL         string   `json:"webhook_url,omitempty"`
 	WebhookSecret      string   `json:"webhook_secret,omitempty"`
 	NotifyEmail        string   `json:"notify_email,omitempty"`
-	CreatedAt          int64    `json:"created_at"`
+	// Widget is how the site's chat window looks and who it says answers.
+	Widget    schema.WidgetSettings `json:"widget"`
+	CreatedAt int64                 `json:"created_at"`
+}
+
+// widgetJSON is how a site's widget settings are stored.
+func widgetJSON(w schema.WidgetSettings) string {
+	b, _ := json.Marshal(w) // a struct of strings: it cannot fail
+	return string(b)
+}
+
+// widgetFrom reads stored widget settings; a row the edge could not read keeps the defaults.
+func widgetFrom(s string) schema.WidgetSettings {
+	var w schema.WidgetSettings
+	_ = json.Unmarshal([]byte(s), &w)
+	return w
 }
 
 // NewSiteKey returns a random public site key.
@@ -42,11 +60,11 @@ func (tx *Tx) AddSite(site *Site) error {
 	}
 	site.CreatedAt = tx.now
 	if err := tx.exec(`INSERT INTO sites (key, name, origins, slack_token, slack_channel, slack_signing_secret,
-		discord_webhook, webhook_url, webhook_secret, notify_email, created_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		discord_webhook, webhook_url, webhook_secret, notify_email, created_at, widget)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		site.Key, site.Name, strings.Join(site.Origins, "\n"), site.SlackToken, site.SlackChannel,
 		site.SlackSigningSecret, site.DiscordWebhook, site.WebhookURL, site.WebhookSecret,
-		site.NotifyEmail, tx.now); err != nil {
+		site.NotifyEmail, tx.now, widgetJSON(site.Widget)); err != nil {
 		return err
 	}
 	site.ID = tx.LastInsertRowID()
@@ -54,7 +72,7 @@ func (tx *Tx) AddSite(site *Site) error {
 }
 
 const siteColumns = `id, key, name, origins, slack_token, slack_channel, slack_signing_secret,
-	discord_webhook, webhook_url, webhook_secret, notify_email, created_at`
+	discord_webhook, webhook_url, webhook_secret, notify_email, created_at, widget`
 
 // Sites returns every site, by id.
 func (s *Store) Sites(ctx context.Context) ([]*Site, error) {
@@ -66,13 +84,14 @@ func (s *Store) Sites(ctx context.Context) ([]*Site, error) {
 		}
 		return eachRow(st, nil, func() error {
 			var site Site
-			var origins string
+			var origins, widget string
 			if err := scan(st, &site.ID, &site.Key, &site.Name, &origins, &site.SlackToken,
 				&site.SlackChannel, &site.SlackSigningSecret, &site.DiscordWebhook, &site.WebhookURL,
-				&site.WebhookSecret, &site.NotifyEmail, &site.CreatedAt); err != nil {
+				&site.WebhookSecret, &site.NotifyEmail, &site.CreatedAt, &widget); err != nil {
 				return err
 			}
 			site.Origins = splitLines(origins)
+			site.Widget = widgetFrom(widget)
 			out = append(out, &site)
 			return nil
 		})

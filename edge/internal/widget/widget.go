@@ -7,6 +7,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"io"
 	"log/slog"
@@ -47,6 +48,8 @@ type Handler struct {
 	Log     *slog.Logger
 	// Operators hears a visitor's typing and read marker (the inbox hub); nil: nobody.
 	Operators Signals
+	// Online says whether a site's operators are around (presence.Tracker); nil: never.
+	Online func(siteID int64) bool
 
 	upgrader      fws.FastHTTPUpgrader // set by Register
 	setup         gate                 // hellos and resumes at once (gate.go)
@@ -329,7 +332,14 @@ func (s *session) hello(token string) bool {
 	if state.ConversationID != 0 {
 		s.h.Hub.Subscribe(state.ConversationID, s.c)
 	}
-	return s.c.send(frames.Hello(nil, token, state.ConversationID, state.LastMessageID, state.ReadMessageID, state.SeenMessageID))
+	w := s.site.Widget
+	status := "away"
+	if s.h.Online != nil && s.h.Online(s.site.ID) && w.OpenAt(time.Now()) {
+		status = "online"
+	}
+	w.Hours, w.TimeZone = "", "" // the window needs only whether it is open now
+	site, _ := json.Marshal(&w)
+	return s.c.send(frames.Hello(nil, token, state.ConversationID, state.LastMessageID, state.ReadMessageID, state.SeenMessageID, site, status))
 }
 
 func newToken() string {

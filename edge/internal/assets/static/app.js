@@ -297,10 +297,22 @@
       }
       var msg = el('p', { id: 'settings-msg', role: 'status' });
       var origins = el('textarea', { id: 'set-origins', rows: 3 }); origins.value = (s.origins || []).join('\n');
+      var w = s.widget || {};
+      function area(name, label, value, hint) {
+        f[name] = el('textarea', { id: 'set-' + name, rows: 3 }); f[name].value = value || '';
+        return [el('label', { for: 'set-' + name, text: label }), f[name], hint ? el('div', { class: 'hint', text: hint }) : null];
+      }
+      function choice(name, label, value, options) {
+        f[name] = el('select', { id: 'set-' + name }, options.map(function (o) { return el('option', { value: o[0], text: o[1] }); }));
+        f[name].value = value || options[0][0];
+        return [el('label', { for: 'set-' + name, text: label }), f[name]];
+      }
+      var WIDGET = ['title', 'accent', 'position', 'launcher_label', 'greeting', 'reply_time', 'away_message', 'ask_email', 'hours', 'time_zone'];
       var form = el('form', { class: 'settings', id: 'settings', onsubmit: function (e) {
         e.preventDefault();
         var body = { name: f.name.value, origins: origins.value.split('\n').map(function (x) { return x.trim(); }).filter(Boolean),
-          slack_channel: f.slack_channel.value, webhook_url: f.webhook_url.value, notify_email: f.notify_email.value };
+          slack_channel: f.slack_channel.value, webhook_url: f.webhook_url.value, notify_email: f.notify_email.value, widget: {} };
+        WIDGET.forEach(function (k) { if (f[k].value.trim()) body.widget[k] = f[k].value; });
         ['slack_token', 'slack_signing_secret', 'discord_webhook', 'webhook_secret'].forEach(function (k) {
           if (f[k].value) body[k] = f[k].value;
           if (f['clear_' + k] && f['clear_' + k].checked) body[k] = '';
@@ -311,6 +323,17 @@
         [el('h2', { text: 'Settings of ' + s.name })],
         [el('fieldset', {}, [].concat([el('legend', { text: 'Site' })], field('name', 'Name', s.name),
           [el('label', { for: 'set-origins', text: 'Allowed origins (one per line)' }), origins, el('div', { class: 'hint', text: 'Site key: ' + s.key })]))],
+        [el('fieldset', {}, [].concat([el('legend', { text: 'Chat window' })],
+          field('title', 'Title', w.title, 'Default: Chat with us'),
+          field('accent', 'Accent colour', w.accent, '#rrggbb, e.g. #4f46e5'),
+          choice('position', 'Position', w.position, [['right', 'Bottom right'], ['left', 'Bottom left']]),
+          field('launcher_label', 'Launcher label (for screen readers)', w.launcher_label, 'Default: Open chat'),
+          area('greeting', 'Greeting, shown before the visitor writes', w.greeting),
+          field('reply_time', 'Shown while online', w.reply_time, 'Default: We usually answer within minutes.'),
+          area('away_message', 'Shown while away', w.away_message),
+          choice('ask_email', 'While away, ask for an email', w.ask_email, [['after', 'after the first message'], ['before', 'before the first message'], ['never', 'never']]),
+          area('hours', 'Office hours, one rule a line', w.hours, 'e.g. mon-fri 09:00-17:30. Empty: always open. Outside them the window says away.'),
+          field('time_zone', 'Time zone of the hours', w.time_zone, 'IANA name, e.g. Europe/Berlin (default UTC)')))],
         [el('fieldset', {}, [].concat([el('legend', { text: 'Slack' })], secret('slack_token', 'Bot token', s.slack_token_set),
           field('slack_channel', 'Channel id', s.slack_channel), secret('slack_signing_secret', 'Signing secret', s.slack_signing_secret_set)))],
         [el('fieldset', {}, [].concat([el('legend', { text: 'Discord' })], secret('discord_webhook', 'Webhook URL', s.discord_webhook_set)))],

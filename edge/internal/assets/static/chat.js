@@ -10,7 +10,7 @@
     'background:#fff;color:#111827;border-radius:14px;box-shadow:0 12px 40px rgba(0,0,0,.28);z-index:2147483001;overflow:hidden;',
     'font:14px/1.4 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif}',
     '.panel.open{display:flex}',
-    'header{display:flex;align-items:center;justify-content:space-between;padding:12px 14px;background:#4f46e5;color:#fff}',
+    'header{display:flex;align-items:center;justify-content:space-between;padding:12px 14px;background:var(--a,#4f46e5);color:#fff}',
     'header b{font-size:15px}header button{background:none;border:0;color:#fff;font-size:22px;line-height:1;cursor:pointer;padding:2px 6px}',
     '.conn{font-size:12px;opacity:.85;margin-left:8px}',
     '.banner,.offline{display:none;padding:8px 12px;background:#fef3c7;color:#78350f;font-size:13px}.banner.on,.offline.on{display:block}',
@@ -20,7 +20,7 @@
     'li{max-width:80%;display:flex;flex-direction:column}',
     'li.me{align-self:flex-end;align-items:flex-end}li.them{align-self:flex-start}',
     '.bubble{padding:8px 11px;border-radius:12px;white-space:pre-wrap;word-wrap:break-word;overflow-wrap:anywhere}',
-    'li.me .bubble{background:#4f46e5;color:#fff}li.them .bubble{background:#f3f4f6}',
+    'li.me .bubble{background:var(--a,#4f46e5);color:#fff}li.them .bubble{background:#f3f4f6}',
     'li.system .bubble{background:none;color:#6b7280;font-style:italic}',
     '.who{font-size:12px;color:#6b7280;margin:0 4px 2px}',
     '.state{font-size:11px;color:#6b7280;margin:2px 4px 0}.failed .state{color:#b91c1c}',
@@ -29,8 +29,13 @@
     '.empty{color:#6b7280;text-align:center;margin:auto 0}',
     'form{display:flex;gap:8px;padding:10px;border-top:1px solid #e5e7eb}',
     'textarea,input{flex:1;resize:none;border:1px solid #d1d5db;border-radius:8px;padding:8px;font:inherit;min-width:0}',
-    'form button{border:0;border-radius:8px;background:#4f46e5;color:#fff;padding:0 14px;cursor:pointer;font:inherit}',
-    '.email{display:none;padding:8px 10px 0;border-top:1px solid #e5e7eb;flex-direction:column;gap:4px}.email.on{display:flex}',
+    'form button{border:0;border-radius:8px;background:var(--a,#4f46e5);color:#fff;padding:0 14px;cursor:pointer;font:inherit}',
+    '.email{display:none;padding:8px 10px 0;border-top:1px solid #e5e7eb;flex-direction:column;gap:4px}.email.on{display:flex}.email.on+form{border-top:0}',
+    '.emailok{display:none;padding:6px 12px 0;font-size:12px;color:#166534}.emailok.on{display:block}',
+    '.sub{display:block;font-size:12px;opacity:.9;font-weight:400;margin-top:2px}.sub:before{content:"";display:inline-block;width:8px;height:8px;border-radius:50%;margin-right:6px;background:#9ca3af}',
+    '.sub.online:before{background:#22c55e}',
+    '.panel.left,.preview.left{left:20px;right:auto}.badge.left{left:62px;right:auto}',
+    'li.greet .bubble{background:#f3f4f6}',
     '.email p{margin:0;font-size:12px;color:#4b5563}.email form{border:0;padding:0 0 8px}',
     'li.day{align-self:center;max-width:none;font-size:11px;color:#6b7280;margin:4px 0}',
     'time{font-size:11px;color:#9ca3af;margin:2px 4px 0}',
@@ -68,8 +73,8 @@
     // --- DOM
     var style = el('style'); style.textContent = CSS; o.root.appendChild(style);
     var panel = el('div', 'panel'); panel.setAttribute('role', 'dialog'); panel.setAttribute('aria-label', 'Chat');
-    var header = el('header'), title = el('div'), conn = el('span', 'conn');
-    title.appendChild(el('b', '', 'Chat with us')); title.appendChild(conn);
+    var header = el('header'), title = el('div'), conn = el('span', 'conn'), heading = el('b', '', 'Chat with us'), sub = el('span', 'sub');
+    title.appendChild(heading); title.appendChild(conn); title.appendChild(sub);
     var closeBtn = el('button', '', '\u00d7'); closeBtn.type = 'button'; closeBtn.setAttribute('aria-label', 'Close chat');
     header.appendChild(title); header.appendChild(closeBtn);
     var banner = el('div', 'banner'); banner.setAttribute('role', 'status');
@@ -79,15 +84,16 @@
     var list = el('ol');
     var announcer = el('div', 'sr'); announcer.setAttribute('aria-live', 'polite'); // new incoming messages only
     var typingNote = el('div', 'typing');
-    var empty = el('li', 'empty', 'Ask us anything: we usually answer within minutes.'); list.appendChild(empty);
+    var empty = el('li', 'empty', 'Ask us anything.'); list.appendChild(empty);
     var emailBox = el('div', 'email'), emailForm = el('form'), emailInput = el('input'), emailBtn = el('button', '', 'Save');
-    emailBox.appendChild(el('p', '', 'Leave your email and we can answer you there if you leave.'));
+    var emailOk = el('p', 'emailok'); emailOk.setAttribute('role', 'status');
+    emailBox.appendChild(el('p', '', 'Get the reply by email too: we may answer after you leave.'));
     emailInput.type = 'email'; emailInput.placeholder = 'you@example.com'; emailInput.setAttribute('aria-label', 'Your email');
     emailBtn.type = 'submit'; emailForm.appendChild(emailInput); emailForm.appendChild(emailBtn); emailBox.appendChild(emailForm);
     var form = el('form'), input = el('textarea'), sendBtn = el('button', '', 'Send');
     input.rows = 1; input.placeholder = 'Write a message\u2026'; input.setAttribute('aria-label', 'Message'); input.maxLength = 4000;
     sendBtn.type = 'submit'; form.appendChild(input); form.appendChild(sendBtn);
-    panel.appendChild(header); panel.appendChild(gone); panel.appendChild(offlineNote); panel.appendChild(banner); panel.appendChild(list); panel.appendChild(typingNote); panel.appendChild(emailBox); panel.appendChild(form);
+    panel.appendChild(header); panel.appendChild(gone); panel.appendChild(offlineNote); panel.appendChild(banner); panel.appendChild(list); panel.appendChild(typingNote); panel.appendChild(emailOk); panel.appendChild(emailBox); panel.appendChild(form);
     panel.appendChild(announcer);
     o.root.appendChild(panel);
     // Shown while the window is closed: the unread count on the launcher and the last unread reply.
@@ -107,7 +113,7 @@
     var readId = saved.read || 0;  // the visitor's read marker (synced across tabs by localStorage)
     var sentRead = 0;              // the last marker sent to the server
     var seenId = 0;                // the operators' read marker: "Seen" under the visitor's messages up to it
-    var lastHello = 0;
+    var lastHello = 0, site = {}, away = true;
     var typingTimer = 0, typedAt = 0, lastDay = '', dismissed = 0;
     var baseTitle = null, ourTitle = null;
 
@@ -137,7 +143,7 @@
     }, 30000);
 
     function addLi(li, at) {
-      if (empty.parentNode) list.removeChild(empty);
+      if (empty.parentNode && empty.className === 'empty') list.removeChild(empty); // a greeting stays, on top
       stamp(li, at);
       list.appendChild(li); scroll();
     }
@@ -191,7 +197,8 @@
       if (isOpen() && !document.hidden && n) { markRead(top); n = 0; }
       badge.textContent = n > 9 ? '9+' : String(n);
       badge.classList.toggle('on', n > 0 && !isOpen());
-      o.button.setAttribute('aria-label', isOpen() ? 'Close chat' : n ? 'Open chat, ' + n + ' unread' : 'Open chat');
+      var label = site.launcher_label || 'Open chat';
+      o.button.setAttribute('aria-label', isOpen() ? 'Close chat' : n ? label + ', ' + n + ' unread' : label);
       if (n && lastLi && !isOpen() && (fresh || !preview.classList.contains('on')) && +lastLi.getAttribute('data-id') > dismissed) {
         var who = lastLi.querySelector('.who');
         previewWho.textContent = who ? who.textContent : 'Support';
@@ -313,6 +320,7 @@
           attempt = 0; conn.textContent = ''; offline(false);
           if (saved.token !== f.visitor) { saved.token = f.visitor; save(); }
           convId = f.conversation_id;
+          applySite(f.site || {}, f.status !== 'online');
           if ((f.read_message_id || 0) > readId) { readId = f.read_message_id; saved.read = readId; }
           sentRead = Math.max(sentRead, f.read_message_id || 0);
           if (f.seen_message_id > seenId) seenId = f.seen_message_id;
@@ -345,6 +353,7 @@
           break;
         case 'email_saved':
           saved.email = f.email; save(); emailBox.classList.remove('on');
+          emailOk.textContent = 'Thanks! We\u2019ll email you at ' + f.email + ' if you leave.'; emailOk.classList.add('on');
           break;
         case 'error':
           var p = f.client_id && pending[f.client_id];
@@ -365,7 +374,38 @@
       }
     }
 
-    function showEmail() { if (!saved.email) emailBox.classList.add('on'); }
+    // While away, the window asks for an email: after the first message (default), before it,
+    // or never (the site's ask_email). An email typed before the first message is saved with it.
+    function showEmail() {
+      var ask = site.ask_email || 'after';
+      emailBox.classList.toggle('on', away && !saved.email && ask !== 'never' && (!!convId || ask === 'before'));
+      if (convId && emailInput.value.trim() && !saved.email && ws && ws.readyState === 1 && emailBox.getAttribute('data-early')) {
+        emailBox.removeAttribute('data-early');
+        ws.send(JSON.stringify({ type: 'email', email: emailInput.value.trim() }));
+      }
+    }
+
+    function applySite(w, isAway) {
+      site = w; away = isAway;
+      heading.textContent = w.title || 'Chat with us';
+      sub.textContent = away ? 'Away' : 'Online';
+      sub.classList.toggle('online', !away);
+      var note = away ? (w.away_message || 'We\u2019re away right now. Leave a message and your email: we\u2019ll answer by email.')
+        : (w.reply_time || 'We usually answer within minutes.');
+      if (w.greeting && !convId) {
+        empty.className = 'them greet'; clear(empty);
+        empty.appendChild(el('span', 'who', w.title || 'Support')); empty.appendChild(el('div', 'bubble', w.greeting));
+        empty.appendChild(el('span', 'state', note));
+      } else if (empty.className === 'empty') empty.textContent = note;
+      var a = /^#[0-9a-fA-F]{6}$/.test(w.accent || '') ? w.accent : '';
+      o.root.host.style.setProperty('--a', a || '#4f46e5');
+      o.button.style.background = a || '';
+      var left = w.position === 'left';
+      [panel, preview, badge].forEach(function (e) { e.classList.toggle('left', left); });
+      o.button.style.left = left ? '20px' : ''; o.button.style.right = left ? 'auto' : '';
+      showEmail(); unread(false);
+    }
+    function clear(e) { while (e.firstChild) e.removeChild(e.firstChild); }
 
     function connect() {
       clearTimeout(retryTimer);
@@ -430,6 +470,7 @@
       if (!t.trim()) return;
       input.value = '';
       typedAt = 0;
+      if (emailBox.classList.contains('on') && !convId && emailInput.value.trim()) emailBox.setAttribute('data-early', '1');
       send(t);
     });
     input.addEventListener('input', function () {
@@ -443,6 +484,12 @@
     emailForm.addEventListener('submit', function (e) {
       e.preventDefault();
       var v = emailInput.value.trim();
+      if (v && !convId) { // nothing stored yet: the email goes with the first message
+        emailBox.setAttribute('data-early', '1');
+        emailOk.textContent = 'We\u2019ll keep ' + v + ' with your first message.'; emailOk.classList.add('on');
+        input.focus();
+        return;
+      }
       if (!v || !ws || ws.readyState !== 1) return;
       ws.send(JSON.stringify({ type: 'email', email: v }));
     });

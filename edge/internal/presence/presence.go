@@ -1,0 +1,59 @@
+// Package presence says whether a site's operators are around, for the chat window's
+// "online" or "away": someone has the site's inbox open, or an operator replied (from the
+// inbox, the API or Slack) within Recent. Office hours are the window's own rule on top.
+package presence
+
+import (
+	"sync"
+	"time"
+
+	"spookat/edge/internal/store"
+	"spookat/schema"
+)
+
+// Recent is how long after an operator's reply a site counts as online.
+const Recent = 10 * time.Minute
+
+// Tracker remembers each site's last operator reply; Watching says whether an inbox watches
+// a site (the inbox hub's).
+type Tracker struct {
+	Watching func(siteID int64) bool
+	Now      func() time.Time // nil: time.Now
+
+	mu      sync.Mutex
+	replied map[int64]time.Time
+}
+
+func (t *Tracker) now() time.Time {
+	if t.Now != nil {
+		return t.Now()
+	}
+	return time.Now()
+}
+
+// Publish is the store's OnCommit sink: it notes the operators' replies. On the writer's
+// goroutine: a loop over the batch, a lock only for a reply.
+func (t *Tracker) Publish(msgs []store.Committed) {
+	for i := range msgs {
+		if msgs[i].Author != schema.AuthorOperator || msgs[i].Internal {
+			continue
+		}
+		t.mu.Lock()
+		if t.replied == nil {
+			t.replied = make(map[int64]time.Time)
+		}
+		t.replied[msgs[i].SiteID] = t.now()
+		t.mu.Unlock()
+	}
+}
+
+// Online reports whether the site's operators are around now.
+func (t *Tracker) Online(siteID int64) bool {
+	if t.Watching != nil && t.Watching(siteID) {
+		return true
+	}
+	t.mu.Lock()
+	at, ok := t.replied[siteID]
+	t.mu.Unlock()
+	return ok && t.now().Sub(at) < Recent
+}
