@@ -11,7 +11,7 @@
     'font:14px/1.4 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif}',
     '.panel.open{display:flex}',
     'header{display:flex;align-items:center;justify-content:space-between;padding:12px 14px;background:var(--a,#4f46e5);color:#fff}',
-    'header b{font-size:15px}header button{background:none;border:0;color:#fff;font-size:22px;line-height:1;cursor:pointer;padding:2px 6px}',
+    'header b{font-size:15px}header button{background:none;border:0;color:#fff;font-size:24px;line-height:1;cursor:pointer;width:44px;height:44px;margin:-8px -10px -8px 0;border-radius:8px}',
     '.conn{font-size:12px;opacity:.85;margin-left:8px}',
     '.banner,.offline{display:none;padding:8px 12px;background:#fef3c7;color:#78350f;font-size:13px}.banner.on,.offline.on{display:block}',
     '.gone{display:none;margin:auto;padding:24px;text-align:center;color:#4b5563}.dead>.gone{display:block}',
@@ -24,12 +24,13 @@
     'li.system .bubble{background:none;color:#6b7280;font-style:italic}',
     '.who{font-size:12px;color:#6b7280;margin:0 4px 2px}',
     '.state{font-size:11px;color:#6b7280;margin:2px 4px 0}.failed .state{color:#b91c1c}',
-    '.state button{margin-left:6px;font-size:11px;border:1px solid #b91c1c;color:#b91c1c;background:#fff;border-radius:6px;cursor:pointer;padding:1px 6px}',
+    '.state button{margin-left:6px;font-size:13px;border:1px solid #b91c1c;color:#b91c1c;background:#fff;border-radius:6px;cursor:pointer;padding:0 12px;min-height:32px}',
     '.state button:disabled{opacity:.5;cursor:default}',
     '.empty{color:#6b7280;text-align:center;margin:auto 0}',
     'form{display:flex;gap:8px;padding:10px;border-top:1px solid #e5e7eb}',
-    'textarea,input{flex:1;resize:none;border:1px solid #d1d5db;border-radius:8px;padding:8px;font:inherit;min-width:0}',
-    'form button{border:0;border-radius:8px;background:var(--a,#4f46e5);color:#fff;padding:0 14px;cursor:pointer;font:inherit}',
+    'textarea,input{flex:1;resize:none;border:1px solid #d1d5db;border-radius:8px;padding:10px;font:inherit;font-size:16px;min-width:0;min-height:44px;box-sizing:border-box;max-height:120px}',
+    'form button{border:0;border-radius:8px;background:var(--a,#4f46e5);color:#fff;padding:0 16px;cursor:pointer;font:inherit;min-height:44px;align-self:flex-end}',
+    'button:focus-visible,textarea:focus-visible,input:focus-visible{outline:3px solid #a5b4fc;outline-offset:1px}',
     '.email{display:none;padding:8px 10px 0;border-top:1px solid #e5e7eb;flex-direction:column;gap:4px}.email.on{display:flex}.email.on+form{border-top:0}',
     '.emailok{display:none;padding:6px 12px 0;font-size:12px;color:#166534}.emailok.on{display:block}',
     '.sub{display:block;font-size:12px;opacity:.9;font-weight:400;margin-top:2px}.sub:before{content:"";display:inline-block;width:8px;height:8px;border-radius:50%;margin-right:6px;background:#9ca3af}',
@@ -38,7 +39,7 @@
     'li.greet .bubble{background:#f3f4f6}',
     '.email p{margin:0;font-size:12px;color:#4b5563}.email form{border:0;padding:0 0 8px}',
     'li.day{align-self:center;max-width:none;font-size:11px;color:#6b7280;margin:4px 0}',
-    'time{font-size:11px;color:#9ca3af;margin:2px 4px 0}',
+    'time{font-size:11px;color:#6b7280;margin:2px 4px 0}',
     '.state.old{display:none}',
     '.typing{display:none;padding:0 14px 6px;font-size:12px;color:#6b7280;font-style:italic}.typing.on{display:block}',
     '.badge{position:fixed;right:14px;bottom:62px;min-width:20px;height:20px;padding:0 6px;box-sizing:border-box;border-radius:10px;background:#dc2626;color:#fff;',
@@ -46,9 +47,10 @@
     '.preview{position:fixed;right:20px;bottom:88px;max-width:260px;display:none;background:#fff;color:#111827;border-radius:12px;',
     'box-shadow:0 6px 24px rgba(0,0,0,.22);padding:10px 34px 10px 12px;font:14px/1.35 system-ui,sans-serif;z-index:2147483001;cursor:pointer}.preview.on{display:block}',
     '.preview b{display:block;font-size:12px;color:#6b7280;margin-bottom:2px}.preview p{margin:0;display:-webkit-box;-webkit-line-clamp:2;-webkit-box-orient:vertical;overflow:hidden}',
-    '.preview button{position:absolute;top:4px;right:4px;width:28px;height:28px;border:0;background:none;color:#6b7280;font-size:18px;cursor:pointer}',
+    '.preview button{position:absolute;top:0;right:0;width:44px;height:44px;border:0;background:none;color:#6b7280;font-size:18px;cursor:pointer}',
     '.sr{position:absolute;width:1px;height:1px;overflow:hidden;clip:rect(0 0 0 0);white-space:nowrap}',
-    '@media (max-width:480px){.panel{right:0;bottom:0;left:0;top:0;width:auto;height:auto;max-height:none;border-radius:0}}'
+    '@media (max-width:480px){.panel{right:0;bottom:0;left:0;top:0;width:auto;height:auto;max-height:none;border-radius:0}',
+    '.panel>form{padding-bottom:max(10px,env(safe-area-inset-bottom))}header{padding-top:max(12px,env(safe-area-inset-top))}}'
   ].join('');
 
   function el(tag, cls, text) {
@@ -72,9 +74,11 @@
 
     // --- DOM
     var style = el('style'); style.textContent = CSS; o.root.appendChild(style);
-    var panel = el('div', 'panel'); panel.setAttribute('role', 'dialog'); panel.setAttribute('aria-label', 'Chat');
+    var panel = el('div', 'panel'); panel.setAttribute('role', 'dialog'); panel.setAttribute('aria-modal', 'true');
+    panel.id = 'spookat-panel'; o.button.setAttribute('aria-controls', panel.id);
     var header = el('header'), title = el('div'), conn = el('span', 'conn'), heading = el('b', '', 'Chat with us'), sub = el('span', 'sub');
     title.appendChild(heading); title.appendChild(conn); title.appendChild(sub);
+    heading.id = 'spookat-title'; panel.setAttribute('aria-labelledby', heading.id);
     var closeBtn = el('button', '', '\u00d7'); closeBtn.type = 'button'; closeBtn.setAttribute('aria-label', 'Close chat');
     header.appendChild(title); header.appendChild(closeBtn);
     var banner = el('div', 'banner'); banner.setAttribute('role', 'status');
@@ -113,7 +117,8 @@
     var readId = saved.read || 0;  // the visitor's read marker (synced across tabs by localStorage)
     var sentRead = 0;              // the last marker sent to the server
     var seenId = 0;                // the operators' read marker: "Seen" under the visitor's messages up to it
-    var lastHello = 0, site = {}, away = true;
+    var lastHello = 0, site = {}, away = true, lastUnread = 0;
+    function emit(e, v) { if (o.emit) o.emit(e, v); }
     var typingTimer = 0, typedAt = 0, lastDay = '', dismissed = 0;
     var baseTitle = null, ourTitle = null;
 
@@ -134,7 +139,7 @@
     function stamp(li, at) {
       var t = at ? Date.parse(at) : Date.now(), d = new Date(t);
       var k = d.toDateString();
-      if (k !== lastDay) { lastDay = k; var day = el('li', 'day', dayLabel(d)); day.setAttribute('role', 'separator'); list.appendChild(day); }
+      if (k !== lastDay) { lastDay = k; list.appendChild(el('li', 'day', dayLabel(d))); }
       var tm = el('time', '', ago(t)); tm.dateTime = d.toISOString(); tm.title = d.toLocaleString();
       li.appendChild(tm);
     }
@@ -159,6 +164,7 @@
       if (mine) { marks(); return; }
       if (m.author === 'operator') typing(false);
       if (live) announcer.textContent = (m.name || 'Support') + ': ' + m.text;
+      if (live) emit('message', { id: m.message_id, author: m.author, name: m.name || '', text: m.text, created_at: m.created_at });
       if (live && o.sound && m.message_id > readId && (!isOpen() || document.hidden)) beep();
       unread(true);
     }
@@ -195,6 +201,7 @@
         if (id > readId) { n++; lastLi = li; }
       });
       if (isOpen() && !document.hidden && n) { markRead(top); n = 0; }
+      if (n !== lastUnread) { lastUnread = n; emit('unread', n); }
       badge.textContent = n > 9 ? '9+' : String(n);
       badge.classList.toggle('on', n > 0 && !isOpen());
       var label = site.launcher_label || 'Open chat';
@@ -468,10 +475,20 @@
       e.preventDefault();
       var t = input.value;
       if (!t.trim()) return;
-      input.value = '';
+      input.value = ''; grow();
       typedAt = 0;
       if (emailBox.classList.contains('on') && !convId && emailInput.value.trim()) emailBox.setAttribute('data-early', '1');
       send(t);
+    });
+    function grow() { input.style.height = 'auto'; input.style.height = Math.min(input.scrollHeight + 2, 120) + 'px'; }
+    input.addEventListener('input', grow);
+    // Focus stays in the window while it is open: Tab from the last control goes to the first.
+    panel.addEventListener('keydown', function (e) {
+      if (e.key !== 'Tab') return;
+      var all = Array.prototype.filter.call(panel.querySelectorAll('button,textarea,input'), function (x) { return !x.disabled && x.offsetParent !== null; });
+      if (!all.length) return;
+      var first = all[0], last = all[all.length - 1], at = o.root.activeElement;
+      if (e.shiftKey && at === first) { e.preventDefault(); last.focus(); } else if (!e.shiftKey && at === last) { e.preventDefault(); first.focus(); }
     });
     input.addEventListener('input', function () {
       if (!input.value.trim() || !convId || !ws || ws.readyState !== 1 || Date.now() - typedAt < 3000) return;
@@ -499,12 +516,32 @@
       panel.classList.toggle('open', on);
       o.button.setAttribute('aria-expanded', on ? 'true' : 'false');
       if (on) { connect(); scroll(); input.focus(); }
+      if (on !== wasOpen) { wasOpen = on; emit(on ? 'open' : 'close'); }
       unread(false);
     }
+    var wasOpen = false;
     closeBtn.addEventListener('click', function () { toggle(false); o.button.focus(); });
     panel.addEventListener('keydown', function (e) { if (e.key === 'Escape') { toggle(false); o.button.focus(); } });
 
     connect(); // on intent: the history is there by the time the window opens
-    return { toggle: toggle, _ws: function () { return ws; } };
+    // The host page's API (widget.js queues the calls made before this loads).
+    function call(c, v) {
+      if (c === 'open') toggle(true);
+      else if (c === 'close') toggle(false);
+      else if (c === 'send') { if (typeof v === 'string' && v.trim()) send(v); }
+      else if (c === 'shutdown') shutdown();
+      else console.warn('spookat: unknown command ' + c + ': use open, close, send, on or shutdown');
+    }
+    // shutdown forgets the visitor (a logout on the host page): a new token and an empty window.
+    function shutdown() {
+      saved = {}; try { localStorage.removeItem(KEY); } catch (e) { /* private mode */ }
+      var s = ws; ws = null; if (s) s.close();
+      clearTimeout(retryTimer); toggle(false);
+      Array.prototype.slice.call(list.children).forEach(function (li) { if (li !== empty) list.removeChild(li); });
+      if (!empty.parentNode) list.appendChild(empty);
+      seen = {}; pending = {}; order = []; lastId = 0; lastHello = 0; convId = null; readId = 0; sentRead = 0; seenId = 0; lastDay = '';
+      emailBox.classList.remove('on'); emailOk.classList.remove('on'); applySite(site, away);
+    }
+    return { toggle: toggle, call: call, _ws: function () { return ws; } };
   };
 })();

@@ -1,0 +1,80 @@
+package browsertest
+
+import (
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"testing"
+
+	"github.com/chromedp/chromedp"
+
+	"spookat/edge/internal/server"
+	"spookat/edge/internal/store"
+)
+
+// The host page's API, called before the launcher loads (the queue) and after: on('open'|
+// 'close'|'message'|'unread'), open, send, close, shutdown. A shut-down visitor starts over
+// with a new token and an empty window; the old conversation is not shown.
+func TestHostPageAPI(t *testing.T) {
+	e := startEdge(t, server.Config{})
+	site := e.site(&store.Site{Name: "Host"})
+	e.operator("hana@host.test", "Hana", "correct horse battery", site.Key)
+	tok := e.apiToken("hana@host.test", "correct horse battery")
+
+	host := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		fmt.Fprintf(w, `<!doctype html><html><head><title>Shop</title></head><body><h1>Shop</h1>
+<script>
+window.spookat = window.spookat || function () { (spookat.q = spookat.q || []).push(arguments); };
+window.got = [];
+spookat('on', 'open', function () { got.push('open'); });
+spookat('on', 'close', function () { got.push('close'); });
+spookat('on', 'message', function (m) { got.push('message:' + m.author + ':' + m.text); });
+spookat('on', 'unread', function (n) { got.push('unread:' + n); });
+</script>
+<script src="%s/widget.js" data-site="%s" async></script></body></html>`, e.base, site.Key)
+	}))
+	t.Cleanup(host.Close)
+
+	v := newTab(t, "visitor")
+	v.do("open the host page", chromedp.Navigate(host.URL))
+	v.waitJS("the launcher", `document.querySelector('#spookat-widget') && `+W+`.querySelector('#l')`)
+	eval[any](v, `spookat('open')`)
+	v.waitJS("opened by the API", W+`.querySelector('.panel.open') && got.includes('open')`)
+	eval[any](v, `spookat('send', 'Sent from the page')`)
+	v.waitSent("Sent from the page")
+	eval[any](v, `spookat('close')`)
+	v.waitJS("closed by the API", W+`.querySelector('.panel.open') === null && got.includes('close')`)
+
+	var list struct {
+		Conversations []store.ConversationSummary `json:"conversations"`
+	}
+	e.api("GET", "/sites/"+site.Key+"/conversations", tok, nil, &list)
+	if len(list.Conversations) != 1 {
+		t.Fatalf("conversations: %+v", list)
+	}
+	path := "/conversations/" + strconv.FormatInt(list.Conversations[0].ID, 10) + "/messages"
+	if st := e.api("POST", path, tok, map[string]string{"text": "Thanks, seen it"}, nil); st != http.StatusCreated {
+		t.Fatalf("reply: %d", st)
+	}
+	v.waitJS("the message and unread events", `got.includes('message:operator:Thanks, seen it') && got.includes('unread:1')`)
+
+	token := eval[string](v, `JSON.parse(localStorage.getItem('spookat:`+site.Key+`')).token`)
+	eval[any](v, `spookat('shutdown')`)
+	if eval[bool](v, `localStorage.getItem('spookat:`+site.Key+`') !== null`) {
+		t.Fatal("shutdown kept the visitor in localStorage")
+	}
+	eval[any](v, `spookat('open')`)
+	v.waitJS("a new visitor token", `(JSON.parse(localStorage.getItem('spookat:`+site.Key+`') || '{}').token || '') !== ''`)
+	if now := eval[string](v, `JSON.parse(localStorage.getItem('spookat:`+site.Key+`')).token`); now == token {
+		t.Fatal("shutdown kept the visitor's token")
+	}
+	if n := eval[int](v, bubbleCount("Thanks, seen it")+` + `+bubbleCount("Sent from the page")); n != 0 {
+		t.Fatalf("after shutdown the window still shows %d of the old conversation's messages", n)
+	}
+	if eval[bool](v, W+`.querySelector('.badge.on') !== null`) {
+		t.Fatal("after shutdown the badge stays")
+	}
+	v.shot("after-shutdown")
+}
