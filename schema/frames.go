@@ -22,6 +22,17 @@ const (
 	// FrameSeen: client → server, the visitor has seen the conversation up to message_id
 	// (stored, shown to operators); server → client, an operator has read it up to message_id.
 	FrameSeen = "seen"
+	// FrameIdentify (client → server) says who the host page's logged-in user is;
+	// FrameIdentified (server → client) answers with the conversation the socket now speaks for.
+	FrameIdentify   = "identify"
+	FrameIdentified = "identified"
+)
+
+// Identity limits.
+const (
+	MaxUserIDLen   = 128
+	MaxNameLen     = 100
+	UserHashHexLen = 64 // hex HMAC-SHA256
 )
 
 // Typing: a client repeats its typing frame at most every TypingEvery while someone writes;
@@ -42,6 +53,7 @@ const (
 	CodeRateLimited = "rate_limited" // this connection or address sends too fast; retry after retry_after_ms
 	CodeBraked      = "braked"       // the site is under a flood brake; retry after retry_after_ms
 	CodeUnavailable = "unavailable"  // the server cannot take it now (shutting down, overloaded)
+	CodeUnverified  = "unverified"   // identify's user_hash does not match; nothing was applied
 )
 
 // Limits of the widget protocol.
@@ -78,6 +90,20 @@ type ClientFrame struct {
 	AfterMessageID int64  `json:"after_message_id,omitempty"`
 	Email          string `json:"email,omitempty"`
 	MessageID      int64  `json:"message_id,omitempty"` // seen
+	UserID         string `json:"user_id,omitempty"`    // identify
+	Name           string `json:"name,omitempty"`       // identify
+	UserHash       string `json:"user_hash,omitempty"`  // identify
+}
+
+// Identified answers an identify: whether it was verified and the conversation the socket
+// now speaks for (a verified user's, the same on every device).
+type Identified struct {
+	Type           string `json:"type"`
+	Verified       bool   `json:"verified"`
+	ConversationID *int64 `json:"conversation_id"`
+	LastMessageID  int64  `json:"last_message_id"`
+	ReadMessageID  int64  `json:"read_message_id"`
+	SeenMessageID  int64  `json:"seen_message_id"`
 }
 
 // Hello is the first frame the server sends.

@@ -5,12 +5,14 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/chromedp/chromedp"
 
 	"spookat/edge/internal/server"
 	"spookat/edge/internal/store"
+	"spookat/edge/internal/widget"
 )
 
 // The host page's API, called before the launcher loads (the queue) and after: on('open'|
@@ -77,4 +79,43 @@ spookat('on', 'unread', function (n) { got.push('unread:' + n); });
 		t.Fatal("after shutdown the badge stays")
 	}
 	v.shot("after-shutdown")
+}
+
+// Identity verification in two browser contexts (a laptop and a phone, each with its own
+// visitor token): the same signed user sees one conversation, history and live; a page whose
+// user_hash is forged keeps its own.
+func TestIdentifyAcrossBrowsers(t *testing.T) {
+	e := startEdge(t, server.Config{})
+	const secret = "browser-test-identity-secret"
+	site := e.site(&store.Site{Name: "Ident", IdentitySecret: secret})
+	hash := widget.UserHash(secret, "cust-9")
+	identify := `spookat('identify', {user_id: 'cust-9', email: 'nia@example.com', name: 'Nia', user_hash: ` + js(hash) + `})`
+
+	laptop := newTab(t, "laptop")
+	laptop.openDemo(e.base, site.Key)
+	eval[any](laptop, identify)
+	laptop.openChat()
+	laptop.typeAndSend("Started on my laptop")
+	laptop.waitSent("Started on my laptop")
+
+	phone := newTab(t, "phone")
+	phone.do("phone viewport", chromedp.EmulateViewport(390, 844, chromedp.EmulateScale(2)))
+	phone.openDemo(e.base, site.Key)
+	eval[any](phone, identify)
+	phone.openChat()
+	phone.waitBubble("Started on my laptop")
+	phone.typeAndSend("Continued on my phone")
+	phone.waitSent("Continued on my phone")
+	laptop.waitBubble("Continued on my phone")
+	phone.shot("one-conversation")
+
+	forger := newTab(t, "forger")
+	forger.openDemo(e.base, site.Key)
+	eval[any](forger, `spookat('identify', {user_id: 'cust-9', user_hash: '`+strings.Repeat("ab", 32)+`'})`)
+	forger.openChat()
+	forger.typeAndSend("Let me in") // sent after the identify: answered after it
+	forger.waitSent("Let me in")
+	if n := eval[int](forger, bubbleCount("Started on my laptop")+` + `+bubbleCount("Continued on my phone")); n != 0 {
+		t.Fatalf("a forged user_hash shows the user's conversation (%d messages)", n)
+	}
 }

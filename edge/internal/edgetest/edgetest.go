@@ -116,6 +116,7 @@ type Frame struct {
 	LastMessageID  int64  `json:"last_message_id"`
 	ReadMessageID  int64  `json:"read_message_id"`
 	SeenMessageID  int64  `json:"seen_message_id"`
+	Verified       bool   `json:"verified"`
 	ClientID       string `json:"client_id"`
 	MessageID      int64  `json:"message_id"`
 	CreatedAt      string `json:"created_at"`

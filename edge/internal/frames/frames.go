@@ -104,6 +104,25 @@ func Hello(b []byte, visitor string, conversationID, lastMessageID, readMessageI
 	return append(b, '}')
 }
 
+// Identified is {"type":"identified","verified":bool,"conversation_id":N|null,"last_message_id":N,"read_message_id":N,"seen_message_id":N}.
+func Identified(b []byte, verified bool, conversationID, lastMessageID, readMessageID, seenMessageID int64) []byte {
+	b = append(b, `{"type":"identified","verified":`...)
+	b = strconv.AppendBool(b, verified)
+	b = append(b, `,"conversation_id":`...)
+	if conversationID == 0 {
+		b = append(b, "null"...)
+	} else {
+		b = strconv.AppendInt(b, conversationID, 10)
+	}
+	b = append(b, `,"last_message_id":`...)
+	b = strconv.AppendInt(b, lastMessageID, 10)
+	b = append(b, `,"read_message_id":`...)
+	b = strconv.AppendInt(b, readMessageID, 10)
+	b = append(b, `,"seen_message_id":`...)
+	b = strconv.AppendInt(b, seenMessageID, 10)
+	return append(b, '}')
+}
+
 // Typing is {"type":"typing","name":…}: an operator is writing to the visitor.
 func Typing(b []byte, name string) []byte {
 	b = append(b, `{"type":"typing","name":`...)

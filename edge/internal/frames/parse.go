@@ -28,6 +28,14 @@ func field(f *schema.ClientFrame, b, key []byte, i int) (next int, ok bool) {
 		f.AfterMessageID, next, ok = fastjson.Int(b, i)
 	case "message_id":
 		f.MessageID, next, ok = fastjson.Int(b, i)
+	case "email":
+		f.Email, next, ok = fastjson.String(b, i)
+	case "user_id":
+		f.UserID, next, ok = fastjson.String(b, i)
+	case "name":
+		f.Name, next, ok = fastjson.String(b, i)
+	case "user_hash":
+		f.UserHash, next, ok = fastjson.String(b, i)
 	}
 	return next, ok // any other key: encoding/json decides
 }

@@ -281,6 +281,7 @@ type Settings struct {
 	WebhookURL            string                `json:"webhook_url"`
 	WebhookSecretSet      bool                  `json:"webhook_secret_set"`
 	NotifyEmail           string                `json:"notify_email"`
+	IdentitySecretSet     bool                  `json:"identity_secret_set"`
 	Widget                schema.WidgetSettings `json:"widget"`
 }
 
@@ -292,7 +293,7 @@ func settingsOf(s *store.Site) Settings {
 	return Settings{ID: s.ID, Key: s.Key, Name: s.Name, Origins: o, SlackChannel: s.SlackChannel,
 		SlackTokenSet: s.SlackToken != "", SlackSigningSecretSet: s.SlackSigningSecret != "",
 		DiscordWebhookSet: s.DiscordWebhook != "", WebhookURL: s.WebhookURL, WebhookSecretSet: s.WebhookSecret != "",
-		NotifyEmail: s.NotifyEmail, Widget: s.Widget}
+		NotifyEmail: s.NotifyEmail, IdentitySecretSet: s.IdentitySecret != "", Widget: s.Widget}
 }
 
 func (h *Handler) settings(c *fiber.Ctx) error {
@@ -321,6 +322,7 @@ type settingsUpdate struct {
 	WebhookURL         *string   `json:"webhook_url"`
 	WebhookSecret      *string   `json:"webhook_secret"`
 	NotifyEmail        *string   `json:"notify_email"`
+	IdentitySecret     *string   `json:"identity_secret"`
 	// Widget replaces the window's settings as a whole when present.
 	Widget *schema.WidgetSettings `json:"widget"`
 }
@@ -342,9 +344,9 @@ func (h *Handler) updateSettings(c *fiber.Ctx) error {
 		var origins, widget string
 		cur := &store.Site{ID: s.ID}
 		found, err := tx.QueryRow(`SELECT key, name, origins, slack_token, slack_channel, slack_signing_secret,
-			discord_webhook, webhook_url, webhook_secret, notify_email, created_at, widget FROM sites WHERE id = ?`, []any{s.ID},
+			discord_webhook, webhook_url, webhook_secret, notify_email, created_at, widget, identity_secret FROM sites WHERE id = ?`, []any{s.ID},
 			&cur.Key, &cur.Name, &origins, &cur.SlackToken, &cur.SlackChannel, &cur.SlackSigningSecret,
-			&cur.DiscordWebhook, &cur.WebhookURL, &cur.WebhookSecret, &cur.NotifyEmail, &cur.CreatedAt, &widget)
+			&cur.DiscordWebhook, &cur.WebhookURL, &cur.WebhookSecret, &cur.NotifyEmail, &cur.CreatedAt, &widget, &cur.IdentitySecret)
 		if err != nil {
 			return err
 		}
@@ -374,6 +376,10 @@ func (h *Handler) updateSettings(c *fiber.Ctx) error {
 		set(&cur.WebhookURL, u.WebhookURL)
 		set(&cur.WebhookSecret, u.WebhookSecret)
 		set(&cur.NotifyEmail, u.NotifyEmail)
+		set(&cur.IdentitySecret, u.IdentitySecret)
+		if u.IdentitySecret != nil && cur.IdentitySecret != "" && len(cur.IdentitySecret) < 16 {
+			return badRequest("identity_secret must be at least 16 characters: generate one, e.g. openssl rand -hex 32.")
+		}
 		if u.Origins != nil {
 			cur.Origins = cur.Origins[:0]
 			for _, o := range *u.Origins {

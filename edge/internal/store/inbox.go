@@ -157,6 +157,9 @@ type ConversationSummary struct {
 	SiteID        int64  `json:"site_id"`
 	Status        string `json:"status"`
 	VisitorEmail  string `json:"visitor_email,omitempty"`
+	VisitorName   string `json:"visitor_name,omitempty"`
+	UserID        string `json:"user_id,omitempty"` // the site's id of its logged-in user (identify)
+	Verified      bool   `json:"verified"`          // user_id was signed with the site's identity secret
 	LastMessageID int64  `json:"last_message_id"`
 	LastAuthor    string `json:"last_author"`
 	LastText      string `json:"last_text"`
@@ -167,11 +170,11 @@ type ConversationSummary struct {
 	UpdatedAt     int64  `json:"updated_at"`
 }
 
-const summaryColumns = `c.id, c.site_id, c.status, v.email, c.last_message_id, coalesce(m.author, ''),
+const summaryColumns = `c.id, c.site_id, c.status, v.email, v.name, coalesce(v.user_id, ''), v.verified, c.last_message_id, coalesce(m.author, ''),
 	coalesce(m.text, ''), coalesce(m.internal, 0), c.last_message_id > coalesce(r.last_read_id, 0), c.visitor_read_id, c.created_at, c.updated_at`
 
 func (c *ConversationSummary) dest() []any {
-	return []any{&c.ID, &c.SiteID, &c.Status, &c.VisitorEmail, &c.LastMessageID, &c.LastAuthor, &c.LastText,
+	return []any{&c.ID, &c.SiteID, &c.Status, &c.VisitorEmail, &c.VisitorName, &c.UserID, &c.Verified, &c.LastMessageID, &c.LastAuthor, &c.LastText,
 		&c.LastInternal, &c.Unread, &c.VisitorReadID, &c.CreatedAt, &c.UpdatedAt}
 }
 
@@ -264,7 +267,7 @@ func (s *Store) SiteByID(ctx context.Context, id int64) (*Site, error) {
 		}
 		found, err = queryRow(st, []any{id}, &site.ID, &site.Key, &site.Name, &origins, &site.SlackToken,
 			&site.SlackChannel, &site.SlackSigningSecret, &site.DiscordWebhook, &site.WebhookURL,
-			&site.WebhookSecret, &site.NotifyEmail, &site.CreatedAt, &widget)
+			&site.WebhookSecret, &site.NotifyEmail, &site.CreatedAt, &widget, &site.IdentitySecret)
 		return err
 	})
 	if err != nil {
@@ -281,9 +284,9 @@ func (s *Store) SiteByID(ctx context.Context, id int64) (*Site, error) {
 // UpdateSite writes a site's settings (every field of s but id, key and created_at).
 func (tx *Tx) UpdateSite(s *Site) error {
 	return tx.exec(`UPDATE sites SET name = ?, origins = ?, slack_token = ?, slack_channel = ?, slack_signing_secret = ?,
-		discord_webhook = ?, webhook_url = ?, webhook_secret = ?, notify_email = ?, widget = ? WHERE id = ?`,
+		discord_webhook = ?, webhook_url = ?, webhook_secret = ?, notify_email = ?, widget = ?, identity_secret = ? WHERE id = ?`,
 		s.Name, strings.Join(s.Origins, "\n"), s.SlackToken, s.SlackChannel, s.SlackSigningSecret,
-		s.DiscordWebhook, s.WebhookURL, s.WebhookSecret, s.NotifyEmail, widgetJSON(s.Widget), s.ID)
+		s.DiscordWebhook, s.WebhookURL, s.WebhookSecret, s.NotifyEmail, widgetJSON(s.Widget), s.IdentitySecret, s.ID)
 }
 
 // ConversationByThread finds the conversation of a site whose Slack thread is threadTS.

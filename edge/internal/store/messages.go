@@ -82,6 +82,12 @@ func (tx *Tx) visitorConversation(m *MessageRequest, res *MessageResult) error {
 		if err != nil {
 			return err
 		}
+		if found && m.Claim != nil {
+			if err := tx.exec(`UPDATE visitors SET user_id = ?, name = ?, email = ? WHERE id = ?`,
+				m.Claim.UserID, m.Claim.Name, m.Claim.Email, res.VisitorID); err != nil {
+				return err
+			}
+		}
 		if !found {
 			if _, err := tx.QueryRow(`SELECT id FROM visitors WHERE token_hash = ?`,
 				[]any{m.TokenHash}, &res.VisitorID); err != nil {

@@ -25,6 +25,8 @@ type Site struct {
 	WebhookURL         string   `json:"webhook_url,omitempty"`
 	WebhookSecret      string   `json:"webhook_secret,omitempty"`
 	NotifyEmail        string   `json:"notify_email,omitempty"`
+	// IdentitySecret signs the site's user ids (identify's user_hash); write-only.
+	IdentitySecret string `json:"identity_secret,omitempty"`
 	// Widget is how the site's chat window looks and who it says answers.
 	Widget    schema.WidgetSettings `json:"widget"`
 	CreatedAt int64                 `json:"created_at"`
@@ -60,11 +62,11 @@ func (tx *Tx) AddSite(site *Site) error {
 	}
 	site.CreatedAt = tx.now
 	if err := tx.exec(`INSERT INTO sites (key, name, origins, slack_token, slack_channel, slack_signing_secret,
-		discord_webhook, webhook_url, webhook_secret, notify_email, created_at, widget)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		discord_webhook, webhook_url, webhook_secret, notify_email, created_at, widget, identity_secret)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		site.Key, site.Name, strings.Join(site.Origins, "\n"), site.SlackToken, site.SlackChannel,
 		site.SlackSigningSecret, site.DiscordWebhook, site.WebhookURL, site.WebhookSecret,
-		site.NotifyEmail, tx.now, widgetJSON(site.Widget)); err != nil {
+		site.NotifyEmail, tx.now, widgetJSON(site.Widget), site.IdentitySecret); err != nil {
 		return err
 	}
 	site.ID = tx.LastInsertRowID()
@@ -72,7 +74,7 @@ func (tx *Tx) AddSite(site *Site) error {
 }
 
 const siteColumns = `id, key, name, origins, slack_token, slack_channel, slack_signing_secret,
-	discord_webhook, webhook_url, webhook_secret, notify_email, created_at, widget`
+	discord_webhook, webhook_url, webhook_secret, notify_email, created_at, widget, identity_secret`
 
 // Sites returns every site, by id.
 func (s *Store) Sites(ctx context.Context) ([]*Site, error) {
@@ -87,7 +89,7 @@ func (s *Store) Sites(ctx context.Context) ([]*Site, error) {
 			var origins, widget string
 			if err := scan(st, &site.ID, &site.Key, &site.Name, &origins, &site.SlackToken,
 				&site.SlackChannel, &site.SlackSigningSecret, &site.DiscordWebhook, &site.WebhookURL,
-				&site.WebhookSecret, &site.NotifyEmail, &site.CreatedAt, &widget); err != nil {
+				&site.WebhookSecret, &site.NotifyEmail, &site.CreatedAt, &widget, &site.IdentitySecret); err != nil {
 				return err
 			}
 			site.Origins = splitLines(origins)

@@ -33,7 +33,10 @@ type MessageRequest struct {
 	// Origin is an opaque tag of the sender (its connection), copied to Committed so that
 	// live fan-out can skip the sender, who gets an ack instead.
 	Origin any
-	Done   func(MessageResult)
+	// Claim is an unverified identify made before the visitor was stored: written on the
+	// visitor the message creates.
+	Claim *Identity
+	Done  func(MessageResult)
 }
 
 // MessageResult is the outcome of a MessageRequest.

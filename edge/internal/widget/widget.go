@@ -221,12 +221,13 @@ type session struct {
 	frame     schema.ClientFrame
 
 	ip            netip.Addr
-	bucket        brakes.Bucket // this connection's frame rate
-	signals       brakes.Bucket // its typing and seen frames, apart: they never cost a message its turn
-	refusedInARow int           // frames refused by bucket since the last one admitted
-	convStarting  bool          // a first message is on its way: the next ones open no conversation
-	typedAt       int64         // when a typing frame was last passed on (Brakes.Now)
-	readID        int64         // the visitor's read marker as stored
+	bucket        brakes.Bucket   // this connection's frame rate
+	signals       brakes.Bucket   // its typing and seen frames, apart: they never cost a message its turn
+	refusedInARow int             // frames refused by bucket since the last one admitted
+	convStarting  bool            // a first message is on its way: the next ones open no conversation
+	typedAt       int64           // when a typing frame was last passed on (Brakes.Now)
+	readID        int64           // the visitor's read marker as stored
+	claim         *store.Identity // an unverified identify before the visitor was stored
 }
 
 func (h *Handler) serve(wc *fws.Conn, site *sites.Site, ip netip.Addr, visitor string) {
@@ -418,8 +419,10 @@ func (s *session) handle(data []byte) bool {
 		s.typing() // seen.go
 	case schema.FrameSeen:
 		s.seen(f.MessageID) // seen.go
+	case schema.FrameIdentify:
+		s.identify(f) // identify.go
 	default:
-		s.fail(f.ClientID, schema.CodeInvalid, `Unknown frame type; use "message", "resume", "email", "typing" or "seen".`, 0)
+		s.fail(f.ClientID, schema.CodeInvalid, `Unknown frame type; use "message", "resume", "email", "typing", "seen" or "identify".`, 0)
 	}
 	return true
 }
@@ -452,6 +455,9 @@ func (s *session) message(f *schema.ClientFrame, received time.Time) {
 		Text:           f.Text,
 		ClientID:       clientID,
 		Origin:         s.c,
+	}
+	if req.VisitorID == 0 {
+		req.Claim = s.claim
 	}
 	req.Done = func(r store.MessageResult) { s.acked(clientID, received, r) }
 	if err := s.h.Store.SubmitMessage(req); err != nil {

@@ -118,7 +118,7 @@
     S.convs.forEach(function (c) {
       var last = c.last_internal ? 'Note: ' + c.last_text : (c.last_author === 'operator' ? 'You: ' : '') + c.last_text;
       V.list.appendChild(el('li', { 'data-id': c.id, class: (c.unread && (!S.conv || S.conv.id !== c.id) ? 'unread' : ''), onclick: function () { location.hash = '#/conversations/' + c.id; } }, [
-        el('div', { class: 'row' }, [el('span', { class: 'title', text: c.visitor_email || ('Visitor #' + c.id) }), el('span', { class: 'badge ' + c.status, text: c.status })]),
+        el('div', { class: 'row' }, [el('span', { class: 'title', text: c.visitor_name || c.visitor_email || ('Visitor #' + c.id) }), el('span', { class: 'badge ' + c.status, text: c.status })]),
         el('div', { class: 'last', text: last }),
         el('div', { class: 'row' }, [el('small', { text: when(c.updated_at) })])]));
     });
@@ -170,7 +170,11 @@
       api('POST', '/conversations/' + c.id + '/typing').catch(function () {});
     });
     V.typing = el('p', { class: 'typing', id: 'typing', 'aria-live': 'polite' });
-    V.main.appendChild(el('div', { class: 'head' }, [el('h2', { text: c.visitor_email ? c.visitor_email : 'Visitor #' + c.id }), V.status, V.toggle]));
+    var who = [c.visitor_name, c.visitor_email].filter(Boolean).join(' \u00b7 ') || 'Visitor #' + c.id;
+    var ident = c.user_id ? el('span', { class: 'ident ' + (c.verified ? 'verified' : 'unverified'), id: 'conv-identity',
+      title: c.verified ? 'Signed by the site: this is its user ' + c.user_id : 'Claimed by the page, not signed: it may not be who it says',
+      text: (c.verified ? 'verified user ' : 'unverified user ') + c.user_id }) : null;
+    V.main.appendChild(el('div', { class: 'head' }, [el('h2', { text: who }), ident, V.status, V.toggle]));
     V.main.appendChild(V.msgs);
     V.main.appendChild(V.typing);
     V.main.appendChild(form);
@@ -313,7 +317,7 @@
         var body = { name: f.name.value, origins: origins.value.split('\n').map(function (x) { return x.trim(); }).filter(Boolean),
           slack_channel: f.slack_channel.value, webhook_url: f.webhook_url.value, notify_email: f.notify_email.value, widget: {} };
         WIDGET.forEach(function (k) { if (f[k].value.trim()) body.widget[k] = f[k].value; });
-        ['slack_token', 'slack_signing_secret', 'discord_webhook', 'webhook_secret'].forEach(function (k) {
+        ['slack_token', 'slack_signing_secret', 'discord_webhook', 'webhook_secret', 'identity_secret'].forEach(function (k) {
           if (f[k].value) body[k] = f[k].value;
           if (f['clear_' + k] && f['clear_' + k].checked) body[k] = '';
         });
@@ -338,6 +342,8 @@
           field('slack_channel', 'Channel id', s.slack_channel), secret('slack_signing_secret', 'Signing secret', s.slack_signing_secret_set)))],
         [el('fieldset', {}, [].concat([el('legend', { text: 'Discord' })], secret('discord_webhook', 'Webhook URL', s.discord_webhook_set)))],
         [el('fieldset', {}, [].concat([el('legend', { text: 'Webhook' })], field('webhook_url', 'URL', s.webhook_url), secret('webhook_secret', 'Secret', s.webhook_secret_set)))],
+        [el('fieldset', {}, [].concat([el('legend', { text: 'Identity verification' })], secret('identity_secret', 'Identity secret', s.identity_secret_set),
+          [el('div', { class: 'hint', text: 'Your server signs each logged-in user: user_hash = hex HMAC-SHA256(this secret, user_id); the page calls spookat(\'identify\', {user_id, email, name, user_hash}). At least 16 characters.' })]))],
         [el('fieldset', {}, [].concat([el('legend', { text: 'Email' })], field('notify_email', 'Notify this address of new conversations', s.notify_email)))],
         [el('button', { class: 'primary', type: 'submit', text: 'Save settings' }), msg]));
       V.main.appendChild(form);

@@ -117,7 +117,7 @@
     var readId = saved.read || 0;  // the visitor's read marker (synced across tabs by localStorage)
     var sentRead = 0;              // the last marker sent to the server
     var seenId = 0;                // the operators' read marker: "Seen" under the visitor's messages up to it
-    var lastHello = 0, site = {}, away = true, lastUnread = 0;
+    var lastHello = 0, site = {}, away = true, lastUnread = 0, identity = null;
     function emit(e, v) { if (o.emit) o.emit(e, v); }
     var typingTimer = 0, typedAt = 0, lastDay = '', dismissed = 0;
     var baseTitle = null, ourTitle = null;
@@ -332,6 +332,7 @@
           sentRead = Math.max(sentRead, f.read_message_id || 0);
           if (f.seen_message_id > seenId) seenId = f.seen_message_id;
           if (convId && saved.conv !== convId) { saved.conv = convId; save(); }
+          if (identity) ws.send(JSON.stringify(identity)); // answered by identified, before the resume
           if (convId) {
             showEmail();
             ws.send(JSON.stringify({ type: 'resume', after_message_id: lastId }));
@@ -355,6 +356,18 @@
         case 'typing':
           typing(true, f.name);
           break;
+        case 'identified':
+          if (f.conversation_id !== convId) {
+            // The user's conversation (another device's): show it instead of this one.
+            Array.prototype.slice.call(list.children).forEach(function (li) { if (li !== empty) list.removeChild(li); });
+            if (!empty.parentNode) list.appendChild(empty);
+            seen = {}; lastId = 0; lastHello = f.last_message_id || 0; lastDay = '';
+            convId = f.conversation_id; saved.conv = convId || undefined; save();
+            readId = f.read_message_id || 0; sentRead = readId; seenId = f.seen_message_id || 0;
+            applySite(site, away);
+            if (convId) ws.send(JSON.stringify({ type: 'resume', after_message_id: 0 }));
+          }
+          break;
         case 'seen':
           if (f.message_id > seenId) { seenId = f.message_id; marks(); }
           break;
@@ -375,6 +388,7 @@
             p.timer = setTimeout(function () { if (p.st === 'sending') transmit(p); }, Math.max(f.retry_after_ms || 1000, 500) * p.tries);
             break;
           }
+          if (f.code === 'unverified') { console.warn('spookat: identify refused: ' + f.message); break; }
           if (p) setState(p, 'failed', f.message);
           else if (f.code !== 'rate_limited' && f.code !== 'braked') { banner.textContent = f.message; banner.classList.add('on'); }
           break;
@@ -530,6 +544,11 @@
       else if (c === 'close') toggle(false);
       else if (c === 'send') { if (typeof v === 'string' && v.trim()) send(v); }
       else if (c === 'shutdown') shutdown();
+      else if (c === 'identify') {
+        if (!v || typeof v.user_id !== 'string' && typeof v.user_id !== 'number') { console.warn('spookat: identify needs {user_id, user_hash, email, name}'); return; }
+        identity = { type: 'identify', user_id: String(v.user_id), email: v.email || '', name: v.name || '', user_hash: v.user_hash || '' };
+        if (ws && ws.readyState === 1) ws.send(JSON.stringify(identity)); // else after the next hello
+      }
       else console.warn('spookat: unknown command ' + c + ': use open, close, send, on or shutdown');
     }
     // shutdown forgets the visitor (a logout on the host page): a new token and an empty window.
@@ -539,6 +558,7 @@
       clearTimeout(retryTimer); toggle(false);
       Array.prototype.slice.call(list.children).forEach(function (li) { if (li !== empty) list.removeChild(li); });
       if (!empty.parentNode) list.appendChild(empty);
+      identity = null;
       seen = {}; pending = {}; order = []; lastId = 0; lastHello = 0; convId = null; readId = 0; sentRead = 0; seenId = 0; lastDay = '';
       emailBox.classList.remove('on'); emailOk.classList.remove('on'); applySite(site, away);
     }

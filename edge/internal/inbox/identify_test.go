@@ -1,0 +1,86 @@
+package inbox_test
+
+import (
+	"strconv"
+	"testing"
+
+	"spookat/edge/internal/edgetest"
+	"spookat/edge/internal/store"
+	"spookat/edge/internal/widget"
+)
+
+// Identify: a verified user is one conversation on every device (a second socket with its
+// own token that identifies as the same user gets the first one's conversation and history);
+// a user_hash that does not match is refused and changes nothing; a claim without user_hash
+// is kept and shown to operators as unverified.
+func TestIdentifyVerifiedUserIsOneConversation(t *testing.T) {
+	v := start(t)
+	const secret = "identity-secret-of-site-one"
+	in := edgetest.Login(t, v.e.Addr, email, password)
+	if st := in.Do(t, "PUT", "/sites/"+v.sites[0].Key+"/settings", map[string]string{"identity_secret": secret}, nil); st != 200 {
+		t.Fatalf("set the identity secret: %d", st)
+	}
+	identify := func(c *edgetest.Client, user, hash string) edgetest.Frame {
+		t.Helper()
+		c.Send(t, map[string]string{"type": "identify", "user_id": user, "email": user + "@shop.test", "name": "Pat " + user, "user_hash": hash})
+		for {
+			f := c.Read(t)
+			if f.Type == "identified" || f.Type == "error" {
+				return f
+			}
+		}
+	}
+
+	laptop := edgetest.Dial(t, v.e.Addr, v.sites[0].Key, "")
+	if f := identify(laptop, "u-42", widget.UserHash(secret, "u-42")); f.Type != "identified" || f.ConversationID != nil {
+		t.Fatalf("first identify: %+v", f)
+	}
+	ack, err := laptop.SendAck("l-1", "from the laptop")
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	phone := edgetest.Dial(t, v.e.Addr, v.sites[0].Key, "")
+	f := identify(phone, "u-42", widget.UserHash(secret, "u-42"))
+	if f.Type != "identified" || f.ConversationID == nil || *f.ConversationID != *ack.ConversationID || f.LastMessageID != ack.MessageID {
+		t.Fatalf("the phone's identify: %+v, want conversation %d", f, *ack.ConversationID)
+	}
+	phone.Send(t, map[string]any{"type": "resume", "after_message_id": 0})
+	if m := wantFrame(t, phone, "message"); m.Text != "from the laptop" {
+		t.Fatalf("the phone's history: %+v", m)
+	}
+	if _, err := phone.SendAck("p-1", "from the phone"); err != nil {
+		t.Fatal(err)
+	}
+	if m := wantFrame(t, laptop, "message"); m.Text != "from the phone" {
+		t.Fatalf("the laptop did not get the phone's message live: %+v", m)
+	}
+
+	forger := edgetest.Dial(t, v.e.Addr, v.sites[0].Key, "")
+	if f := identify(forger, "u-42", widget.UserHash("guessed-secret", "u-42")); f.Type != "error" || f.Code != "unverified" || f.Message == "" {
+		t.Fatalf("a forged user_hash: %+v, want error unverified", f)
+	}
+	if ack2, err := forger.SendAck("f-1", "am I u-42?"); err != nil || *ack2.ConversationID == *ack.ConversationID {
+		t.Fatalf("the forger's message went to the user's conversation: %+v %v", ack2, err)
+	}
+
+	claimer := edgetest.Dial(t, v.e.Addr, v.sites[0].Key, "")
+	if f := identify(claimer, "u-7", ""); f.Type != "identified" || f.Verified {
+		t.Fatalf("a claim: %+v", f)
+	}
+	ack3, err := claimer.SendAck("c-1", "claimed")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		Conversation store.ConversationSummary `json:"conversation"`
+	}
+	in.Do(t, "GET", "/conversations/"+strconv.FormatInt(*ack3.ConversationID, 10), nil, &got)
+	if c := got.Conversation; c.UserID != "u-7" || c.Verified || c.VisitorName != "Pat u-7" {
+		t.Fatalf("the claimed conversation: %+v, want user u-7 unverified", c)
+	}
+	in.Do(t, "GET", "/conversations/"+strconv.FormatInt(*ack.ConversationID, 10), nil, &got)
+	if c := got.Conversation; c.UserID != "u-42" || !c.Verified || c.VisitorEmail != "u-42@shop.test" {
+		t.Fatalf("the verified conversation: %+v", c)
+	}
+}
