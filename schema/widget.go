@@ -3,6 +3,7 @@ package schema
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -38,7 +39,18 @@ type WidgetSettings struct {
 	// AskEmail is when an away window asks for the visitor's email: "after" the first message
 	// (default), "before" it, or "never".
 	AskEmail string `json:"ask_email,omitempty"`
+	// Language is the window's language when the embed has no data-lang: en, de, fr, es or pt
+	// (default: the visitor's browser's).
+	Language string `json:"language,omitempty"`
+	// Strings overrides any of the window's texts by key (schema/PROTOCOL.md lists them),
+	// whatever the language: {"send": "Go", "title": "Ask Acme"}.
+	Strings map[string]string `json:"strings,omitempty"`
 }
+
+// WidgetLanguages are the languages the window has every string in.
+var WidgetLanguages = []string{"en", "de", "fr", "es", "pt"}
+
+var stringKeyRE = regexp.MustCompile(`^[a-zA-Z]{1,32}$`)
 
 // Widget settings limits.
 const (
@@ -80,6 +92,25 @@ func (w *WidgetSettings) Check() error {
 	if w.TimeZone != "" {
 		if _, err := time.LoadLocation(w.TimeZone); err != nil || w.TimeZone == "Local" {
 			return fmt.Errorf("widget.time_zone must be an IANA time zone such as Europe/Berlin")
+		}
+	}
+	if w.Language = strings.ToLower(strings.TrimSpace(w.Language)); w.Language != "" && !slices.Contains(WidgetLanguages, w.Language) {
+		return fmt.Errorf("widget.language must be one of %s", strings.Join(WidgetLanguages, ", "))
+	}
+	if len(w.Strings) > 64 {
+		return fmt.Errorf("widget.strings has %d texts; at most 64", len(w.Strings))
+	}
+	for k, v := range w.Strings {
+		v = strings.TrimSpace(CleanText(v))
+		switch {
+		case !stringKeyRE.MatchString(k):
+			return fmt.Errorf("widget.strings key %q must be letters only, as in schema/PROTOCOL.md (e.g. send)", k)
+		case v == "":
+			delete(w.Strings, k)
+		case utf8.RuneCountInString(v) > MaxWidgetText:
+			return fmt.Errorf("widget.strings.%s is longer than %d characters", k, MaxWidgetText)
+		default:
+			w.Strings[k] = v
 		}
 	}
 	if _, err := ParseHours(w.Hours); err != nil {

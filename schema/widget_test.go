@@ -23,6 +23,9 @@ func TestWidgetSettingsCheck(t *testing.T) {
 		{"hours time", WidgetSettings{Hours: "mon 9-17"}, "HH:MM"},
 		{"hours order", WidgetSettings{Hours: "mon 17:00-09:00"}, "after the start"},
 		{"long greeting", WidgetSettings{Greeting: strings.Repeat("a", MaxWidgetText+1)}, "greeting"},
+		{"language", WidgetSettings{Language: "DE", Strings: map[string]string{"send": "Los"}}, ""},
+		{"unknown language", WidgetSettings{Language: "xx"}, "language"},
+		{"string key", WidgetSettings{Strings: map[string]string{"<b>": "x"}}, "strings key"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			err := c.w.Check()

@@ -13,6 +13,7 @@ import (
 	"spookat/edge/internal/server"
 	"spookat/edge/internal/store"
 	"spookat/edge/internal/widget"
+	"spookat/schema"
 )
 
 // The host page's API, called before the launcher loads (the queue) and after: on('open'|
@@ -118,4 +119,48 @@ func TestIdentifyAcrossBrowsers(t *testing.T) {
 	if n := eval[int](forger, bubbleCount("Started on my laptop")+` + `+bubbleCount("Continued on my phone")); n != 0 {
 		t.Fatalf("a forged user_hash shows the user's conversation (%d messages)", n)
 	}
+}
+
+// Languages: a site set to German shows German strings (one overridden by the site), dates
+// and states included; an embed with data-lang="ar" lays the window out right to left
+// (English strings: the table has no Arabic).
+func TestGermanAndRightToLeft(t *testing.T) {
+	e := startEdge(t, server.Config{})
+	de := e.site(&store.Site{Name: "Laden", Widget: schema.WidgetSettings{Language: "de", Strings: map[string]string{"send": "Los"}}})
+	v := newTab(t, "visitor-de")
+	v.openDemo(e.base, de.Key)
+	v.openChat()
+	v.waitJS("German strings", W+`.querySelector('header b').textContent === 'Schreiben Sie uns' && `+
+		W+`.querySelector('.panel > form textarea').placeholder === 'Nachricht schreiben\u2026' && `+
+		W+`.querySelector('.panel > form button').textContent === 'Los'`)
+	v.typeAndSend("Hallo, ist jemand da?")
+	v.waitJS("Gesendet", `Array.from(`+W+`.querySelectorAll('li.me .state')).some(s => s.textContent === 'Gesendet')`)
+	v.waitJS("Heute", W+`.querySelector('li.day').textContent === 'Heute'`)
+	v.do("close", chromedp.Click(chromedp.JSPath(W+`.querySelector('header button')`)))
+	v.waitJS("the launcher in German", W+`.querySelector('#l').getAttribute('aria-label') === 'Chat \u00f6ffnen'`)
+	if l := eval[string](v, W+`.querySelector('.panel').getAttribute('lang')`); l != "de" {
+		t.Fatalf("the window's lang is %q", l)
+	}
+
+	site := e.site(&store.Site{Name: "RTL"})
+	host := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		fmt.Fprintf(w, `<!doctype html><html dir="rtl" lang="ar"><head><title>متجر</title></head><body><h1>متجر</h1>
+<script src="%s/widget.js" data-site="%s" data-lang="ar" async></script></body></html>`, e.base, site.Key)
+	}))
+	t.Cleanup(host.Close)
+	r := newTab(t, "visitor-rtl")
+	r.do("open the page", chromedp.Navigate(host.URL))
+	r.waitJS("the launcher", `document.querySelector('#spookat-widget') && `+W+`.querySelector('#l')`)
+	r.openChat()
+	r.typeAndSend("مرحبا")
+	r.waitSent("مرحبا")
+	if d := eval[string](r, `getComputedStyle(`+W+`.querySelector('.panel')).direction`); d != "rtl" {
+		t.Fatalf("the window's direction is %s", d)
+	}
+	if eval[bool](r, `(() => { const p = `+W+`.querySelector('.panel').getBoundingClientRect(), b = `+W+`.querySelector('li.me .bubble').getBoundingClientRect(); return b.left - p.left > p.right - b.right; })()`) {
+		t.Fatal("right to left, the visitor's own bubble should sit on the left")
+	}
+	r.shot("rtl")
+	v.shot("de")
 }

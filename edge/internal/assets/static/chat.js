@@ -33,7 +33,7 @@
     'button:focus-visible,textarea:focus-visible,input:focus-visible{outline:3px solid #a5b4fc;outline-offset:1px}',
     '.email{display:none;padding:8px 10px 0;border-top:1px solid #e5e7eb;flex-direction:column;gap:4px}.email.on{display:flex}.email.on+form{border-top:0}',
     '.emailok{display:none;padding:6px 12px 0;font-size:12px;color:#166534}.emailok.on{display:block}',
-    '.sub{display:block;font-size:12px;opacity:.9;font-weight:400;margin-top:2px}.sub:before{content:"";display:inline-block;width:8px;height:8px;border-radius:50%;margin-right:6px;background:#9ca3af}',
+    '.sub{display:block;font-size:12px;opacity:.9;font-weight:400;margin-top:2px}.sub:before{content:"";display:inline-block;width:8px;height:8px;border-radius:50%;margin-inline-end:6px;background:#9ca3af}',
     '.sub.online:before{background:#22c55e}',
     '.panel.left,.preview.left{left:20px;right:auto}.badge.left{left:62px;right:auto}',
     'li.greet .bubble{background:#f3f4f6}',
@@ -53,6 +53,73 @@
     '.panel>form{padding-bottom:max(10px,env(safe-area-inset-bottom))}header{padding-top:max(12px,env(safe-area-inset-top))}}'
   ].join('');
 
+
+  // Every string the window shows, by language; a site's settings may override any of them
+  // (widget.strings). {name}-style fields are filled in.
+  var STRINGS = {
+    en: { title: 'Chat with us', close: 'Close chat', offline: 'Offline \u2014 your message will be sent when we\u2019re back.',
+      gone: 'Chat is not available on this page.', empty: 'Ask us anything.', save: 'Save',
+      emailAsk: 'Get the reply by email too: we may answer after you leave.', emailLabel: 'Your email', send: 'Send',
+      placeholder: 'Write a message\u2026', message: 'Message', dismiss: 'Dismiss', today: 'Today', yesterday: 'Yesterday',
+      support: 'Support', sent: 'Sent', seen: 'Seen', sending: 'Sending\u2026', pending: 'Pending', notSent: 'Not sent', retry: 'Retry',
+      emailThanks: 'Thanks! We\u2019ll email you at {email} if you leave.', emailEarly: 'We\u2019ll keep {email} with your first message.',
+      braked: 'This chat is receiving too many messages right now.', tooFast: 'You are sending messages too fast.',
+      sendAgain: 'You can send again in {n} s.', away: 'Away', online: 'Online',
+      awayMessage: 'We\u2019re away right now. Leave a message and your email: we\u2019ll answer by email.',
+      replyTime: 'We usually answer within minutes.', typing: '{name} is typing\u2026', justNow: 'just now', minAgo: '{n} min ago',
+      open: 'Open chat', unread: '{label}, {n} unread', noAnswer: 'no answer from the server', reconnecting: 'reconnecting\u2026',
+      offlineShort: 'offline', tooLarge: 'the message is longer than 4,000 characters' },
+    de: { title: 'Schreiben Sie uns', close: 'Chat schlie\u00dfen', offline: 'Offline \u2014 Ihre Nachricht wird gesendet, sobald wir wieder da sind.',
+      gone: 'Der Chat ist auf dieser Seite nicht verf\u00fcgbar.', empty: 'Fragen Sie uns, was Sie m\u00f6chten.', save: 'Speichern',
+      emailAsk: 'Antwort auch per E-Mail: Vielleicht antworten wir, wenn Sie schon weg sind.', emailLabel: 'Ihre E-Mail-Adresse', send: 'Senden',
+      placeholder: 'Nachricht schreiben\u2026', message: 'Nachricht', dismiss: 'Ausblenden', today: 'Heute', yesterday: 'Gestern',
+      support: 'Support', sent: 'Gesendet', seen: 'Gelesen', sending: 'Wird gesendet\u2026', pending: 'Wartet', notSent: 'Nicht gesendet', retry: 'Erneut senden',
+      emailThanks: 'Danke! Wir schreiben Ihnen an {email}, falls Sie gehen.', emailEarly: 'Wir speichern {email} mit Ihrer ersten Nachricht.',
+      braked: 'Dieser Chat erh\u00e4lt gerade zu viele Nachrichten.', tooFast: 'Sie senden Nachrichten zu schnell.',
+      sendAgain: 'Sie k\u00f6nnen in {n} s wieder senden.', away: 'Abwesend', online: 'Online',
+      awayMessage: 'Wir sind gerade nicht da. Hinterlassen Sie eine Nachricht und Ihre E-Mail-Adresse: Wir antworten per E-Mail.',
+      replyTime: 'Wir antworten meist innerhalb weniger Minuten.', typing: '{name} schreibt\u2026', justNow: 'gerade eben', minAgo: 'vor {n} Min.',
+      open: 'Chat \u00f6ffnen', unread: '{label}, {n} ungelesen', noAnswer: 'keine Antwort vom Server', reconnecting: 'verbinde neu\u2026',
+      offlineShort: 'offline', tooLarge: 'die Nachricht ist l\u00e4nger als 4.000 Zeichen' },
+    fr: { title: '\u00c9crivez-nous', close: 'Fermer le chat', offline: 'Hors ligne \u2014 votre message partira d\u00e8s notre retour.',
+      gone: 'Le chat n\u2019est pas disponible sur cette page.', empty: 'Posez-nous vos questions.', save: 'Enregistrer',
+      emailAsk: 'Recevez aussi la r\u00e9ponse par e-mail : nous r\u00e9pondrons peut-\u00eatre apr\u00e8s votre d\u00e9part.', emailLabel: 'Votre e-mail', send: 'Envoyer',
+      placeholder: '\u00c9crivez un message\u2026', message: 'Message', dismiss: 'Masquer', today: 'Aujourd\u2019hui', yesterday: 'Hier',
+      support: 'Support', sent: 'Envoy\u00e9', seen: 'Lu', sending: 'Envoi\u2026', pending: 'En attente', notSent: 'Non envoy\u00e9', retry: 'R\u00e9essayer',
+      emailThanks: 'Merci ! Nous vous \u00e9crirons \u00e0 {email} si vous partez.', emailEarly: 'Nous garderons {email} avec votre premier message.',
+      braked: 'Ce chat re\u00e7oit trop de messages en ce moment.', tooFast: 'Vous envoyez des messages trop vite.',
+      sendAgain: 'Vous pourrez renvoyer dans {n} s.', away: 'Absent', online: 'En ligne',
+      awayMessage: 'Nous sommes absents pour le moment. Laissez un message et votre e-mail : nous r\u00e9pondrons par e-mail.',
+      replyTime: 'Nous r\u00e9pondons g\u00e9n\u00e9ralement en quelques minutes.', typing: '{name} \u00e9crit\u2026', justNow: '\u00e0 l\u2019instant', minAgo: 'il y a {n} min',
+      open: 'Ouvrir le chat', unread: '{label}, {n} non lu(s)', noAnswer: 'pas de r\u00e9ponse du serveur', reconnecting: 'reconnexion\u2026',
+      offlineShort: 'hors ligne', tooLarge: 'le message d\u00e9passe 4 000 caract\u00e8res' },
+    es: { title: 'Escr\u00edbenos', close: 'Cerrar el chat', offline: 'Sin conexi\u00f3n \u2014 tu mensaje se enviar\u00e1 cuando volvamos.',
+      gone: 'El chat no est\u00e1 disponible en esta p\u00e1gina.', empty: 'Preg\u00fantanos lo que quieras.', save: 'Guardar',
+      emailAsk: 'Recibe tambi\u00e9n la respuesta por correo: quiz\u00e1 respondamos cuando ya te hayas ido.', emailLabel: 'Tu correo', send: 'Enviar',
+      placeholder: 'Escribe un mensaje\u2026', message: 'Mensaje', dismiss: 'Ocultar', today: 'Hoy', yesterday: 'Ayer',
+      support: 'Soporte', sent: 'Enviado', seen: 'Visto', sending: 'Enviando\u2026', pending: 'Pendiente', notSent: 'No enviado', retry: 'Reintentar',
+      emailThanks: '\u00a1Gracias! Te escribiremos a {email} si te vas.', emailEarly: 'Guardaremos {email} con tu primer mensaje.',
+      braked: 'Este chat est\u00e1 recibiendo demasiados mensajes ahora mismo.', tooFast: 'Est\u00e1s enviando mensajes demasiado r\u00e1pido.',
+      sendAgain: 'Podr\u00e1s enviar de nuevo en {n} s.', away: 'Ausente', online: 'En l\u00ednea',
+      awayMessage: 'Ahora no estamos. Deja un mensaje y tu correo: te responderemos por correo.',
+      replyTime: 'Solemos responder en pocos minutos.', typing: '{name} est\u00e1 escribiendo\u2026', justNow: 'ahora mismo', minAgo: 'hace {n} min',
+      open: 'Abrir el chat', unread: '{label}, {n} sin leer', noAnswer: 'sin respuesta del servidor', reconnecting: 'reconectando\u2026',
+      offlineShort: 'sin conexi\u00f3n', tooLarge: 'el mensaje supera los 4000 caracteres' },
+    pt: { title: 'Fale conosco', close: 'Fechar o chat', offline: 'Sem conex\u00e3o \u2014 sua mensagem ser\u00e1 enviada quando voltarmos.',
+      gone: 'O chat n\u00e3o est\u00e1 dispon\u00edvel nesta p\u00e1gina.', empty: 'Pergunte o que quiser.', save: 'Salvar',
+      emailAsk: 'Receba a resposta tamb\u00e9m por e-mail: podemos responder depois que voc\u00ea sair.', emailLabel: 'Seu e-mail', send: 'Enviar',
+      placeholder: 'Escreva uma mensagem\u2026', message: 'Mensagem', dismiss: 'Ocultar', today: 'Hoje', yesterday: 'Ontem',
+      support: 'Suporte', sent: 'Enviada', seen: 'Vista', sending: 'Enviando\u2026', pending: 'Pendente', notSent: 'N\u00e3o enviada', retry: 'Tentar de novo',
+      emailThanks: 'Obrigado! Vamos escrever para {email} se voc\u00ea sair.', emailEarly: 'Vamos guardar {email} com sua primeira mensagem.',
+      braked: 'Este chat est\u00e1 recebendo mensagens demais agora.', tooFast: 'Voc\u00ea est\u00e1 enviando mensagens r\u00e1pido demais.',
+      sendAgain: 'Voc\u00ea poder\u00e1 enviar de novo em {n} s.', away: 'Ausente', online: 'On-line',
+      awayMessage: 'Estamos ausentes agora. Deixe uma mensagem e seu e-mail: responderemos por e-mail.',
+      replyTime: 'Costumamos responder em poucos minutos.', typing: '{name} est\u00e1 digitando\u2026', justNow: 'agora mesmo', minAgo: 'h\u00e1 {n} min',
+      open: 'Abrir o chat', unread: '{label}, {n} n\u00e3o lida(s)', noAnswer: 'sem resposta do servidor', reconnecting: 'reconectando\u2026',
+      offlineShort: 'sem conex\u00e3o', tooLarge: 'a mensagem tem mais de 4.000 caracteres' }
+  };
+  var RTL = { ar: 1, he: 1, fa: 1, ur: 1 };
+
   function el(tag, cls, text) {
     var e = document.createElement(tag);
     if (cls) e.className = cls;
@@ -68,6 +135,18 @@
 
   window.__spookatChat = function (o) {
     var KEY = 'spookat:' + o.site;
+    // The language: the embed's data-lang, else the site's, else the browser's; English for one
+    // the table does not have (a right-to-left one still lays the window out right to left).
+    var asked = '', lang = 'en', site = {};
+    function pickLang() {
+      asked = String(o.lang || site.language || navigator.language || 'en').toLowerCase().split('-')[0];
+      lang = STRINGS[asked] ? asked : 'en';
+    }
+    pickLang();
+    function t(k, v) {
+      var x = (site.strings && site.strings[k]) || STRINGS[lang][k] || STRINGS.en[k] || k;
+      return x.replace(/\{(\w+)\}/g, function (m, n) { return v && v[n] != null ? v[n] : m; });
+    }
     var saved = {};
     try { saved = JSON.parse(localStorage.getItem(KEY) || '{}') || {}; } catch (e) { saved = {}; }
     function save() { try { localStorage.setItem(KEY, JSON.stringify(saved)); } catch (e) { /* private mode */ } }
@@ -76,26 +155,26 @@
     var style = el('style'); style.textContent = CSS; o.root.appendChild(style);
     var panel = el('div', 'panel'); panel.setAttribute('role', 'dialog'); panel.setAttribute('aria-modal', 'true');
     panel.id = 'spookat-panel'; o.button.setAttribute('aria-controls', panel.id);
-    var header = el('header'), title = el('div'), conn = el('span', 'conn'), heading = el('b', '', 'Chat with us'), sub = el('span', 'sub');
+    var header = el('header'), title = el('div'), conn = el('span', 'conn'), heading = el('b'), sub = el('span', 'sub');
     title.appendChild(heading); title.appendChild(conn); title.appendChild(sub);
     heading.id = 'spookat-title'; panel.setAttribute('aria-labelledby', heading.id);
-    var closeBtn = el('button', '', '\u00d7'); closeBtn.type = 'button'; closeBtn.setAttribute('aria-label', 'Close chat');
+    var closeBtn = el('button', '', '\u00d7'); closeBtn.type = 'button';
     header.appendChild(title); header.appendChild(closeBtn);
     var banner = el('div', 'banner'); banner.setAttribute('role', 'status');
-    var offlineNote = el('div', 'offline', 'Offline \u2014 your message will be sent when we\u2019re back.');
+    var offlineNote = el('div', 'offline');
     offlineNote.setAttribute('role', 'status');
-    var gone = el('p', 'gone', 'Chat is not available on this page.');
+    var gone = el('p', 'gone');
     var list = el('ol');
     var announcer = el('div', 'sr'); announcer.setAttribute('aria-live', 'polite'); // new incoming messages only
     var typingNote = el('div', 'typing');
-    var empty = el('li', 'empty', 'Ask us anything.'); list.appendChild(empty);
-    var emailBox = el('div', 'email'), emailForm = el('form'), emailInput = el('input'), emailBtn = el('button', '', 'Save');
+    var empty = el('li', 'empty'); list.appendChild(empty);
+    var emailBox = el('div', 'email'), emailForm = el('form'), emailInput = el('input'), emailBtn = el('button'), emailAsk = el('p');
     var emailOk = el('p', 'emailok'); emailOk.setAttribute('role', 'status');
-    emailBox.appendChild(el('p', '', 'Get the reply by email too: we may answer after you leave.'));
-    emailInput.type = 'email'; emailInput.placeholder = 'you@example.com'; emailInput.setAttribute('aria-label', 'Your email');
+    emailBox.appendChild(emailAsk);
+    emailInput.type = 'email'; emailInput.placeholder = 'you@example.com';
     emailBtn.type = 'submit'; emailForm.appendChild(emailInput); emailForm.appendChild(emailBtn); emailBox.appendChild(emailForm);
-    var form = el('form'), input = el('textarea'), sendBtn = el('button', '', 'Send');
-    input.rows = 1; input.placeholder = 'Write a message\u2026'; input.setAttribute('aria-label', 'Message'); input.maxLength = 4000;
+    var form = el('form'), input = el('textarea'), sendBtn = el('button');
+    input.rows = 1; input.maxLength = 4000;
     sendBtn.type = 'submit'; form.appendChild(input); form.appendChild(sendBtn);
     panel.appendChild(header); panel.appendChild(gone); panel.appendChild(offlineNote); panel.appendChild(banner); panel.appendChild(list); panel.appendChild(typingNote); panel.appendChild(emailOk); panel.appendChild(emailBox); panel.appendChild(form);
     panel.appendChild(announcer);
@@ -103,9 +182,18 @@
     // Shown while the window is closed: the unread count on the launcher and the last unread reply.
     var badge = el('span', 'badge'); badge.setAttribute('aria-hidden', 'true');
     var preview = el('div', 'preview'), previewWho = el('b'), previewText = el('p'), previewClose = el('button', '', '\u00d7');
-    previewClose.type = 'button'; previewClose.setAttribute('aria-label', 'Dismiss');
+    previewClose.type = 'button';
     preview.appendChild(previewWho); preview.appendChild(previewText); preview.appendChild(previewClose);
     o.root.appendChild(badge); o.root.appendChild(preview);
+    function relabel() {
+      panel.setAttribute('lang', lang); panel.dir = RTL[asked] ? 'rtl' : 'ltr';
+      heading.textContent = site.title || t('title'); closeBtn.setAttribute('aria-label', t('close'));
+      offlineNote.textContent = t('offline'); gone.textContent = t('gone'); emailBtn.textContent = t('save');
+      emailAsk.textContent = t('emailAsk'); emailInput.setAttribute('aria-label', t('emailLabel'));
+      sendBtn.textContent = t('send'); input.placeholder = t('placeholder'); input.setAttribute('aria-label', t('message'));
+      previewClose.setAttribute('aria-label', t('dismiss'));
+    }
+    relabel();
 
     // --- state
     var ws = null, attempt = 0, retryTimer = 0, lastId = 0, convId = null;
@@ -117,7 +205,7 @@
     var readId = saved.read || 0;  // the visitor's read marker (synced across tabs by localStorage)
     var sentRead = 0;              // the last marker sent to the server
     var seenId = 0;                // the operators' read marker: "Seen" under the visitor's messages up to it
-    var lastHello = 0, site = {}, away = true, lastUnread = 0, identity = null;
+    var lastHello = 0, away = true, lastUnread = 0, identity = null;
     function emit(e, v) { if (o.emit) o.emit(e, v); }
     var typingTimer = 0, typedAt = 0, lastDay = '', dismissed = 0;
     var baseTitle = null, ourTitle = null;
@@ -126,21 +214,21 @@
 
     function dayLabel(d) {
       var today = new Date(), y = new Date(); y.setDate(today.getDate() - 1);
-      if (d.toDateString() === today.toDateString()) return 'Today';
-      if (d.toDateString() === y.toDateString()) return 'Yesterday';
-      return d.toLocaleDateString(undefined, { weekday: 'short', day: 'numeric', month: 'short', year: d.getFullYear() === today.getFullYear() ? undefined : 'numeric' });
+      if (d.toDateString() === today.toDateString()) return t('today');
+      if (d.toDateString() === y.toDateString()) return t('yesterday');
+      return d.toLocaleDateString(lang, { weekday: 'short', day: 'numeric', month: 'short', year: d.getFullYear() === today.getFullYear() ? undefined : 'numeric' });
     }
-    function ago(t) {
-      var s = (Date.now() - t) / 1000;
-      if (s < 60) return 'just now';
-      if (s < 3600) return Math.floor(s / 60) + ' min ago';
-      return new Date(t).toLocaleTimeString(undefined, { hour: '2-digit', minute: '2-digit' });
+    function ago(ms) {
+      var s = (Date.now() - ms) / 1000;
+      if (s < 60) return t('justNow');
+      if (s < 3600) return t('minAgo', { n: Math.floor(s / 60) });
+      return new Date(ms).toLocaleTimeString(lang, { hour: '2-digit', minute: '2-digit' });
     }
     function stamp(li, at) {
-      var t = at ? Date.parse(at) : Date.now(), d = new Date(t);
+      var ms = at ? Date.parse(at) : Date.now(), d = new Date(ms);
       var k = d.toDateString();
       if (k !== lastDay) { lastDay = k; list.appendChild(el('li', 'day', dayLabel(d))); }
-      var tm = el('time', '', ago(t)); tm.dateTime = d.toISOString(); tm.title = d.toLocaleString();
+      var tm = el('time', '', ago(ms)); tm.dateTime = d.toISOString(); tm.title = d.toLocaleString(lang);
       li.appendChild(tm);
     }
     setInterval(function () {
@@ -157,13 +245,13 @@
       var mine = m.author === 'visitor';
       var li = el('li', mine ? 'me' : (m.author === 'system' ? 'them system' : 'them'));
       li.setAttribute('data-id', m.message_id);
-      if (!mine && m.author === 'operator') li.appendChild(el('span', 'who', m.name || 'Support'));
+      if (!mine && m.author === 'operator') li.appendChild(el('span', 'who', m.name || t('support')));
       li.appendChild(el('div', 'bubble', m.text));
-      if (mine) { var st = el('span', 'state', 'Sent'); st.setAttribute('data-state', 'sent'); li.appendChild(st); }
+      if (mine) { var st = el('span', 'state', t('sent')); st.setAttribute('data-state', 'sent'); li.appendChild(st); }
       addLi(li, m.created_at);
       if (mine) { marks(); return; }
       if (m.author === 'operator') typing(false);
-      if (live) announcer.textContent = (m.name || 'Support') + ': ' + m.text;
+      if (live) announcer.textContent = (m.name || t('support')) + ': ' + m.text;
       if (live) emit('message', { id: m.message_id, author: m.author, name: m.name || '', text: m.text, created_at: m.created_at });
       if (live && o.sound && m.message_id > readId && (!isOpen() || document.hidden)) beep();
       unread(true);
@@ -177,14 +265,14 @@
         if (!s || s.getAttribute('data-state') !== 'sent') return;
         s.classList.toggle('old', li !== last);
         var seen = +li.getAttribute('data-id') <= seenId;
-        s.textContent = seen ? 'Seen' : 'Sent';
+        s.textContent = seen ? t('seen') : t('sent');
         s.toggleAttribute('data-seen', seen);
       });
     }
 
     function typing(on, name) {
       clearTimeout(typingTimer);
-      typingNote.textContent = on ? (name || 'Support') + ' is typing\u2026' : '';
+      typingNote.textContent = on ? t('typing', { name: name || t('support') }) : '';
       typingNote.classList.toggle('on', !!on);
       if (on) typingTimer = setTimeout(function () { typing(false); }, 6000);
     }
@@ -204,11 +292,11 @@
       if (n !== lastUnread) { lastUnread = n; emit('unread', n); }
       badge.textContent = n > 9 ? '9+' : String(n);
       badge.classList.toggle('on', n > 0 && !isOpen());
-      var label = site.launcher_label || 'Open chat';
-      o.button.setAttribute('aria-label', isOpen() ? 'Close chat' : n ? label + ', ' + n + ' unread' : label);
+      var label = site.launcher_label || t('open');
+      o.button.setAttribute('aria-label', isOpen() ? t('close') : n ? t('unread', { label: label, n: n }) : label);
       if (n && lastLi && !isOpen() && (fresh || !preview.classList.contains('on')) && +lastLi.getAttribute('data-id') > dismissed) {
         var who = lastLi.querySelector('.who');
-        previewWho.textContent = who ? who.textContent : 'Support';
+        previewWho.textContent = who ? who.textContent : t('support');
         previewText.textContent = lastLi.querySelector('.bubble').textContent;
         preview.classList.add('on');
       }
@@ -264,11 +352,11 @@
       p.st = st;
       p.li.classList.toggle('failed', st === 'failed');
       var s = p.li.querySelector('.state');
-      s.textContent = st === 'sending' ? 'Sending\u2026' : st === 'sent' ? 'Sent' : st === 'pending' ? 'Pending'
-        : 'Not sent' + (why ? ': ' + why : '');
+      s.textContent = st === 'sending' ? t('sending') : st === 'sent' ? t('sent') : st === 'pending' ? t('pending')
+        : t('notSent') + (why ? ': ' + why : '');
       s.setAttribute('data-state', st);
       if (st === 'failed') {
-        var b = el('button', '', 'Retry'); b.type = 'button';
+        var b = el('button', '', t('retry')); b.type = 'button';
         b.disabled = Date.now() < blockedUntil;
         b.onclick = function () { resend(p); };
         s.appendChild(b);
@@ -290,7 +378,7 @@
       if (ws && ws.readyState === 1) {
         setState(p, 'sending');
         ws.send(JSON.stringify({ type: 'message', client_id: p.cid, text: p.text }));
-        p.timer = setTimeout(function () { if (p.st === 'sending') setState(p, 'failed', 'no answer from the server'); }, 15000);
+        p.timer = setTimeout(function () { if (p.st === 'sending') setState(p, 'failed', t('noAnswer')); }, 15000);
       } else setState(p, 'pending'); // sent when the socket says hello again
     }
 
@@ -314,7 +402,7 @@
           Array.prototype.forEach.call(list.querySelectorAll('.failed .state button'), function (b) { b.disabled = false; });
           return;
         }
-        banner.textContent = sentence + ' You can send again in ' + left + ' s.';
+        banner.textContent = sentence + ' ' + t('sendAgain', { n: left });
         banner.classList.add('on');
       };
       tick(); countdown = setInterval(tick, 250);
@@ -373,14 +461,12 @@
           break;
         case 'email_saved':
           saved.email = f.email; save(); emailBox.classList.remove('on');
-          emailOk.textContent = 'Thanks! We\u2019ll email you at ' + f.email + ' if you leave.'; emailOk.classList.add('on');
+          emailOk.textContent = t('emailThanks', { email: f.email }); emailOk.classList.add('on');
           break;
         case 'error':
           var p = f.client_id && pending[f.client_id];
           if (f.code === 'rate_limited' || f.code === 'braked') {
-            block(f.retry_after_ms || 3000, f.code === 'braked'
-              ? 'This chat is receiving too many messages right now.'
-              : 'You are sending messages too fast.');
+            block(f.retry_after_ms || 3000, f.code === 'braked' ? t('braked') : t('tooFast'));
           }
           if (p && f.code === 'unavailable' && (p.tries = (p.tries || 0) + 1) <= 5) {
             // The server could not take it for a moment: send it again by itself, later each time.
@@ -389,7 +475,7 @@
             break;
           }
           if (f.code === 'unverified') { console.warn('spookat: identify refused: ' + f.message); break; }
-          if (p) setState(p, 'failed', f.message);
+          if (p) setState(p, 'failed', f.code === 'too_large' ? t('tooLarge') : f.message);
           else if (f.code !== 'rate_limited' && f.code !== 'braked') { banner.textContent = f.message; banner.classList.add('on'); }
           break;
       }
@@ -408,14 +494,13 @@
 
     function applySite(w, isAway) {
       site = w; away = isAway;
-      heading.textContent = w.title || 'Chat with us';
-      sub.textContent = away ? 'Away' : 'Online';
+      pickLang(); relabel();
+      sub.textContent = away ? t('away') : t('online');
       sub.classList.toggle('online', !away);
-      var note = away ? (w.away_message || 'We\u2019re away right now. Leave a message and your email: we\u2019ll answer by email.')
-        : (w.reply_time || 'We usually answer within minutes.');
+      var note = away ? (w.away_message || t('awayMessage')) : (w.reply_time || t('replyTime'));
       if (w.greeting && !convId) {
         empty.className = 'them greet'; clear(empty);
-        empty.appendChild(el('span', 'who', w.title || 'Support')); empty.appendChild(el('div', 'bubble', w.greeting));
+        empty.appendChild(el('span', 'who', w.title || t('support'))); empty.appendChild(el('div', 'bubble', w.greeting));
         empty.appendChild(el('span', 'state', note));
       } else if (empty.className === 'empty') empty.textContent = note;
       var a = /^#[0-9a-fA-F]{6}$/.test(w.accent || '') ? w.accent : '';
@@ -453,7 +538,7 @@
       fetch(o.base + '/v1/widget/check?site=' + encodeURIComponent(o.site), { method: 'POST', cache: 'no-store', credentials: 'omit' })
         .then(function (r) {
           if (r.status === 429) {
-            conn.textContent = 'reconnecting\u2026';
+            conn.textContent = t('reconnecting');
             retryTimer = setTimeout(connect, (parseInt(r.headers.get('Retry-After'), 10) || 5) * 1000);
             return;
           }
@@ -479,7 +564,7 @@
     function later(down) {
       if (down != null) offline(down);
       var ms = Math.min(15000, 500 * Math.pow(2, attempt++)) * (0.5 + Math.random() / 2);
-      conn.textContent = offlineNote.classList.contains('on') ? 'offline' : 'reconnecting\u2026';
+      conn.textContent = offlineNote.classList.contains('on') ? t('offlineShort') : t('reconnecting');
       retryTimer = setTimeout(connect, ms);
     }
 
@@ -517,7 +602,7 @@
       var v = emailInput.value.trim();
       if (v && !convId) { // nothing stored yet: the email goes with the first message
         emailBox.setAttribute('data-early', '1');
-        emailOk.textContent = 'We\u2019ll keep ' + v + ' with your first message.'; emailOk.classList.add('on');
+        emailOk.textContent = t('emailEarly', { email: v }); emailOk.classList.add('on');
         input.focus();
         return;
       }
