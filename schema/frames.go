@@ -26,6 +26,18 @@ const (
 	// FrameIdentified (server → client) answers with the conversation the socket now speaks for.
 	FrameIdentify   = "identify"
 	FrameIdentified = "identified"
+	// FrameRate (client → server) rates a closed conversation; FrameRated confirms it.
+	// FrameConversation (server → client) tells the visitor it was closed or reopened.
+	FrameRate         = "rate"
+	FrameRated        = "rated"
+	FrameConversation = "conversation"
+)
+
+// Ratings of a conversation.
+const (
+	RatingGood       = "good"
+	RatingBad        = "bad"
+	MaxRatingComment = 500
 )
 
 // Identity limits.
@@ -93,6 +105,8 @@ type ClientFrame struct {
 	UserID         string `json:"user_id,omitempty"`    // identify
 	Name           string `json:"name,omitempty"`       // identify
 	UserHash       string `json:"user_hash,omitempty"`  // identify
+	Rating         string `json:"rating,omitempty"`     // rate
+	Comment        string `json:"comment,omitempty"`    // rate
 }
 
 // Identified answers an identify: whether it was verified and the conversation the socket
@@ -122,6 +136,10 @@ type Hello struct {
 	// office hours) or "away".
 	Site   *WidgetSettings `json:"site"`
 	Status string          `json:"status"`
+	// ConversationStatus is "open" or "closed" ("" without a conversation); Rating is the
+	// visitor's rating of it, "" until rated.
+	ConversationStatus string `json:"conversation_status"`
+	Rating             string `json:"rating"`
 }
 
 // Typing tells a visitor that an operator is writing.

@@ -164,3 +164,45 @@ func TestAwaySiteAsksEmailInOneComposer(t *testing.T) {
 	v2.waitJS("no email asked while online", W+`.querySelector('.email.on') === null`)
 	v2.shot("online")
 }
+
+// A closed conversation asks the visitor for a rating: they pick "bad" and say why; the
+// operator sees it live in the inbox's header and as a message in the conversation (which the
+// site's targets get like any message); it is stored once, and a reload shows the thanks.
+func TestRatingAfterClose(t *testing.T) {
+	e := startEdge(t, server.Config{})
+	site := e.site(&store.Site{Name: "Rated"})
+	e.operator("rui@rated.test", "Rui", "correct horse battery", site.Key)
+
+	v := newTab(t, "visitor")
+	v.openDemo(e.base, site.Key)
+	v.openChat()
+	v.typeAndSend("My refund never came")
+	v.waitSent("My refund never came")
+
+	op := newTab(t, "operator")
+	op.login(e.base, "rui@rated.test", "correct horse battery")
+	op.waitJS("the conversation", `document.querySelector('#conversations li[data-id]')`)
+	op.do("open it", chromedp.Click(chromedp.CSS(`#conversations li[data-id]`)))
+	op.waitJS("the message", `document.querySelector('#messages .msg.visitor')`)
+	op.do("close it", chromedp.Click(chromedp.CSS("#conv-toggle")))
+
+	v.waitJS("the rating card", W+`.querySelector('li.rate .rbtn[data-rating=bad]')`)
+	v.do("pick bad", chromedp.Click(chromedp.JSPath(W+`.querySelector('li.rate .rbtn[data-rating=bad]')`)))
+	v.do("say why", chromedp.SendKeys(chromedp.JSPath(W+`.querySelector('li.rate textarea')`), "Nobody answered my question"))
+	v.shot("rating")
+	v.do("send the rating", chromedp.Click(chromedp.JSPath(W+`.querySelector('li.rate .rsend')`)))
+	v.waitJS("the thanks", W+`.querySelector('li.rate .bubble').textContent === 'Thanks for your feedback!'`)
+
+	op.waitJS("the rating in the header", `document.querySelector('#conv-rating').textContent.includes('rated bad') && document.querySelector('#conv-rating').title === 'Nobody answered my question'`)
+	op.waitJS("the rating in the conversation", `Array.from(document.querySelectorAll('#messages .msg .text')).some(e => e.textContent.startsWith('Rated the conversation: bad'))`)
+	op.shot("rated")
+
+	db := edgetest.OpenDB(t, e.edge.DataDir)
+	if n := edgetest.QueryInt(t, db, `SELECT count(*) FROM conversations WHERE rating = 'bad' AND rating_comment = 'Nobody answered my question' AND site_id = ?`, site.ID); n != 1 {
+		t.Fatalf("rated conversations: %d", n)
+	}
+	v.do("reload", chromedp.Reload())
+	v.waitJS("the launcher", `document.querySelector('#spookat-widget') && `+W+`.querySelector('#l')`)
+	v.openChat()
+	v.waitJS("the thanks after a reload, no second card", W+`.querySelectorAll('li.rate').length === 1 && `+W+`.querySelector('li.rate .bubble').textContent === 'Thanks for your feedback!'`)
+}

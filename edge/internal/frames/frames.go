@@ -79,7 +79,7 @@ func Error(b []byte, clientID, code, message string, retryAfterMS int64) []byte 
 
 // Hello is {"type":"hello","visitor":…,"conversation_id":N|null,"last_message_id":N,"read_message_id":N,"seen_message_id":N,"site":{…},"status":…}.
 // site is the JSON of the window's settings.
-func Hello(b []byte, visitor string, conversationID, lastMessageID, readMessageID, seenMessageID int64, site []byte, status string) []byte {
+func Hello(b []byte, visitor string, conversationID, lastMessageID, readMessageID, seenMessageID int64, site []byte, status, convStatus, rating string) []byte {
 	b = append(b, `{"type":"hello","visitor":`...)
 	b = fastjson.AppendString(b, visitor)
 	b = append(b, `,"conversation_id":`...)
@@ -100,6 +100,18 @@ func Hello(b []byte, visitor string, conversationID, lastMessageID, readMessageI
 	}
 	b = append(b, site...)
 	b = append(b, `,"status":`...)
+	b = fastjson.AppendString(b, status)
+	b = append(b, `,"conversation_status":`...)
+	b = fastjson.AppendString(b, convStatus)
+	b = append(b, `,"rating":`...)
+	b = fastjson.AppendString(b, rating)
+	return append(b, '}')
+}
+
+// Conversation is {"type":"conversation","status":"open"|"closed"}: an operator closed or
+// reopened the visitor's conversation.
+func Conversation(b []byte, status string) []byte {
+	b = append(b, `{"type":"conversation","status":`...)
 	b = fastjson.AppendString(b, status)
 	return append(b, '}')
 }

@@ -36,6 +36,10 @@ func field(f *schema.ClientFrame, b, key []byte, i int) (next int, ok bool) {
 		f.Name, next, ok = fastjson.String(b, i)
 	case "user_hash":
 		f.UserHash, next, ok = fastjson.String(b, i)
+	case "rating":
+		f.Rating, next, ok = fastjson.String(b, i)
+	case "comment":
+		f.Comment, next, ok = fastjson.String(b, i)
 	}
 	return next, ok // any other key: encoding/json decides
 }

@@ -185,6 +185,9 @@ func (h *Handler) setStatus(status string) fiber.Handler {
 			return err
 		}
 		h.Hub.Conversation(cv.SiteID, cv.ID, status)
+		if h.Visitors != nil { // the visitor's window offers a rating when it is closed
+			h.Visitors.Signal(cv.ID, frames.Conversation(nil, status))
+		}
 		return c.JSON(fiber.Map{"id": cv.ID, "status": status})
 	}
 }

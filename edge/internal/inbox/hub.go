@@ -230,6 +230,19 @@ func (h *Hub) VisitorSeen(siteID, conversationID, messageID int64) {
 	h.send(siteID, seenEvent{Type: "seen", SiteID: siteID, ConversationID: conversationID, By: schema.AuthorVisitor, MessageID: messageID})
 }
 
+type ratingEvent struct {
+	Type           string `json:"type"` // "rating"
+	SiteID         int64  `json:"site_id"`
+	ConversationID int64  `json:"conversation_id"`
+	Rating         string `json:"rating"`
+	Comment        string `json:"comment,omitempty"`
+}
+
+// Rated tells the site's operators how the visitor rated a closed conversation.
+func (h *Hub) Rated(siteID, conversationID int64, rating, comment string) {
+	h.send(siteID, ratingEvent{Type: "rating", SiteID: siteID, ConversationID: conversationID, Rating: rating, Comment: comment})
+}
+
 // OperatorTyping tells the site's other operators who is writing to the visitor.
 func (h *Hub) OperatorTyping(siteID, conversationID, operatorID int64, name string) {
 	h.send(siteID, typingEvent{Type: "typing", SiteID: siteID, ConversationID: conversationID, By: schema.AuthorOperator,

@@ -165,17 +165,19 @@ type ConversationSummary struct {
 	LastText      string `json:"last_text"`
 	LastInternal  bool   `json:"last_internal"`
 	Unread        bool   `json:"unread"`
-	VisitorReadID int64  `json:"visitor_read_id"` // the visitor has seen the messages up to this id
+	VisitorReadID int64  `json:"visitor_read_id"`  // the visitor has seen the messages up to this id
+	Rating        string `json:"rating,omitempty"` // the visitor's: good or bad
+	RatingComment string `json:"rating_comment,omitempty"`
 	CreatedAt     int64  `json:"created_at"`
 	UpdatedAt     int64  `json:"updated_at"`
 }
 
 const summaryColumns = `c.id, c.site_id, c.status, v.email, v.name, coalesce(v.user_id, ''), v.verified, c.last_message_id, coalesce(m.author, ''),
-	coalesce(m.text, ''), coalesce(m.internal, 0), c.last_message_id > coalesce(r.last_read_id, 0), c.visitor_read_id, c.created_at, c.updated_at`
+	coalesce(m.text, ''), coalesce(m.internal, 0), c.last_message_id > coalesce(r.last_read_id, 0), c.visitor_read_id, c.rating, c.rating_comment, c.created_at, c.updated_at`
 
 func (c *ConversationSummary) dest() []any {
 	return []any{&c.ID, &c.SiteID, &c.Status, &c.VisitorEmail, &c.VisitorName, &c.UserID, &c.Verified, &c.LastMessageID, &c.LastAuthor, &c.LastText,
-		&c.LastInternal, &c.Unread, &c.VisitorReadID, &c.CreatedAt, &c.UpdatedAt}
+		&c.LastInternal, &c.Unread, &c.VisitorReadID, &c.Rating, &c.RatingComment, &c.CreatedAt, &c.UpdatedAt}
 }
 
 // Conversations lists a site's conversations, newest activity first. status is open, closed
@@ -245,6 +247,14 @@ func (tx *Tx) MarkVisitorRead(conversationID, messageID int64) (marker int64, mo
 		WHERE id = ?2 AND visitor_read_id < min(?1, last_message_id) RETURNING visitor_read_id`,
 		[]any{messageID, conversationID}, &marker)
 	return marker, found, err
+}
+
+// RateConversation stores the visitor's rating of a closed conversation, once. rated is false
+// when the conversation is open or already rated.
+func (tx *Tx) RateConversation(conversationID int64, rating, comment string) (rated bool, err error) {
+	var id int64
+	return tx.QueryRow(`UPDATE conversations SET rating = ?, rating_comment = ?
+		WHERE id = ? AND status = 'closed' AND rating = '' RETURNING id`, []any{rating, comment, conversationID}, &id)
 }
 
 // SetVisitorEmail stores the email a visitor left. found is false when the visitor is not

@@ -7,22 +7,25 @@ type VisitorState struct {
 	VisitorID      int64
 	ConversationID int64 // 0: no conversation yet
 	LastMessageID  int64
-	ReadMessageID  int64 // the visitor's read marker
-	SeenMessageID  int64 // the highest operator read marker
+	ReadMessageID  int64  // the visitor's read marker
+	SeenMessageID  int64  // the highest operator read marker
+	Status         string // the conversation's, "" without one
+	Rating         string
 }
 
 // VisitorByToken finds a site's visitor by token hash.
 func (s *Store) VisitorByToken(ctx context.Context, siteID int64, tokenHash []byte) (v VisitorState, found bool, err error) {
 	err = s.Read(ctx, func(q Querier) error {
 		st, err := q.Stmt(`SELECT v.id, coalesce(c.id, 0), coalesce(c.last_message_id, 0), coalesce(c.visitor_read_id, 0),
-				coalesce((SELECT max(r.last_read_id) FROM conversation_reads r WHERE r.conversation_id = c.id), 0)
+				coalesce((SELECT max(r.last_read_id) FROM conversation_reads r WHERE r.conversation_id = c.id), 0),
+				coalesce(c.status, ''), coalesce(c.rating, '')
 			FROM visitors v LEFT JOIN conversations c ON c.visitor_id = v.id
 			WHERE v.token_hash = ? AND v.site_id = ?`)
 		if err != nil {
 			return err
 		}
 		found, err = queryRow(st, []any{tokenHash, siteID}, &v.VisitorID, &v.ConversationID, &v.LastMessageID,
-			&v.ReadMessageID, &v.SeenMessageID)
+			&v.ReadMessageID, &v.SeenMessageID, &v.Status, &v.Rating)
 		return err
 	})
 	return v, found, err

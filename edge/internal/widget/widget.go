@@ -115,6 +115,7 @@ func (h *Handler) track(c *conn, add bool) bool {
 type Signals interface {
 	VisitorTyping(siteID, conversationID int64)
 	VisitorSeen(siteID, conversationID, messageID int64)
+	Rated(siteID, conversationID int64, rating, comment string)
 }
 
 // Register mounts the websocket route on app.
@@ -340,7 +341,7 @@ func (s *session) hello(token string) bool {
 	}
 	w.Hours, w.TimeZone = "", "" // the window needs only whether it is open now
 	site, _ := json.Marshal(&w)
-	return s.c.send(frames.Hello(nil, token, state.ConversationID, state.LastMessageID, state.ReadMessageID, state.SeenMessageID, site, status))
+	return s.c.send(frames.Hello(nil, token, state.ConversationID, state.LastMessageID, state.ReadMessageID, state.SeenMessageID, site, status, state.Status, state.Rating))
 }
 
 func newToken() string {
@@ -421,8 +422,10 @@ func (s *session) handle(data []byte) bool {
 		s.seen(f.MessageID) // seen.go
 	case schema.FrameIdentify:
 		s.identify(f) // identify.go
+	case schema.FrameRate:
+		s.rate(f.Rating, f.Comment) // rate.go
 	default:
-		s.fail(f.ClientID, schema.CodeInvalid, `Unknown frame type; use "message", "resume", "email", "typing", "seen" or "identify".`, 0)
+		s.fail(f.ClientID, schema.CodeInvalid, `Unknown frame type; use "message", "resume", "email", "typing", "seen", "identify" or "rate".`, 0)
 	}
 	return true
 }

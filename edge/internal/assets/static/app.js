@@ -174,13 +174,22 @@
     var ident = c.user_id ? el('span', { class: 'ident ' + (c.verified ? 'verified' : 'unverified'), id: 'conv-identity',
       title: c.verified ? 'Signed by the site: this is its user ' + c.user_id : 'Claimed by the page, not signed: it may not be who it says',
       text: (c.verified ? 'verified user ' : 'unverified user ') + c.user_id }) : null;
-    V.main.appendChild(el('div', { class: 'head' }, [el('h2', { text: who }), ident, V.status, V.toggle]));
+    V.rating = el('span', { class: 'rating', id: 'conv-rating' });
+    V.main.appendChild(el('div', { class: 'head' }, [el('h2', { text: who }), ident, V.rating, V.status, V.toggle]));
+    drawRating();
     V.main.appendChild(V.msgs);
     V.main.appendChild(V.typing);
     V.main.appendChild(form);
     msgs.forEach(addMsg);
     drawSeen();
     markSel();
+  }
+
+  function drawRating() {
+    var c = S.conv; if (!V.rating || !c) return;
+    V.rating.textContent = c.rating ? (c.rating === 'good' ? '\ud83d\udc4d rated good' : '\ud83d\udc4e rated bad') : '';
+    V.rating.title = c.rating_comment || '';
+    V.rating.className = 'rating ' + (c.rating || '');
   }
 
   // "Seen" under the last operator reply the visitor's window has shown them.
@@ -272,6 +281,8 @@
         (S.deliveries[d.message_id] = S.deliveries[d.message_id] || {})[d.target] = d;
         drawDeliveries(d.message_id);
       }
+    } else if (f.type === 'rating') {
+      if (S.conv && f.conversation_id === S.conv.id) { S.conv.rating = f.rating; S.conv.rating_comment = f.comment || ''; drawRating(); }
     } else if (f.type === 'typing') {
       showTyping(f);
     } else if (f.type === 'seen') {

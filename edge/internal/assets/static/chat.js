@@ -37,6 +37,10 @@
     '.sub.online:before{background:#22c55e}',
     '.panel.left,.preview.left{left:20px;right:auto}.badge.left{left:62px;right:auto}',
     'li.greet .bubble{background:#f3f4f6}',
+    'li.rate{max-width:90%}li.rate p{margin:0 0 8px}.rrow{display:flex;gap:8px;margin-bottom:8px}',
+    '.rbtn,.rsend{min-height:44px;border-radius:8px;border:1px solid #d1d5db;background:#fff;cursor:pointer;font:inherit;padding:0 14px}',
+    '.rbtn[aria-pressed=true]{border-color:var(--a,#4f46e5);box-shadow:inset 0 0 0 1px var(--a,#4f46e5)}',
+    'li.rate textarea{width:100%;margin-bottom:8px}.rsend{background:var(--a,#4f46e5);color:#fff;border:0}.rsend:disabled{opacity:.5;cursor:default}',
     '.email p{margin:0;font-size:12px;color:#4b5563}.email form{border:0;padding:0 0 8px}',
     'li.day{align-self:center;max-width:none;font-size:11px;color:#6b7280;margin:4px 0}',
     'time{font-size:11px;color:#6b7280;margin:2px 4px 0}',
@@ -68,7 +72,8 @@
       awayMessage: 'We\u2019re away right now. Leave a message and your email: we\u2019ll answer by email.',
       replyTime: 'We usually answer within minutes.', typing: '{name} is typing\u2026', justNow: 'just now', minAgo: '{n} min ago',
       open: 'Open chat', unread: '{label}, {n} unread', noAnswer: 'no answer from the server', reconnecting: 'reconnecting\u2026',
-      offlineShort: 'offline', tooLarge: 'the message is longer than 4,000 characters' },
+      offlineShort: 'offline', tooLarge: 'the message is longer than 4,000 characters',
+      closedAsk: 'This conversation is closed. How was it?', good: 'Good', bad: 'Bad', comment: 'Tell us more (optional)', rate: 'Send rating', rated: 'Thanks for your feedback!' },
     de: { title: 'Schreiben Sie uns', close: 'Chat schlie\u00dfen', offline: 'Offline \u2014 Ihre Nachricht wird gesendet, sobald wir wieder da sind.',
       gone: 'Der Chat ist auf dieser Seite nicht verf\u00fcgbar.', empty: 'Fragen Sie uns, was Sie m\u00f6chten.', save: 'Speichern',
       emailAsk: 'Antwort auch per E-Mail: Vielleicht antworten wir, wenn Sie schon weg sind.', emailLabel: 'Ihre E-Mail-Adresse', send: 'Senden',
@@ -80,7 +85,8 @@
       awayMessage: 'Wir sind gerade nicht da. Hinterlassen Sie eine Nachricht und Ihre E-Mail-Adresse: Wir antworten per E-Mail.',
       replyTime: 'Wir antworten meist innerhalb weniger Minuten.', typing: '{name} schreibt\u2026', justNow: 'gerade eben', minAgo: 'vor {n} Min.',
       open: 'Chat \u00f6ffnen', unread: '{label}, {n} ungelesen', noAnswer: 'keine Antwort vom Server', reconnecting: 'verbinde neu\u2026',
-      offlineShort: 'offline', tooLarge: 'die Nachricht ist l\u00e4nger als 4.000 Zeichen' },
+      offlineShort: 'offline', tooLarge: 'die Nachricht ist l\u00e4nger als 4.000 Zeichen',
+      closedAsk: 'Dieses Gespr\u00e4ch ist beendet. Wie war es?', good: 'Gut', bad: 'Schlecht', comment: 'Erz\u00e4hlen Sie mehr (optional)', rate: 'Bewertung senden', rated: 'Danke f\u00fcr Ihr Feedback!' },
     fr: { title: '\u00c9crivez-nous', close: 'Fermer le chat', offline: 'Hors ligne \u2014 votre message partira d\u00e8s notre retour.',
       gone: 'Le chat n\u2019est pas disponible sur cette page.', empty: 'Posez-nous vos questions.', save: 'Enregistrer',
       emailAsk: 'Recevez aussi la r\u00e9ponse par e-mail : nous r\u00e9pondrons peut-\u00eatre apr\u00e8s votre d\u00e9part.', emailLabel: 'Votre e-mail', send: 'Envoyer',
@@ -92,7 +98,8 @@
       awayMessage: 'Nous sommes absents pour le moment. Laissez un message et votre e-mail : nous r\u00e9pondrons par e-mail.',
       replyTime: 'Nous r\u00e9pondons g\u00e9n\u00e9ralement en quelques minutes.', typing: '{name} \u00e9crit\u2026', justNow: '\u00e0 l\u2019instant', minAgo: 'il y a {n} min',
       open: 'Ouvrir le chat', unread: '{label}, {n} non lu(s)', noAnswer: 'pas de r\u00e9ponse du serveur', reconnecting: 'reconnexion\u2026',
-      offlineShort: 'hors ligne', tooLarge: 'le message d\u00e9passe 4 000 caract\u00e8res' },
+      offlineShort: 'hors ligne', tooLarge: 'le message d\u00e9passe 4 000 caract\u00e8res',
+      closedAsk: 'Cette conversation est termin\u00e9e. Comment s\u2019est-elle pass\u00e9e ?', good: 'Bien', bad: 'Mal', comment: 'Dites-nous en plus (facultatif)', rate: 'Envoyer la note', rated: 'Merci pour votre avis !' },
     es: { title: 'Escr\u00edbenos', close: 'Cerrar el chat', offline: 'Sin conexi\u00f3n \u2014 tu mensaje se enviar\u00e1 cuando volvamos.',
       gone: 'El chat no est\u00e1 disponible en esta p\u00e1gina.', empty: 'Preg\u00fantanos lo que quieras.', save: 'Guardar',
       emailAsk: 'Recibe tambi\u00e9n la respuesta por correo: quiz\u00e1 respondamos cuando ya te hayas ido.', emailLabel: 'Tu correo', send: 'Enviar',
@@ -104,7 +111,8 @@
       awayMessage: 'Ahora no estamos. Deja un mensaje y tu correo: te responderemos por correo.',
       replyTime: 'Solemos responder en pocos minutos.', typing: '{name} est\u00e1 escribiendo\u2026', justNow: 'ahora mismo', minAgo: 'hace {n} min',
       open: 'Abrir el chat', unread: '{label}, {n} sin leer', noAnswer: 'sin respuesta del servidor', reconnecting: 'reconectando\u2026',
-      offlineShort: 'sin conexi\u00f3n', tooLarge: 'el mensaje supera los 4000 caracteres' },
+      offlineShort: 'sin conexi\u00f3n', tooLarge: 'el mensaje supera los 4000 caracteres',
+      closedAsk: 'Esta conversaci\u00f3n est\u00e1 cerrada. \u00bfQu\u00e9 tal fue?', good: 'Bien', bad: 'Mal', comment: 'Cu\u00e9ntanos m\u00e1s (opcional)', rate: 'Enviar valoraci\u00f3n', rated: '\u00a1Gracias por tu opini\u00f3n!' },
     pt: { title: 'Fale conosco', close: 'Fechar o chat', offline: 'Sem conex\u00e3o \u2014 sua mensagem ser\u00e1 enviada quando voltarmos.',
       gone: 'O chat n\u00e3o est\u00e1 dispon\u00edvel nesta p\u00e1gina.', empty: 'Pergunte o que quiser.', save: 'Salvar',
       emailAsk: 'Receba a resposta tamb\u00e9m por e-mail: podemos responder depois que voc\u00ea sair.', emailLabel: 'Seu e-mail', send: 'Enviar',
@@ -116,7 +124,8 @@
       awayMessage: 'Estamos ausentes agora. Deixe uma mensagem e seu e-mail: responderemos por e-mail.',
       replyTime: 'Costumamos responder em poucos minutos.', typing: '{name} est\u00e1 digitando\u2026', justNow: 'agora mesmo', minAgo: 'h\u00e1 {n} min',
       open: 'Abrir o chat', unread: '{label}, {n} n\u00e3o lida(s)', noAnswer: 'sem resposta do servidor', reconnecting: 'reconectando\u2026',
-      offlineShort: 'sem conex\u00e3o', tooLarge: 'a mensagem tem mais de 4.000 caracteres' }
+      offlineShort: 'sem conex\u00e3o', tooLarge: 'a mensagem tem mais de 4.000 caracteres',
+      closedAsk: 'Esta conversa foi encerrada. Como foi?', good: 'Boa', bad: 'Ruim', comment: 'Conte mais (opcional)', rate: 'Enviar avalia\u00e7\u00e3o', rated: 'Obrigado pelo seu retorno!' }
   };
   var RTL = { ar: 1, he: 1, fa: 1, ur: 1 };
 
@@ -205,6 +214,7 @@
     var readId = saved.read || 0;  // the visitor's read marker (synced across tabs by localStorage)
     var sentRead = 0;              // the last marker sent to the server
     var seenId = 0;                // the operators' read marker: "Seen" under the visitor's messages up to it
+    var rateCard = null, convStatus = '', rating = '';
     var lastHello = 0, away = true, lastUnread = 0, identity = null;
     function emit(e, v) { if (o.emit) o.emit(e, v); }
     var typingTimer = 0, typedAt = 0, lastDay = '', dismissed = 0;
@@ -238,7 +248,8 @@
     function addLi(li, at) {
       if (empty.parentNode && empty.className === 'empty') list.removeChild(empty); // a greeting stays, on top
       stamp(li, at);
-      list.appendChild(li); scroll();
+      if (rateCard && rateCard.parentNode) list.insertBefore(li, rateCard); else list.appendChild(li);
+      scroll();
     }
 
     function render(m, live) {
@@ -385,6 +396,7 @@
     function resend(p) { if (Date.now() < blockedUntil) return; transmit(p); }
 
     function confirm(p, id) {
+      if (convStatus === 'closed') { convStatus = 'open'; rateAsk(); }
       clearTimeout(p.timer);
       seen[id] = true; p.li.setAttribute('data-id', id);
       setState(p, 'sent');
@@ -416,6 +428,7 @@
           if (saved.token !== f.visitor) { saved.token = f.visitor; save(); }
           convId = f.conversation_id;
           applySite(f.site || {}, f.status !== 'online');
+          convStatus = f.conversation_status || ''; rating = f.rating || ''; rateAsk();
           if ((f.read_message_id || 0) > readId) { readId = f.read_message_id; saved.read = readId; }
           sentRead = Math.max(sentRead, f.read_message_id || 0);
           if (f.seen_message_id > seenId) seenId = f.seen_message_id;
@@ -443,6 +456,12 @@
           break;
         case 'typing':
           typing(true, f.name);
+          break;
+        case 'conversation':
+          convStatus = f.status; rateAsk();
+          break;
+        case 'rated':
+          rating = f.rating; rateAsk();
           break;
         case 'identified':
           if (f.conversation_id !== convId) {
@@ -512,6 +531,26 @@
       showEmail(); unread(false);
     }
     function clear(e) { while (e.firstChild) e.removeChild(e.firstChild); }
+
+    // A closed conversation asks for a rating (good or bad, and a comment), once.
+    function rateAsk() {
+      if (rateCard) { rateCard.parentNode && list.removeChild(rateCard); rateCard = null; }
+      if (convStatus !== 'closed' || !convId) return;
+      rateCard = el('li', 'them rate');
+      if (rating) { rateCard.appendChild(el('div', 'bubble', t('rated'))); list.appendChild(rateCard); scroll(); return; }
+      var box = el('div', 'bubble'), row = el('div', 'rrow'), note = el('textarea'), go = el('button', 'rsend', t('rate')), pick = '';
+      box.appendChild(el('p', '', t('closedAsk')));
+      [['good', '\ud83d\udc4d'], ['bad', '\ud83d\udc4e']].forEach(function (r) {
+        var b = el('button', 'rbtn', r[1] + ' ' + t(r[0])); b.type = 'button'; b.setAttribute('aria-pressed', 'false'); b.setAttribute('data-rating', r[0]);
+        b.onclick = function () { pick = r[0]; Array.prototype.forEach.call(row.children, function (x) { x.setAttribute('aria-pressed', x === b ? 'true' : 'false'); }); go.disabled = false; };
+        row.appendChild(b);
+      });
+      note.rows = 2; note.maxLength = 500; note.setAttribute('aria-label', t('comment')); note.placeholder = t('comment');
+      go.type = 'button'; go.disabled = true;
+      go.onclick = function () { if (pick && ws && ws.readyState === 1) ws.send(JSON.stringify({ type: 'rate', rating: pick, comment: note.value })); };
+      box.appendChild(row); box.appendChild(note); box.appendChild(go);
+      rateCard.appendChild(box); list.appendChild(rateCard); scroll();
+    }
 
     function connect() {
       clearTimeout(retryTimer);
