@@ -57,7 +57,6 @@ func (s *session) identify(f *schema.ClientFrame) {
 			return
 		}
 		if !VerifyUserHash(s.site.IdentitySecret, id.UserID, f.UserHash) {
-			s.h.Metrics.FrameErrors.WithLabelValues(schema.CodeUnverified).Inc()
 			s.fail("", schema.CodeUnverified, "user_hash does not match user_id: compute it on your server as the hex HMAC-SHA256 of user_id with the site's identity secret.", 0)
 			return
 		}
