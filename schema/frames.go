@@ -118,6 +118,9 @@ type Identified struct {
 	LastMessageID  int64  `json:"last_message_id"`
 	ReadMessageID  int64  `json:"read_message_id"`
 	SeenMessageID  int64  `json:"seen_message_id"`
+	// ConversationStatus and Rating are as in Hello.
+	ConversationStatus string `json:"conversation_status"`
+	Rating             string `json:"rating"`
 }
 
 // Hello is the first frame the server sends.

@@ -64,9 +64,19 @@ spookat('on', 'unread', function (n) { got.push('unread:' + n); });
 	v.waitJS("the message and unread events", `got.includes('message:operator:Thanks, seen it') && got.includes('unread:1')`)
 
 	token := eval[string](v, `JSON.parse(localStorage.getItem('spookat:`+site.Key+`')).token`)
+	// A second tab of the same browser, the conversation open in it too.
+	v2 := v.sameContextTab("visitor-tab-2")
+	v2.do("open the host page", chromedp.Navigate(host.URL))
+	v2.waitJS("the conversation in the second tab", `window.spookat && (spookat('open'), true) && `+bubbleCount("Thanks, seen it")+` === 1`)
 	eval[any](v, `spookat('shutdown')`)
+	v2.waitJS("the second tab forgot the visitor too", bubbleCount("Thanks, seen it")+` === 0`)
 	if eval[bool](v, `localStorage.getItem('spookat:`+site.Key+`') !== null`) {
 		t.Fatal("shutdown kept the visitor in localStorage")
+	}
+	eval[any](v2, `spookat('open')`) // it connects again, as a new visitor
+	v2.waitJS("a new token from the second tab", `(JSON.parse(localStorage.getItem('spookat:`+site.Key+`') || '{}').token || '') !== ''`)
+	if now := eval[string](v2, `JSON.parse(localStorage.getItem('spookat:`+site.Key+`')).token`); now == token {
+		t.Fatal("the second tab wrote the shut-down visitor's token back")
 	}
 	eval[any](v, `spookat('open')`)
 	v.waitJS("a new visitor token", `(JSON.parse(localStorage.getItem('spookat:`+site.Key+`') || '{}').token || '') !== ''`)

@@ -116,8 +116,8 @@ func Conversation(b []byte, status string) []byte {
 	return append(b, '}')
 }
 
-// Identified is {"type":"identified","verified":bool,"conversation_id":N|null,"last_message_id":N,"read_message_id":N,"seen_message_id":N}.
-func Identified(b []byte, verified bool, conversationID, lastMessageID, readMessageID, seenMessageID int64) []byte {
+// Identified is {"type":"identified","verified":bool,"conversation_id":N|null,"last_message_id":N,"read_message_id":N,"seen_message_id":N,"conversation_status":…,"rating":…}.
+func Identified(b []byte, verified bool, conversationID, lastMessageID, readMessageID, seenMessageID int64, convStatus, rating string) []byte {
 	b = append(b, `{"type":"identified","verified":`...)
 	b = strconv.AppendBool(b, verified)
 	b = append(b, `,"conversation_id":`...)
@@ -132,6 +132,10 @@ func Identified(b []byte, verified bool, conversationID, lastMessageID, readMess
 	b = strconv.AppendInt(b, readMessageID, 10)
 	b = append(b, `,"seen_message_id":`...)
 	b = strconv.AppendInt(b, seenMessageID, 10)
+	b = append(b, `,"conversation_status":`...)
+	b = fastjson.AppendString(b, convStatus)
+	b = append(b, `,"rating":`...)
+	b = fastjson.AppendString(b, rating)
 	return append(b, '}')
 }
 

@@ -56,6 +56,21 @@ func TestIdentifyVerifiedUserIsOneConversation(t *testing.T) {
 		t.Fatalf("the laptop did not get the phone's message live: %+v", m)
 	}
 
+	// Another user on the laptop's browser (its token's visitor is u-42's now): their email
+	// goes on their own visitor, never on u-42's.
+	shared := edgetest.Dial(t, v.e.Addr, v.sites[0].Key, laptop.Hello.Visitor)
+	if f := identify(shared, "u-50", widget.UserHash(secret, "u-50")); f.Type != "identified" || f.ConversationID != nil {
+		t.Fatalf("a second user on the same browser: %+v, want a visitor of their own", f)
+	}
+	ack50, err := shared.SendAck("s-1", "I am u-50")
+	if err != nil || *ack50.ConversationID == *ack.ConversationID {
+		t.Fatalf("u-50's message: %+v %v", ack50, err)
+	}
+	shared.Send(t, map[string]string{"type": "email", "email": "carol@shop.test"})
+	if f := wantFrame(t, shared, "email_saved"); f.Type != "email_saved" {
+		t.Fatalf("email: %+v", f)
+	}
+
 	forger := edgetest.Dial(t, v.e.Addr, v.sites[0].Key, "")
 	if f := identify(forger, "u-42", widget.UserHash("guessed-secret", "u-42")); f.Type != "error" || f.Code != "unverified" || f.Message == "" {
 		t.Fatalf("a forged user_hash: %+v, want error unverified", f)
@@ -82,5 +97,9 @@ func TestIdentifyVerifiedUserIsOneConversation(t *testing.T) {
 	in.Do(t, "GET", "/conversations/"+strconv.FormatInt(*ack.ConversationID, 10), nil, &got)
 	if c := got.Conversation; c.UserID != "u-42" || !c.Verified || c.VisitorEmail != "u-42@shop.test" {
 		t.Fatalf("the verified conversation: %+v", c)
+	}
+	in.Do(t, "GET", "/conversations/"+strconv.FormatInt(*ack50.ConversationID, 10), nil, &got)
+	if c := got.Conversation; c.UserID != "u-50" || c.VisitorEmail != "carol@shop.test" {
+		t.Fatalf("u-50's conversation: %+v, want the email left on it", c)
 	}
 }

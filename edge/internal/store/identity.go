@@ -22,6 +22,13 @@ type Identity struct {
 // are written on the socket's own visitor, flagged unverified, and never matched: current 0
 // (not stored yet) writes nothing and returns found false.
 func (tx *Tx) IdentifyVisitor(siteID, current int64, tokenHash []byte, id Identity) (st VisitorState, found bool, err error) {
+	if current == 0 && tokenHash != nil {
+		// The socket's first message may have stored its visitor in this same transaction.
+		if _, err := tx.QueryRow(`SELECT id FROM visitors WHERE token_hash = ? AND site_id = ?`,
+			[]any{tokenHash, siteID}, &current); err != nil {
+			return VisitorState{}, false, err
+		}
+	}
 	if !id.Verified {
 		if current == 0 {
 			return VisitorState{}, false, nil

@@ -259,10 +259,10 @@ func (tx *Tx) RateConversation(conversationID int64, rating, comment string) (ra
 
 // SetVisitorEmail stores the email a visitor left. found is false when the visitor is not
 // stored yet (visitors are stored with their first message).
-func (tx *Tx) SetVisitorEmail(siteID int64, tokenHash []byte, email string) (found bool, err error) {
+func (tx *Tx) SetVisitorEmail(siteID, visitorID int64, email string) (found bool, err error) {
 	var id int64
-	return tx.QueryRow(`UPDATE visitors SET email = ? WHERE token_hash = ? AND site_id = ? RETURNING id`,
-		[]any{email, tokenHash, siteID}, &id)
+	return tx.QueryRow(`UPDATE visitors SET email = ? WHERE id = ? AND site_id = ? RETURNING id`,
+		[]any{email, visitorID, siteID}, &id)
 }
 
 // SiteByID reads one site with its secrets (the caller decides what to show).

@@ -29,12 +29,17 @@ func (s *session) email(addr string) {
 		s.fail("", schema.CodeBraked, "This site is receiving too many messages right now; try again shortly.", max(wait.Milliseconds(), 1))
 		return
 	}
+	visitorID := s.visitorID.Load() // after an identify, the user's visitor: not the token's
+	if visitorID == 0 {
+		s.fail("", schema.CodeInvalid, "Send a message first, then leave your email.", 0)
+		return
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	var found bool
 	err := s.h.Store.Write(ctx, func(tx *store.Tx) error {
 		var err error
-		found, err = tx.SetVisitorEmail(s.site.ID, s.tokenHash, addr)
+		found, err = tx.SetVisitorEmail(s.site.ID, visitorID, addr)
 		return err
 	})
 	switch {

@@ -206,6 +206,7 @@
   var typingTimers = {};
   function showTyping(f) {
     if (!S.conv || f.conversation_id !== S.conv.id || !V.typing) return;
+    if (f.by === 'operator' && S.me && f.operator_id === S.me.id) return; // one's own typing
     var who = f.by === 'visitor' ? 'The visitor' : (f.name || 'A teammate');
     var k = f.by + (f.operator_id || '');
     clearTimeout(typingTimers[k]);
@@ -328,6 +329,8 @@
         var body = { name: f.name.value, origins: origins.value.split('\n').map(function (x) { return x.trim(); }).filter(Boolean),
           slack_channel: f.slack_channel.value, webhook_url: f.webhook_url.value, notify_email: f.notify_email.value, widget: {} };
         WIDGET.forEach(function (k) { if (f[k].value.trim()) body.widget[k] = f[k].value; });
+        if (w.language) body.widget.language = w.language; // set through the API: this form keeps them
+        if (w.strings) body.widget.strings = w.strings;
         ['slack_token', 'slack_signing_secret', 'discord_webhook', 'webhook_secret', 'identity_secret'].forEach(function (k) {
           if (f[k].value) body[k] = f[k].value;
           if (f['clear_' + k] && f['clear_' + k].checked) body[k] = '';

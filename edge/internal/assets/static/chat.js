@@ -214,7 +214,7 @@
     var readId = saved.read || 0;  // the visitor's read marker (synced across tabs by localStorage)
     var sentRead = 0;              // the last marker sent to the server
     var seenId = 0;                // the operators' read marker: "Seen" under the visitor's messages up to it
-    var rateCard = null, convStatus = '', rating = '';
+    var rateCard = null, convStatus = '', rating = '', heldHello = null;
     var lastHello = 0, away = true, lastUnread = 0, identity = null;
     function emit(e, v) { if (o.emit) o.emit(e, v); }
     var typingTimer = 0, typedAt = 0, lastDay = '', dismissed = 0;
@@ -293,7 +293,7 @@
     // Unread: operator and system messages after the read marker. While the window is open in a
     // visible tab everything shown is read; else the launcher shows a badge and the last one.
     function unread(fresh) {
-      var them = list.querySelectorAll('li.them[data-id]'), top = 0, n = 0, lastLi = null;
+      var them = list.querySelectorAll('li.them:not(.system)[data-id]'), top = 0, n = 0, lastLi = null;
       Array.prototype.forEach.call(them, function (li) {
         var id = +li.getAttribute('data-id');
         if (id > top) top = id;
@@ -345,6 +345,7 @@
     document.addEventListener('visibilitychange', function () { unread(false); });
     window.addEventListener('storage', function (e) { // another tab read or learned something
       if (e.key !== KEY) return;
+      if (e.newValue === null) { if (saved.token) shutdown(); return; } // shutdown in another tab
       try { var v = JSON.parse(e.newValue || '{}') || {}; } catch (x) { return; }
       if ((v.read || 0) > readId) { readId = v.read; unread(false); }
       if (v.token && !saved.token) saved.token = v.token;
@@ -423,22 +424,11 @@
     function handle(f) {
       switch (f.type) {
         case 'hello':
-          lastHello = Math.max(lastHello, f.last_message_id || 0);
           attempt = 0; conn.textContent = ''; offline(false);
           if (saved.token !== f.visitor) { saved.token = f.visitor; save(); }
-          convId = f.conversation_id;
           applySite(f.site || {}, f.status !== 'online');
-          convStatus = f.conversation_status || ''; rating = f.rating || ''; rateAsk();
-          if ((f.read_message_id || 0) > readId) { readId = f.read_message_id; saved.read = readId; }
-          sentRead = Math.max(sentRead, f.read_message_id || 0);
-          if (f.seen_message_id > seenId) seenId = f.seen_message_id;
-          if (convId && saved.conv !== convId) { saved.conv = convId; save(); }
-          if (identity) ws.send(JSON.stringify(identity)); // answered by identified, before the resume
-          if (convId) {
-            showEmail();
-            ws.send(JSON.stringify({ type: 'resume', after_message_id: lastId }));
-            markRead(readId); // a marker moved while offline (or in another tab) reaches the server
-          }
+          // With an identity, the conversation to show is the one identified answers with.
+          if (identity) { heldHello = f; ws.send(JSON.stringify(identity)); } else adopt(f);
           order = order.filter(function (c) { return pending[c]; });
           order.forEach(function (c) { if (pending[c].st !== 'failed') transmit(pending[c]); });
           break;
@@ -464,16 +454,7 @@
           rating = f.rating; rateAsk();
           break;
         case 'identified':
-          if (f.conversation_id !== convId) {
-            // The user's conversation (another device's): show it instead of this one.
-            Array.prototype.slice.call(list.children).forEach(function (li) { if (li !== empty) list.removeChild(li); });
-            if (!empty.parentNode) list.appendChild(empty);
-            seen = {}; lastId = 0; lastHello = f.last_message_id || 0; lastDay = '';
-            convId = f.conversation_id; saved.conv = convId || undefined; save();
-            readId = f.read_message_id || 0; sentRead = readId; seenId = f.seen_message_id || 0;
-            applySite(site, away);
-            if (convId) ws.send(JSON.stringify({ type: 'resume', after_message_id: 0 }));
-          }
+          heldHello = null; adopt(f);
           break;
         case 'seen':
           if (f.message_id > seenId) { seenId = f.message_id; marks(); }
@@ -493,7 +474,11 @@
             p.timer = setTimeout(function () { if (p.st === 'sending') transmit(p); }, Math.max(f.retry_after_ms || 1000, 500) * p.tries);
             break;
           }
-          if (f.code === 'unverified') { console.warn('spookat: identify refused: ' + f.message); break; }
+          if (f.code === 'unverified') {
+            console.warn('spookat: identify refused: ' + f.message);
+            if (heldHello) { adopt(heldHello); heldHello = null; } // this browser's own conversation, then
+            break;
+          }
           if (p) setState(p, 'failed', f.code === 'too_large' ? t('tooLarge') : f.message);
           else if (f.code !== 'rate_limited' && f.code !== 'braked') { banner.textContent = f.message; banner.classList.add('on'); }
           break;
@@ -502,6 +487,29 @@
 
     // While away, the window asks for an email: after the first message (default), before it,
     // or never (the site's ask_email). An email typed before the first message is saved with it.
+    // adopt takes the conversation a hello or an identified names: its markers and state, then
+    // its history after what is shown (all of it when it is another conversation than shown).
+    function adopt(f) {
+      if (convId && f.conversation_id !== convId) {
+        Array.prototype.slice.call(list.children).forEach(function (li) { if (li !== empty && li !== rateCard) list.removeChild(li); });
+        if (!empty.parentNode) list.appendChild(empty);
+        seen = {}; lastId = 0; lastHello = 0; lastDay = ''; readId = 0; sentRead = 0; seenId = 0;
+      }
+      convId = f.conversation_id;
+      lastHello = Math.max(lastHello, f.last_message_id || 0);
+      if ((f.read_message_id || 0) > readId) { readId = f.read_message_id; saved.read = readId; }
+      sentRead = Math.max(sentRead, f.read_message_id || 0);
+      if (f.seen_message_id > seenId) seenId = f.seen_message_id;
+      if (convId && saved.conv !== convId) { saved.conv = convId; save(); }
+      convStatus = f.conversation_status || ''; rating = f.rating || '';
+      applySite(site, away); rateAsk();
+      if (convId) {
+        showEmail();
+        ws.send(JSON.stringify({ type: 'resume', after_message_id: lastId }));
+        markRead(readId); // a marker moved while offline (or in another tab) reaches the server
+      }
+    }
+
     function showEmail() {
       var ask = site.ask_email || 'after';
       emailBox.classList.toggle('on', away && !saved.email && ask !== 'never' && (!!convId || ask === 'before'));
