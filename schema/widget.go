@@ -16,9 +16,12 @@ import (
 type WidgetSettings struct {
 	// Title heads the window (default "Chat with us").
 	Title string `json:"title,omitempty"`
-	// Accent is the colour of the header, the visitor's bubbles and the buttons, "#rrggbb".
+	// Accent is the colour of the window's header, the visitor's bubbles and the buttons,
+	// "#rrggbb". The launcher's is the embed's data-color (it is drawn before any request):
+	// the settings page writes the snippet with both.
 	Accent string `json:"accent,omitempty"`
-	// Position puts the launcher and window at the "right" (default) or "left" corner.
+	// Position is the corner, "right" (default) or "left", that the settings page's embed
+	// snippet gives the launcher (data-position); the window opens by the launcher.
 	Position string `json:"position,omitempty"`
 	// LauncherLabel is the launcher's accessible name (default "Open chat").
 	LauncherLabel string `json:"launcher_label,omitempty"`

@@ -36,15 +36,23 @@ spookat('on', 'close', function () { got.push('close'); });
 spookat('on', 'message', function (m) { got.push('message:' + m.author + ':' + m.text); });
 spookat('on', 'unread', function (n) { got.push('unread:' + n); });
 </script>
-<script src="%s/widget.js" data-site="%s" async></script></body></html>`, e.base, site.Key)
+<script src="%s/widget.js" data-site="%s" data-position="left" data-color="#0a7c3e" async></script></body></html>`, e.base, site.Key)
 	}))
 	t.Cleanup(host.Close)
 
 	v := newTab(t, "visitor")
 	v.do("open the host page", chromedp.Navigate(host.URL))
 	v.waitJS("the launcher", `document.querySelector('#spookat-widget') && `+W+`.querySelector('#l')`)
+	// The embed's corner and colour, before any request for the chat.
+	if eval[bool](v, `(() => { const l = `+W+`.querySelector('#l'); return l.getBoundingClientRect().left > 40 ||
+		getComputedStyle(l).backgroundColor !== 'rgb(10, 124, 62)'; })()`) {
+		t.Fatal("the launcher is not in the left corner in the embed's colour")
+	}
 	eval[any](v, `spookat('open')`)
 	v.waitJS("opened by the API", W+`.querySelector('.panel.open') && got.includes('open')`)
+	if x := eval[float64](v, W+`.querySelector('.panel').getBoundingClientRect().left`); x > 40 {
+		t.Fatalf("the window opened %v px from the left, away from its launcher", x)
+	}
 	eval[any](v, `spookat('send', 'Sent from the page')`)
 	v.waitSent("Sent from the page")
 	eval[any](v, `spookat('close')`)

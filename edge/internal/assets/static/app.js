@@ -351,7 +351,9 @@
           area('away_message', 'Shown while away', w.away_message),
           choice('ask_email', 'While away, ask for an email', w.ask_email, [['after', 'after the first message'], ['before', 'before the first message'], ['never', 'never']]),
           area('hours', 'Office hours, one rule a line', w.hours, 'e.g. mon-fri 09:00-17:30. Empty: always open. Outside them the window says away.'),
-          field('time_zone', 'Time zone of the hours', w.time_zone, 'IANA name, e.g. Europe/Berlin (default UTC)')))],
+          field('time_zone', 'Time zone of the hours', w.time_zone, 'IANA name, e.g. Europe/Berlin (default UTC)'),
+          [el('label', { for: 'set-snippet', text: 'Embed on your pages (the launcher\u2019s corner and colour are in it, so it draws with no request)' }),
+            el('textarea', { id: 'set-snippet', rows: 2, readonly: 'readonly' })]))],
         [el('fieldset', {}, [].concat([el('legend', { text: 'Slack' })], secret('slack_token', 'Bot token', s.slack_token_set),
           field('slack_channel', 'Channel id', s.slack_channel), secret('slack_signing_secret', 'Signing secret', s.slack_signing_secret_set)))],
         [el('fieldset', {}, [].concat([el('legend', { text: 'Discord' })], secret('discord_webhook', 'Webhook URL', s.discord_webhook_set)))],
@@ -361,6 +363,9 @@
         [el('fieldset', {}, [].concat([el('legend', { text: 'Email' })], field('notify_email', 'Notify this address of new conversations', s.notify_email)))],
         [el('button', { class: 'primary', type: 'submit', text: 'Save settings' }), msg]));
       V.main.appendChild(form);
+      var snippet = document.getElementById('set-snippet');
+      snippet.value = '<script src="' + location.origin + '/widget.js" data-site="' + s.key + '"' +
+        (w.position === 'left' ? ' data-position="left"' : '') + (w.accent ? ' data-color="' + w.accent + '"' : '') + ' async></script>';
       tokens(form);
     }, function (e) { clear(V.main); V.main.appendChild(el('p', { class: 'placeholder error', text: e.message })); });
   }

@@ -194,6 +194,7 @@
     previewClose.type = 'button';
     preview.appendChild(previewWho); preview.appendChild(previewText); preview.appendChild(previewClose);
     o.root.appendChild(badge); o.root.appendChild(preview);
+    [panel, preview, badge].forEach(function (e) { e.classList.toggle('left', !!o.left); }); // by the launcher
     function relabel() {
       panel.setAttribute('lang', lang); panel.dir = RTL[asked] ? 'rtl' : 'ltr';
       heading.textContent = site.title || t('title'); closeBtn.setAttribute('aria-label', t('close'));
@@ -530,12 +531,10 @@
         empty.appendChild(el('span', 'who', w.title || t('support'))); empty.appendChild(el('div', 'bubble', w.greeting));
         empty.appendChild(el('span', 'state', note));
       } else if (empty.className === 'empty') empty.textContent = note;
-      var a = /^#[0-9a-fA-F]{6}$/.test(w.accent || '') ? w.accent : '';
+      // The window takes the site's accent; the launcher's colour and corner come from the embed
+      // (data-color, data-position: drawn before any request), and the window opens by the launcher.
+      var a = /^#[0-9a-fA-F]{6}$/.test(w.accent || '') ? w.accent : o.color;
       o.root.host.style.setProperty('--a', a || '#4f46e5');
-      o.button.style.background = a || '';
-      var left = w.position === 'left';
-      [panel, preview, badge].forEach(function (e) { e.classList.toggle('left', left); });
-      o.button.style.left = left ? '20px' : ''; o.button.style.right = left ? 'auto' : '';
       showEmail(); unread(false);
     }
     function clear(e) { while (e.firstChild) e.removeChild(e.firstChild); }
