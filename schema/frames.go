@@ -143,6 +143,8 @@ type Hello struct {
 	// visitor's rating of it, "" until rated.
 	ConversationStatus string `json:"conversation_status"`
 	Rating             string `json:"rating"`
+	// OpensAt is when the office hours begin again (RFC 3339), "" within them or without any.
+	OpensAt string `json:"opens_at"`
 }
 
 // Typing tells a visitor that an operator is writing.

@@ -144,6 +144,42 @@ func (w *WidgetSettings) OpenAt(t time.Time) bool {
 	return false
 }
 
+// NextOpen is when the office hours next begin after t (t itself when open now); the zero
+// time without hours.
+func (w *WidgetSettings) NextOpen(t time.Time) time.Time {
+	rules, err := ParseHours(w.Hours)
+	if err != nil || len(rules) == 0 {
+		return time.Time{}
+	}
+	if w.OpenAt(t) {
+		return t
+	}
+	loc := time.UTC
+	if w.TimeZone != "" {
+		if l, err := time.LoadLocation(w.TimeZone); err == nil {
+			loc = l
+		}
+	}
+	lt := t.In(loc)
+	var best time.Time
+	for d := 0; d <= 7; d++ {
+		day := time.Date(lt.Year(), lt.Month(), lt.Day()+d, 0, 0, 0, 0, loc)
+		for _, r := range rules {
+			if r.Days&(1<<day.Weekday()) == 0 {
+				continue
+			}
+			at := time.Date(day.Year(), day.Month(), day.Day(), r.From/60, r.From%60, 0, 0, loc)
+			if at.After(t) && (best.IsZero() || at.Before(best)) {
+				best = at
+			}
+		}
+		if !best.IsZero() {
+			return best
+		}
+	}
+	return best
+}
+
 // HoursRule is one line of office hours: the weekdays it covers (bit 0 Sunday … bit 6
 // Saturday) and the minutes of the day from From (inclusive) to To (exclusive).
 type HoursRule struct {

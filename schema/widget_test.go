@@ -65,3 +65,22 @@ func TestOpenAt(t *testing.T) {
 		t.Fatalf("a range across the week's end: %+v %v", r, err)
 	}
 }
+
+func TestNextOpen(t *testing.T) {
+	w := WidgetSettings{Hours: "mon-fri 09:00-17:30\nsat 10:00-12:00", TimeZone: "Europe/Berlin"}
+	be, _ := time.LoadLocation("Europe/Berlin")
+	for _, c := range []struct{ at, want time.Time }{
+		{time.Date(2026, 12, 2, 20, 0, 0, 0, be), time.Date(2026, 12, 3, 9, 0, 0, 0, be)},  // Wednesday night
+		{time.Date(2026, 12, 2, 7, 0, 0, 0, be), time.Date(2026, 12, 2, 9, 0, 0, 0, be)},   // Wednesday early
+		{time.Date(2026, 12, 4, 18, 0, 0, 0, be), time.Date(2026, 12, 5, 10, 0, 0, 0, be)}, // Friday night: Saturday
+		{time.Date(2026, 12, 5, 13, 0, 0, 0, be), time.Date(2026, 12, 7, 9, 0, 0, 0, be)},  // Saturday afternoon: Monday
+		{time.Date(2026, 12, 2, 10, 0, 0, 0, be), time.Date(2026, 12, 2, 10, 0, 0, 0, be)}, // open now
+	} {
+		if got := w.NextOpen(c.at); !got.Equal(c.want) {
+			t.Errorf("%v: next open %v, want %v", c.at, got, c.want)
+		}
+	}
+	if !(&WidgetSettings{}).NextOpen(time.Now()).IsZero() {
+		t.Error("without hours there is no next opening")
+	}
+}

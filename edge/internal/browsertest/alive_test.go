@@ -131,7 +131,7 @@ func TestAwaySiteAsksEmailInOneComposer(t *testing.T) {
 	v.do("phone viewport", chromedp.EmulateViewport(390, 844, chromedp.EmulateScale(2)))
 	v.openDemo(e.base, away.Key)
 	v.openChat()
-	v.waitJS("the site's title and away", W+`.querySelector('header b').textContent === 'Acme help' && `+W+`.querySelector('.sub').textContent === 'Away'`)
+	v.waitJS("the site's title and away", W+`.querySelector('header b').textContent === 'Acme help' && `+W+`.querySelector('.sub').textContent.startsWith('Away \u00b7 back ')`)
 	v.waitJS("the greeting and the away message", W+`.querySelector('li.greet .bubble').textContent === 'Hi! Ask us about your order.' && `+
 		W+`.querySelector('li.greet .state').textContent.startsWith('We are back at 9')`)
 	if bg := eval[string](v, `getComputedStyle(`+W+`.querySelector('header')).backgroundColor`); bg != "rgb(10, 124, 62)" {

@@ -79,7 +79,7 @@ func Error(b []byte, clientID, code, message string, retryAfterMS int64) []byte 
 
 // Hello is {"type":"hello","visitor":…,"conversation_id":N|null,"last_message_id":N,"read_message_id":N,"seen_message_id":N,"site":{…},"status":…}.
 // site is the JSON of the window's settings.
-func Hello(b []byte, visitor string, conversationID, lastMessageID, readMessageID, seenMessageID int64, site []byte, status, convStatus, rating string) []byte {
+func Hello(b []byte, visitor string, conversationID, lastMessageID, readMessageID, seenMessageID int64, site []byte, status, convStatus, rating, opensAt string) []byte {
 	b = append(b, `{"type":"hello","visitor":`...)
 	b = fastjson.AppendString(b, visitor)
 	b = append(b, `,"conversation_id":`...)
@@ -105,6 +105,8 @@ func Hello(b []byte, visitor string, conversationID, lastMessageID, readMessageI
 	b = fastjson.AppendString(b, convStatus)
 	b = append(b, `,"rating":`...)
 	b = fastjson.AppendString(b, rating)
+	b = append(b, `,"opens_at":`...)
+	b = fastjson.AppendString(b, opensAt)
 	return append(b, '}')
 }
 

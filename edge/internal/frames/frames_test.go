@@ -33,12 +33,12 @@ func TestFramesDecode(t *testing.T) {
 		}
 	}
 	var h schema.Hello
-	if err := json.Unmarshal(Hello(nil, "tok", 0, 0, 0, 0, nil, "away", "", ""), &h); err != nil || h.ConversationID != nil || h.Visitor != "tok" {
+	if err := json.Unmarshal(Hello(nil, "tok", 0, 0, 0, 0, nil, "away", "", "", ""), &h); err != nil || h.ConversationID != nil || h.Visitor != "tok" {
 		t.Fatalf("hello: %+v %v", h, err)
 	}
-	if err := json.Unmarshal(Hello(nil, "tok", 5, 9, 7, 8, []byte(`{"title":"Hi"}`), "online", "closed", "good"), &h); err != nil || *h.ConversationID != 5 || h.LastMessageID != 9 ||
+	if err := json.Unmarshal(Hello(nil, "tok", 5, 9, 7, 8, []byte(`{"title":"Hi"}`), "online", "closed", "good", "2026-12-04T08:00:00Z"), &h); err != nil || *h.ConversationID != 5 || h.LastMessageID != 9 ||
 		h.ReadMessageID != 7 || h.SeenMessageID != 8 || h.Site.Title != "Hi" || h.Status != "online" ||
-		h.ConversationStatus != "closed" || h.Rating != "good" {
+		h.ConversationStatus != "closed" || h.Rating != "good" || h.OpensAt != "2026-12-04T08:00:00Z" {
 		t.Fatalf("hello: %+v %v", h, err)
 	}
 	var ty schema.Typing

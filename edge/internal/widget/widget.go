@@ -335,13 +335,16 @@ func (s *session) hello(token string) bool {
 		s.h.Hub.Subscribe(state.ConversationID, s.c)
 	}
 	w := s.site.Widget
-	status := "away"
-	if s.h.Online != nil && s.h.Online(s.site.ID) && w.OpenAt(time.Now()) {
+	now := time.Now()
+	status, opensAt := "away", ""
+	if open := w.OpenAt(now); open && s.h.Online != nil && s.h.Online(s.site.ID) {
 		status = "online"
+	} else if next := w.NextOpen(now); !open && !next.IsZero() {
+		opensAt = next.UTC().Format(time.RFC3339)
 	}
 	w.Hours, w.TimeZone = "", "" // the window needs only whether it is open now
 	site, _ := json.Marshal(&w)
-	return s.c.send(frames.Hello(nil, token, state.ConversationID, state.LastMessageID, state.ReadMessageID, state.SeenMessageID, site, status, state.Status, state.Rating))
+	return s.c.send(frames.Hello(nil, token, state.ConversationID, state.LastMessageID, state.ReadMessageID, state.SeenMessageID, site, status, state.Status, state.Rating, opensAt))
 }
 
 func newToken() string {

@@ -73,7 +73,7 @@
       replyTime: 'We usually answer within minutes.', typing: '{name} is typing\u2026', justNow: 'just now', minAgo: '{n} min ago',
       open: 'Open chat', unread: '{label}, {n} unread', noAnswer: 'no answer from the server', reconnecting: 'reconnecting\u2026',
       offlineShort: 'offline', tooLarge: 'the message is longer than 4,000 characters',
-      closedAsk: 'This conversation is closed. How was it?', good: 'Good', bad: 'Bad', comment: 'Tell us more (optional)', rate: 'Send rating', rated: 'Thanks for your feedback!' },
+      closedAsk: 'This conversation is closed. How was it?', good: 'Good', bad: 'Bad', comment: 'Tell us more (optional)', rate: 'Send rating', rated: 'Thanks for your feedback!', backAt: 'Away \u00b7 back {when}' },
     de: { title: 'Schreiben Sie uns', close: 'Chat schlie\u00dfen', offline: 'Offline \u2014 Ihre Nachricht wird gesendet, sobald wir wieder da sind.',
       gone: 'Der Chat ist auf dieser Seite nicht verf\u00fcgbar.', empty: 'Fragen Sie uns, was Sie m\u00f6chten.', save: 'Speichern',
       emailAsk: 'Antwort auch per E-Mail: Vielleicht antworten wir, wenn Sie schon weg sind.', emailLabel: 'Ihre E-Mail-Adresse', send: 'Senden',
@@ -86,7 +86,7 @@
       replyTime: 'Wir antworten meist innerhalb weniger Minuten.', typing: '{name} schreibt\u2026', justNow: 'gerade eben', minAgo: 'vor {n} Min.',
       open: 'Chat \u00f6ffnen', unread: '{label}, {n} ungelesen', noAnswer: 'keine Antwort vom Server', reconnecting: 'verbinde neu\u2026',
       offlineShort: 'offline', tooLarge: 'die Nachricht ist l\u00e4nger als 4.000 Zeichen',
-      closedAsk: 'Dieses Gespr\u00e4ch ist beendet. Wie war es?', good: 'Gut', bad: 'Schlecht', comment: 'Erz\u00e4hlen Sie mehr (optional)', rate: 'Bewertung senden', rated: 'Danke f\u00fcr Ihr Feedback!' },
+      closedAsk: 'Dieses Gespr\u00e4ch ist beendet. Wie war es?', good: 'Gut', bad: 'Schlecht', comment: 'Erz\u00e4hlen Sie mehr (optional)', rate: 'Bewertung senden', rated: 'Danke f\u00fcr Ihr Feedback!', backAt: 'Abwesend \u00b7 zur\u00fcck {when}' },
     fr: { title: '\u00c9crivez-nous', close: 'Fermer le chat', offline: 'Hors ligne \u2014 votre message partira d\u00e8s notre retour.',
       gone: 'Le chat n\u2019est pas disponible sur cette page.', empty: 'Posez-nous vos questions.', save: 'Enregistrer',
       emailAsk: 'Recevez aussi la r\u00e9ponse par e-mail : nous r\u00e9pondrons peut-\u00eatre apr\u00e8s votre d\u00e9part.', emailLabel: 'Votre e-mail', send: 'Envoyer',
@@ -99,7 +99,7 @@
       replyTime: 'Nous r\u00e9pondons g\u00e9n\u00e9ralement en quelques minutes.', typing: '{name} \u00e9crit\u2026', justNow: '\u00e0 l\u2019instant', minAgo: 'il y a {n} min',
       open: 'Ouvrir le chat', unread: '{label}, {n} non lu(s)', noAnswer: 'pas de r\u00e9ponse du serveur', reconnecting: 'reconnexion\u2026',
       offlineShort: 'hors ligne', tooLarge: 'le message d\u00e9passe 4 000 caract\u00e8res',
-      closedAsk: 'Cette conversation est termin\u00e9e. Comment s\u2019est-elle pass\u00e9e ?', good: 'Bien', bad: 'Mal', comment: 'Dites-nous en plus (facultatif)', rate: 'Envoyer la note', rated: 'Merci pour votre avis !' },
+      closedAsk: 'Cette conversation est termin\u00e9e. Comment s\u2019est-elle pass\u00e9e ?', good: 'Bien', bad: 'Mal', comment: 'Dites-nous en plus (facultatif)', rate: 'Envoyer la note', rated: 'Merci pour votre avis !', backAt: 'Absent \u00b7 de retour {when}' },
     es: { title: 'Escr\u00edbenos', close: 'Cerrar el chat', offline: 'Sin conexi\u00f3n \u2014 tu mensaje se enviar\u00e1 cuando volvamos.',
       gone: 'El chat no est\u00e1 disponible en esta p\u00e1gina.', empty: 'Preg\u00fantanos lo que quieras.', save: 'Guardar',
       emailAsk: 'Recibe tambi\u00e9n la respuesta por correo: quiz\u00e1 respondamos cuando ya te hayas ido.', emailLabel: 'Tu correo', send: 'Enviar',
@@ -112,7 +112,7 @@
       replyTime: 'Solemos responder en pocos minutos.', typing: '{name} est\u00e1 escribiendo\u2026', justNow: 'ahora mismo', minAgo: 'hace {n} min',
       open: 'Abrir el chat', unread: '{label}, {n} sin leer', noAnswer: 'sin respuesta del servidor', reconnecting: 'reconectando\u2026',
       offlineShort: 'sin conexi\u00f3n', tooLarge: 'el mensaje supera los 4000 caracteres',
-      closedAsk: 'Esta conversaci\u00f3n est\u00e1 cerrada. \u00bfQu\u00e9 tal fue?', good: 'Bien', bad: 'Mal', comment: 'Cu\u00e9ntanos m\u00e1s (opcional)', rate: 'Enviar valoraci\u00f3n', rated: '\u00a1Gracias por tu opini\u00f3n!' },
+      closedAsk: 'Esta conversaci\u00f3n est\u00e1 cerrada. \u00bfQu\u00e9 tal fue?', good: 'Bien', bad: 'Mal', comment: 'Cu\u00e9ntanos m\u00e1s (opcional)', rate: 'Enviar valoraci\u00f3n', rated: '\u00a1Gracias por tu opini\u00f3n!', backAt: 'Ausente \u00b7 volvemos {when}' },
     pt: { title: 'Fale conosco', close: 'Fechar o chat', offline: 'Sem conex\u00e3o \u2014 sua mensagem ser\u00e1 enviada quando voltarmos.',
       gone: 'O chat n\u00e3o est\u00e1 dispon\u00edvel nesta p\u00e1gina.', empty: 'Pergunte o que quiser.', save: 'Salvar',
       emailAsk: 'Receba a resposta tamb\u00e9m por e-mail: podemos responder depois que voc\u00ea sair.', emailLabel: 'Seu e-mail', send: 'Enviar',
@@ -125,7 +125,7 @@
       replyTime: 'Costumamos responder em poucos minutos.', typing: '{name} est\u00e1 digitando\u2026', justNow: 'agora mesmo', minAgo: 'h\u00e1 {n} min',
       open: 'Abrir o chat', unread: '{label}, {n} n\u00e3o lida(s)', noAnswer: 'sem resposta do servidor', reconnecting: 'reconectando\u2026',
       offlineShort: 'sem conex\u00e3o', tooLarge: 'a mensagem tem mais de 4.000 caracteres',
-      closedAsk: 'Esta conversa foi encerrada. Como foi?', good: 'Boa', bad: 'Ruim', comment: 'Conte mais (opcional)', rate: 'Enviar avalia\u00e7\u00e3o', rated: 'Obrigado pelo seu retorno!' }
+      closedAsk: 'Esta conversa foi encerrada. Como foi?', good: 'Boa', bad: 'Ruim', comment: 'Conte mais (opcional)', rate: 'Enviar avalia\u00e7\u00e3o', rated: 'Obrigado pelo seu retorno!', backAt: 'Ausente \u00b7 voltamos {when}' }
   };
   var RTL = { ar: 1, he: 1, fa: 1, ur: 1 };
 
@@ -215,7 +215,7 @@
     var readId = saved.read || 0;  // the visitor's read marker (synced across tabs by localStorage)
     var sentRead = 0;              // the last marker sent to the server
     var seenId = 0;                // the operators' read marker: "Seen" under the visitor's messages up to it
-    var rateCard = null, convStatus = '', rating = '', heldHello = null;
+    var rateCard = null, convStatus = '', rating = '', heldHello = null, opensAt = '';
     var lastHello = 0, away = true, lastUnread = 0, identity = null;
     function emit(e, v) { if (o.emit) o.emit(e, v); }
     var typingTimer = 0, typedAt = 0, lastDay = '', dismissed = 0;
@@ -228,6 +228,12 @@
       if (d.toDateString() === today.toDateString()) return t('today');
       if (d.toDateString() === y.toDateString()) return t('yesterday');
       return d.toLocaleDateString(lang, { weekday: 'short', day: 'numeric', month: 'short', year: d.getFullYear() === today.getFullYear() ? undefined : 'numeric' });
+    }
+    // when is a coming time as a visitor reads it: the hour today, else the weekday and hour.
+    function when(ms) {
+      var d = new Date(ms), hm = { hour: '2-digit', minute: '2-digit' };
+      return d.toDateString() === new Date().toDateString() ? d.toLocaleTimeString(lang, hm)
+        : d.toLocaleString(lang, { weekday: 'short', hour: '2-digit', minute: '2-digit' });
     }
     function ago(ms) {
       var s = (Date.now() - ms) / 1000;
@@ -427,6 +433,7 @@
         case 'hello':
           attempt = 0; conn.textContent = ''; offline(false);
           if (saved.token !== f.visitor) { saved.token = f.visitor; save(); }
+          opensAt = f.opens_at || '';
           applySite(f.site || {}, f.status !== 'online');
           // With an identity, the conversation to show is the one identified answers with.
           if (identity) { heldHello = f; ws.send(JSON.stringify(identity)); } else adopt(f);
@@ -523,7 +530,7 @@
     function applySite(w, isAway) {
       site = w; away = isAway;
       pickLang(); relabel();
-      sub.textContent = away ? t('away') : t('online');
+      sub.textContent = away ? (opensAt ? t('backAt', { when: when(Date.parse(opensAt)) }) : t('away')) : t('online');
       sub.classList.toggle('online', !away);
       var note = away ? (w.away_message || t('awayMessage')) : (w.reply_time || t('replyTime'));
       if (w.greeting && !convId) {
