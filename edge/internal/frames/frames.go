@@ -77,23 +77,45 @@ func Error(b []byte, clientID, code, message string, retryAfterMS int64) []byte 
 	return append(b, '}')
 }
 
-// Hello is {"type":"hello","visitor":…,"conversation_id":N|null,"last_message_id":N,"read_message_id":N,"seen_message_id":N,"site":{…},"status":…}.
-// site is the JSON of the window's settings.
-func Hello(b []byte, visitor string, conversationID, lastMessageID, readMessageID, seenMessageID int64, site []byte, status, convStatus, rating, opensAt string) []byte {
-	b = append(b, `{"type":"hello","visitor":`...)
-	b = fastjson.AppendString(b, visitor)
+// ConversationState is what hello and identified tell a window of the conversation its socket
+// speaks for (schema.Hello, schema.Identified).
+type ConversationState struct {
+	ID            int64 // 0: none yet (sent as null)
+	LastMessageID int64
+	ReadMessageID int64 // the visitor's read marker
+	SeenMessageID int64 // the operators'
+	Status        string
+	Rating        string
+}
+
+// appendConversation appends ,"conversation_id":N|null,"last_message_id":N,"read_message_id":N,
+// "seen_message_id":N,"conversation_status":…,"rating":….
+func appendConversation(b []byte, c ConversationState) []byte {
 	b = append(b, `,"conversation_id":`...)
-	if conversationID == 0 {
+	if c.ID == 0 {
 		b = append(b, "null"...)
 	} else {
-		b = strconv.AppendInt(b, conversationID, 10)
+		b = strconv.AppendInt(b, c.ID, 10)
 	}
 	b = append(b, `,"last_message_id":`...)
-	b = strconv.AppendInt(b, lastMessageID, 10)
+	b = strconv.AppendInt(b, c.LastMessageID, 10)
 	b = append(b, `,"read_message_id":`...)
-	b = strconv.AppendInt(b, readMessageID, 10)
+	b = strconv.AppendInt(b, c.ReadMessageID, 10)
 	b = append(b, `,"seen_message_id":`...)
-	b = strconv.AppendInt(b, seenMessageID, 10)
+	b = strconv.AppendInt(b, c.SeenMessageID, 10)
+	b = append(b, `,"conversation_status":`...)
+	b = fastjson.AppendString(b, c.Status)
+	b = append(b, `,"rating":`...)
+	b = fastjson.AppendString(b, c.Rating)
+	return b
+}
+
+// Hello is {"type":"hello","visitor":…,<the conversation's state>,"site":{…},"status":…,"opens_at":…}.
+// site is the JSON of the window's settings.
+func Hello(b []byte, visitor string, c ConversationState, site []byte, status, opensAt string) []byte {
+	b = append(b, `{"type":"hello","visitor":`...)
+	b = fastjson.AppendString(b, visitor)
+	b = appendConversation(b, c)
 	b = append(b, `,"site":`...)
 	if len(site) == 0 {
 		site = []byte("{}")
@@ -101,10 +123,6 @@ func Hello(b []byte, visitor string, conversationID, lastMessageID, readMessageI
 	b = append(b, site...)
 	b = append(b, `,"status":`...)
 	b = fastjson.AppendString(b, status)
-	b = append(b, `,"conversation_status":`...)
-	b = fastjson.AppendString(b, convStatus)
-	b = append(b, `,"rating":`...)
-	b = fastjson.AppendString(b, rating)
 	b = append(b, `,"opens_at":`...)
 	b = fastjson.AppendString(b, opensAt)
 	return append(b, '}')
@@ -118,26 +136,11 @@ func Conversation(b []byte, status string) []byte {
 	return append(b, '}')
 }
 
-// Identified is {"type":"identified","verified":bool,"conversation_id":N|null,"last_message_id":N,"read_message_id":N,"seen_message_id":N,"conversation_status":…,"rating":…}.
-func Identified(b []byte, verified bool, conversationID, lastMessageID, readMessageID, seenMessageID int64, convStatus, rating string) []byte {
+// Identified is {"type":"identified","verified":bool,<the conversation's state>}.
+func Identified(b []byte, verified bool, c ConversationState) []byte {
 	b = append(b, `{"type":"identified","verified":`...)
 	b = strconv.AppendBool(b, verified)
-	b = append(b, `,"conversation_id":`...)
-	if conversationID == 0 {
-		b = append(b, "null"...)
-	} else {
-		b = strconv.AppendInt(b, conversationID, 10)
-	}
-	b = append(b, `,"last_message_id":`...)
-	b = strconv.AppendInt(b, lastMessageID, 10)
-	b = append(b, `,"read_message_id":`...)
-	b = strconv.AppendInt(b, readMessageID, 10)
-	b = append(b, `,"seen_message_id":`...)
-	b = strconv.AppendInt(b, seenMessageID, 10)
-	b = append(b, `,"conversation_status":`...)
-	b = fastjson.AppendString(b, convStatus)
-	b = append(b, `,"rating":`...)
-	b = fastjson.AppendString(b, rating)
+	b = appendConversation(b, c)
 	return append(b, '}')
 }
 

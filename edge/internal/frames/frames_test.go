@@ -33,13 +33,19 @@ func TestFramesDecode(t *testing.T) {
 		}
 	}
 	var h schema.Hello
-	if err := json.Unmarshal(Hello(nil, "tok", 0, 0, 0, 0, nil, "away", "", "", ""), &h); err != nil || h.ConversationID != nil || h.Visitor != "tok" {
+	if err := json.Unmarshal(Hello(nil, "tok", ConversationState{}, nil, "away", ""), &h); err != nil || h.ConversationID != nil || h.Visitor != "tok" {
 		t.Fatalf("hello: %+v %v", h, err)
 	}
-	if err := json.Unmarshal(Hello(nil, "tok", 5, 9, 7, 8, []byte(`{"title":"Hi"}`), "online", "closed", "good", "2026-12-04T08:00:00Z"), &h); err != nil || *h.ConversationID != 5 || h.LastMessageID != 9 ||
+	if err := json.Unmarshal(Hello(nil, "tok", ConversationState{ID: 5, LastMessageID: 9, ReadMessageID: 7, SeenMessageID: 8, Status: "closed", Rating: "good"},
+		[]byte(`{"title":"Hi"}`), "online", "2026-12-04T08:00:00Z"), &h); err != nil || *h.ConversationID != 5 || h.LastMessageID != 9 ||
 		h.ReadMessageID != 7 || h.SeenMessageID != 8 || h.Site.Title != "Hi" || h.Status != "online" ||
 		h.ConversationStatus != "closed" || h.Rating != "good" || h.OpensAt != "2026-12-04T08:00:00Z" {
 		t.Fatalf("hello: %+v %v", h, err)
+	}
+	var id schema.Identified
+	if err := json.Unmarshal(Identified(nil, true, ConversationState{ID: 3, LastMessageID: 4, Status: "open"}), &id); err != nil ||
+		!id.Verified || *id.ConversationID != 3 || id.LastMessageID != 4 || id.ConversationStatus != "open" {
+		t.Fatalf("identified: %+v %v", id, err)
 	}
 	var ty schema.Typing
 	if err := json.Unmarshal(Typing(nil, `Ana "A"`), &ty); err != nil || ty.Type != "typing" || ty.Name != `Ana "A"` {

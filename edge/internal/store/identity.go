@@ -80,11 +80,6 @@ func (tx *Tx) IdentifyVisitor(siteID, current int64, tokenHash []byte, id Identi
 
 // visitorState is VisitorByToken's answer for a visitor id, inside the writer's transaction.
 func (tx *Tx) visitorState(visitorID int64) (v VisitorState, found bool, err error) {
-	v.VisitorID = visitorID
-	found, err = tx.QueryRow(`SELECT coalesce(c.id, 0), coalesce(c.last_message_id, 0), coalesce(c.visitor_read_id, 0),
-			coalesce((SELECT max(r.last_read_id) FROM conversation_reads r WHERE r.conversation_id = c.id), 0),
-			coalesce(c.status, ''), coalesce(c.rating, '')
-		FROM visitors v LEFT JOIN conversations c ON c.visitor_id = v.id WHERE v.id = ?`,
-		[]any{visitorID}, &v.ConversationID, &v.LastMessageID, &v.ReadMessageID, &v.SeenMessageID, &v.Status, &v.Rating)
+	found, err = tx.QueryRow(visitorStateFrom+`WHERE v.id = ?`, []any{visitorID}, v.dest()...)
 	return v, found, err
 }

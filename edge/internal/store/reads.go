@@ -13,19 +13,24 @@ type VisitorState struct {
 	Rating         string
 }
 
+// visitorStateFrom selects a VisitorState (dest, in this order) of visitors v; a WHERE follows.
+const visitorStateFrom = `SELECT v.id, coalesce(c.id, 0), coalesce(c.last_message_id, 0), coalesce(c.visitor_read_id, 0),
+		coalesce((SELECT max(r.last_read_id) FROM conversation_reads r WHERE r.conversation_id = c.id), 0),
+		coalesce(c.status, ''), coalesce(c.rating, '')
+	FROM visitors v LEFT JOIN conversations c ON c.visitor_id = v.id `
+
+func (v *VisitorState) dest() []any {
+	return []any{&v.VisitorID, &v.ConversationID, &v.LastMessageID, &v.ReadMessageID, &v.SeenMessageID, &v.Status, &v.Rating}
+}
+
 // VisitorByToken finds a site's visitor by token hash.
 func (s *Store) VisitorByToken(ctx context.Context, siteID int64, tokenHash []byte) (v VisitorState, found bool, err error) {
 	err = s.Read(ctx, func(q Querier) error {
-		st, err := q.Stmt(`SELECT v.id, coalesce(c.id, 0), coalesce(c.last_message_id, 0), coalesce(c.visitor_read_id, 0),
-				coalesce((SELECT max(r.last_read_id) FROM conversation_reads r WHERE r.conversation_id = c.id), 0),
-				coalesce(c.status, ''), coalesce(c.rating, '')
-			FROM visitors v LEFT JOIN conversations c ON c.visitor_id = v.id
-			WHERE v.token_hash = ? AND v.site_id = ?`)
+		st, err := q.Stmt(visitorStateFrom + `WHERE v.token_hash = ? AND v.site_id = ?`)
 		if err != nil {
 			return err
 		}
-		found, err = queryRow(st, []any{tokenHash, siteID}, &v.VisitorID, &v.ConversationID, &v.LastMessageID,
-			&v.ReadMessageID, &v.SeenMessageID, &v.Status, &v.Rating)
+		found, err = queryRow(st, []any{tokenHash, siteID}, v.dest()...)
 		return err
 	})
 	return v, found, err

@@ -78,7 +78,7 @@ func (s *session) identify(f *schema.ClientFrame) {
 	}
 	if !found { // an unverified claim before the first message: kept for the operators later
 		s.claim = &id
-		s.c.send(frames.Identified(nil, false, 0, 0, 0, 0, "", ""))
+		s.c.send(frames.Identified(nil, false, frames.ConversationState{}))
 		return
 	}
 	if old := s.convID.Load(); old != st.ConversationID {
@@ -96,7 +96,7 @@ func (s *session) identify(f *schema.ClientFrame) {
 	s.convID.Store(st.ConversationID)
 	s.convStarting = false
 	s.readID = st.ReadMessageID
-	s.c.send(frames.Identified(nil, id.Verified, st.ConversationID, st.LastMessageID, st.ReadMessageID, st.SeenMessageID, st.Status, st.Rating))
+	s.c.send(frames.Identified(nil, id.Verified, conversationOf(st)))
 }
 
 func validEmail(addr string) bool {

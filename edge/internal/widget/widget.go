@@ -344,7 +344,13 @@ func (s *session) hello(token string) bool {
 	}
 	w.Hours, w.TimeZone = "", "" // the window needs only whether it is open now
 	site, _ := json.Marshal(&w)
-	return s.c.send(frames.Hello(nil, token, state.ConversationID, state.LastMessageID, state.ReadMessageID, state.SeenMessageID, site, status, state.Status, state.Rating, opensAt))
+	return s.c.send(frames.Hello(nil, token, conversationOf(state), site, status, opensAt))
+}
+
+// conversationOf is the part of a visitor's state that hello and identified send.
+func conversationOf(st store.VisitorState) frames.ConversationState {
+	return frames.ConversationState{ID: st.ConversationID, LastMessageID: st.LastMessageID, ReadMessageID: st.ReadMessageID,
+		SeenMessageID: st.SeenMessageID, Status: st.Status, Rating: st.Rating}
 }
 
 func newToken() string {
