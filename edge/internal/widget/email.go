@@ -1,10 +1,8 @@
 package widget
 
 import (
-	"context"
 	"net/mail"
 	"strings"
-	"time"
 
 	"spookat/edge/internal/store"
 	"spookat/schema"
@@ -24,9 +22,7 @@ func (s *session) email(addr string) {
 		s.fail("", schema.CodeInvalid, "This does not look like an email address.", 0)
 		return
 	}
-	// A write like a message's: it counts against the site's message cap.
-	if ok, wait := s.site.Brake.AdmitMessage(); !ok {
-		s.fail("", schema.CodeBraked, "This site is receiving too many messages right now; try again shortly.", max(wait.Milliseconds(), 1))
+	if !s.admitSiteWrite("") { // a write like a message's
 		return
 	}
 	visitorID := s.visitorID.Load() // after an identify, the user's visitor: not the token's
@@ -34,10 +30,8 @@ func (s *session) email(addr string) {
 		s.fail("", schema.CodeInvalid, "Send a message first, then leave your email.", 0)
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
 	var found bool
-	err := s.h.Store.Write(ctx, func(tx *store.Tx) error {
+	err := s.write(func(tx *store.Tx) error {
 		var err error
 		found, err = tx.SetVisitorEmail(s.site.ID, visitorID, addr)
 		return err

@@ -1,14 +1,12 @@
 package widget
 
 import (
-	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
 	"net/mail"
 	"strconv"
 	"strings"
-	"time"
 	"unicode/utf8"
 
 	"spookat/edge/internal/frames"
@@ -62,11 +60,9 @@ func (s *session) identify(f *schema.ClientFrame) {
 		}
 		id.Verified = true
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
 	var st store.VisitorState
 	var found bool
-	err := s.h.Store.Write(ctx, func(tx *store.Tx) error {
+	err := s.write(func(tx *store.Tx) error {
 		var err error
 		st, found, err = tx.IdentifyVisitor(s.site.ID, s.visitorID.Load(), s.tokenHash, id)
 		return err

@@ -1,9 +1,7 @@
 package widget
 
 import (
-	"context"
 	"strings"
-	"time"
 	"unicode/utf8"
 
 	"spookat/edge/internal/store"
@@ -29,14 +27,11 @@ func (s *session) rate(rating, comment string) {
 		s.fail("", schema.CodeInvalid, "There is no conversation to rate yet.", 0)
 		return
 	}
-	if ok, wait := s.site.Brake.AdmitMessage(); !ok { // it writes a message: the site's cap applies
-		s.fail("", schema.CodeBraked, "This site is receiving too many messages right now; try again shortly.", max(wait.Milliseconds(), 1))
+	if !s.admitSiteWrite("") { // it writes a message
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
 	var rated bool
-	err := s.h.Store.Write(ctx, func(tx *store.Tx) error {
+	err := s.write(func(tx *store.Tx) error {
 		var err error
 		rated, err = tx.RateConversation(convID, rating, comment)
 		return err

@@ -1,9 +1,6 @@
 package widget
 
 import (
-	"context"
-	"time"
-
 	"spookat/edge/internal/store"
 	"spookat/schema"
 )
@@ -35,11 +32,9 @@ func (s *session) seen(messageID int64) {
 	if convID == 0 || messageID <= s.readID {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
 	var marker int64
 	var moved bool
-	err := s.h.Store.Write(ctx, func(tx *store.Tx) error {
+	err := s.write(func(tx *store.Tx) error {
 		var err error
 		marker, moved, err = tx.MarkVisitorRead(convID, messageID)
 		return err

@@ -485,20 +485,34 @@ func (s *session) admitMessage(clientID string) bool {
 		s.fail(clientID, code, msg, max(wait.Milliseconds(), 1))
 		return false
 	}
-	brake := s.site.Brake
 	if s.convID.Load() == 0 && !s.convStarting {
 		if ok, wait := s.h.Brakes.NewConversation(s.site.ID, s.ip); !ok {
 			return refuse(schema.CodeRateLimited, "Too many new conversations from your network; try again later.", wait)
 		}
-		if ok, wait := brake.AdmitConversation(); !ok {
+		if ok, wait := s.site.Brake.AdmitConversation(); !ok {
 			return refuse(schema.CodeBraked, "This site is receiving too many new conversations right now; try again shortly.", wait)
 		}
 		s.convStarting = true
 	}
-	if ok, wait := brake.AdmitMessage(); !ok {
-		return refuse(schema.CodeBraked, "This site is receiving too many messages right now; try again shortly.", wait)
+	return s.admitSiteWrite(clientID)
+}
+
+// admitSiteWrite takes from the site's message cap for a write a visitor asks for (a message,
+// an email, a rating), answering braked when the cap is spent.
+func (s *session) admitSiteWrite(clientID string) bool {
+	if ok, wait := s.site.Brake.AdmitMessage(); !ok {
+		s.fail(clientID, schema.CodeBraked, "This site is receiving too many messages right now; try again shortly.", max(wait.Milliseconds(), 1))
+		return false
 	}
 	return true
+}
+
+// write runs fn in the writer's next transaction and waits for its commit, as the socket's
+// reader: the frames that need an answer after a write (email, seen, identify, rate).
+func (s *session) write(fn func(*store.Tx) error) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	return s.h.Store.Write(ctx, fn)
 }
 
 // logStoreError logs a failed write at most once a minute, with how many failed meanwhile: a
