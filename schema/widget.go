@@ -122,21 +122,42 @@ func (w *WidgetSettings) Check() error {
 	return nil
 }
 
-// OpenAt reports whether t is within the office hours (always, without hours).
-func (w *WidgetSettings) OpenAt(t time.Time) bool {
-	rules, err := ParseHours(w.Hours)
-	if err != nil || len(rules) == 0 {
-		return true
+// OfficeHours are a site's hours, parsed once, in their zone.
+type OfficeHours struct {
+	Rules []HoursRule // none: always open
+	Loc   *time.Location
+}
+
+// OfficeHours parses the settings' hours and zone; hours that do not parse (Check refuses
+// them) or an unknown zone read as always open, in UTC.
+func (w *WidgetSettings) OfficeHours() OfficeHours {
+	h := OfficeHours{Loc: time.UTC}
+	if rules, err := ParseHours(w.Hours); err == nil {
+		h.Rules = rules
 	}
-	loc := time.UTC
 	if w.TimeZone != "" {
 		if l, err := time.LoadLocation(w.TimeZone); err == nil {
-			loc = l
+			h.Loc = l
 		}
 	}
-	t = t.In(loc)
+	return h
+}
+
+// OpenAt reports whether t is within the office hours (always, without hours).
+func (w *WidgetSettings) OpenAt(t time.Time) bool { return w.OfficeHours().OpenAt(t) }
+
+// NextOpen is when the office hours next begin after t (t itself when open now); the zero
+// time without hours.
+func (w *WidgetSettings) NextOpen(t time.Time) time.Time { return w.OfficeHours().NextOpen(t) }
+
+// OpenAt reports whether t is within the hours (always, without any).
+func (h OfficeHours) OpenAt(t time.Time) bool {
+	if len(h.Rules) == 0 {
+		return true
+	}
+	t = t.In(h.Loc)
 	minute := t.Hour()*60 + t.Minute()
-	for _, r := range rules {
+	for _, r := range h.Rules {
 		if r.Days&(1<<t.Weekday()) != 0 && minute >= r.From && minute < r.To {
 			return true
 		}
@@ -144,31 +165,24 @@ func (w *WidgetSettings) OpenAt(t time.Time) bool {
 	return false
 }
 
-// NextOpen is when the office hours next begin after t (t itself when open now); the zero
-// time without hours.
-func (w *WidgetSettings) NextOpen(t time.Time) time.Time {
-	rules, err := ParseHours(w.Hours)
-	if err != nil || len(rules) == 0 {
+// NextOpen is when the hours next begin after t (t itself when open now); the zero time
+// without hours.
+func (h OfficeHours) NextOpen(t time.Time) time.Time {
+	if len(h.Rules) == 0 {
 		return time.Time{}
 	}
-	if w.OpenAt(t) {
+	if h.OpenAt(t) {
 		return t
 	}
-	loc := time.UTC
-	if w.TimeZone != "" {
-		if l, err := time.LoadLocation(w.TimeZone); err == nil {
-			loc = l
-		}
-	}
-	lt := t.In(loc)
-	var best time.Time
+	lt := t.In(h.Loc)
 	for d := 0; d <= 7; d++ {
-		day := time.Date(lt.Year(), lt.Month(), lt.Day()+d, 0, 0, 0, 0, loc)
-		for _, r := range rules {
+		day := time.Date(lt.Year(), lt.Month(), lt.Day()+d, 0, 0, 0, 0, h.Loc)
+		var best time.Time
+		for _, r := range h.Rules {
 			if r.Days&(1<<day.Weekday()) == 0 {
 				continue
 			}
-			at := time.Date(day.Year(), day.Month(), day.Day(), r.From/60, r.From%60, 0, 0, loc)
+			at := time.Date(day.Year(), day.Month(), day.Day(), r.From/60, r.From%60, 0, 0, h.Loc)
 			if at.After(t) && (best.IsZero() || at.Before(best)) {
 				best = at
 			}
@@ -177,7 +191,7 @@ func (w *WidgetSettings) NextOpen(t time.Time) time.Time {
 			return best
 		}
 	}
-	return best
+	return time.Time{}
 }
 
 // HoursRule is one line of office hours: the weekdays it covers (bit 0 Sunday … bit 6

@@ -26,8 +26,12 @@ type Site struct {
 	*store.Site
 	Delivery *schema.SiteDelivery
 	// Brake is the site's flood brake and message cap; it survives changes to the site.
-	Brake     *brakes.Site
-	anyOrigin bool
+	Brake *brakes.Site
+	// Hours are the chat window's office hours, parsed; WindowJSON is the window's settings
+	// as the hello carries them (without the hours, which the window needs only as open or not).
+	Hours      schema.OfficeHours
+	WindowJSON []byte
+	anyOrigin  bool
 }
 
 // AllowsOrigin reports whether a browser page at origin may open the widget.
@@ -94,6 +98,10 @@ func wrap(s *store.Site, brake *brakes.Site) *Site {
 			site.anyOrigin = true
 		}
 	}
+	site.Hours = s.Widget.OfficeHours()
+	w := s.Widget
+	w.Hours, w.TimeZone = "", ""
+	site.WindowJSON, _ = json.Marshal(&w) // strings and a map of strings: it cannot fail
 	return site
 }
 

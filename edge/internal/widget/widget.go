@@ -7,7 +7,6 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"io"
 	"log/slog"
@@ -334,17 +333,14 @@ func (s *session) hello(token string) bool {
 	if state.ConversationID != 0 {
 		s.h.Hub.Subscribe(state.ConversationID, s.c)
 	}
-	w := s.site.Widget
 	now := time.Now()
 	status, opensAt := "away", ""
-	if open := w.OpenAt(now); open && s.h.Online != nil && s.h.Online(s.site.ID) {
+	if open := s.site.Hours.OpenAt(now); open && s.h.Online != nil && s.h.Online(s.site.ID) {
 		status = "online"
-	} else if next := w.NextOpen(now); !open && !next.IsZero() {
+	} else if next := s.site.Hours.NextOpen(now); !open && !next.IsZero() {
 		opensAt = next.UTC().Format(time.RFC3339)
 	}
-	w.Hours, w.TimeZone = "", "" // the window needs only whether it is open now
-	site, _ := json.Marshal(&w)
-	return s.c.send(frames.Hello(nil, token, conversationOf(state), site, status, opensAt))
+	return s.c.send(frames.Hello(nil, token, conversationOf(state), s.site.WindowJSON, status, opensAt))
 }
 
 // conversationOf is the part of a visitor's state that hello and identified send.
