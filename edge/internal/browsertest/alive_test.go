@@ -56,8 +56,7 @@ func TestUnreadTypingAndSeen(t *testing.T) {
 
 	op := newTab(t, "operator")
 	op.login(e.base, "omar@alive.test", "correct horse battery")
-	op.waitJS("the conversation", `document.querySelector('#conversations li[data-id]')`)
-	op.do("open it", chromedp.Click(chromedp.CSS(`#conversations li[data-id]`)))
+	op.openFirstConversation()
 	op.waitJS("the visitor's message", `document.querySelector('#messages .msg.visitor')`)
 
 	// The operator read it: Seen.
@@ -181,8 +180,7 @@ func TestRatingAfterClose(t *testing.T) {
 
 	op := newTab(t, "operator")
 	op.login(e.base, "rui@rated.test", "correct horse battery")
-	op.waitJS("the conversation", `document.querySelector('#conversations li[data-id]')`)
-	op.do("open it", chromedp.Click(chromedp.CSS(`#conversations li[data-id]`)))
+	op.openFirstConversation()
 	op.waitJS("the message", `document.querySelector('#messages .msg.visitor')`)
 	op.do("close it", chromedp.Click(chromedp.CSS("#conv-toggle")))
 

@@ -91,6 +91,13 @@ func (b *Tab) login(base, email, password string) {
 	eval[any](b, `window.__sameDocument = 1`) // gone if the page ever reloads
 }
 
+// openFirstConversation opens the inbox's first conversation once the list shows it.
+func (b *Tab) openFirstConversation() {
+	b.t.Helper()
+	b.waitJS("a conversation in the list", `document.querySelector('#conversations li[data-id]')`)
+	b.do("open the conversation", chromedp.Click(chromedp.CSS(`#conversations li[data-id]`)))
+}
+
 func (b *Tab) noReload() {
 	b.t.Helper()
 	if !eval[bool](b, `window.__sameDocument === 1`) {
@@ -234,7 +241,7 @@ func TestVisitorAndOperatorLive(t *testing.T) {
 	op.waitJS("the new conversation, live", `Array.from(document.querySelectorAll('#conversations li .last')).some(e => e.textContent.includes('Hello, is anyone there?'))`)
 	op.waitJS("the unread mark", `document.querySelector('#conversations li.unread')`)
 	op.noReload()
-	op.do("open the conversation", chromedp.Click(chromedp.CSS(`#conversations li[data-id]`)))
+	op.openFirstConversation()
 	op.waitJS("the visitor's message", `Array.from(document.querySelectorAll('#messages .msg.visitor .text')).some(e => e.textContent === 'Hello, is anyone there?')`)
 	op.do("reply", chromedp.SendKeys(chromedp.CSS("#reply"), "Hi! Olivia here, how can I help?"), chromedp.Click(chromedp.CSS("#send")))
 	op.waitJS("the reply in the inbox", `document.querySelectorAll('#messages .msg.operator').length === 1`)
@@ -278,8 +285,7 @@ func TestMarkupIsText(t *testing.T) {
 	}
 	op := newTab(t, "operator")
 	op.login(e.base, "xss@test.test", "correct horse battery")
-	op.waitJS("the conversation", `document.querySelector('#conversations li[data-id]')`)
-	op.do("open it", chromedp.Click(chromedp.CSS(`#conversations li[data-id]`)))
+	op.openFirstConversation()
 	op.waitJS("every payload", `document.querySelectorAll('#messages .msg.visitor').length === `+strconv.Itoa(len(payloads)))
 	for _, p := range payloads {
 		if n := eval[int](op, `Array.from(document.querySelectorAll('#messages .text')).filter(e => e.textContent === `+js(p)+`).length`); n != 1 {
