@@ -158,7 +158,13 @@
     }
     var saved = {};
     try { saved = JSON.parse(localStorage.getItem(KEY) || '{}') || {}; } catch (e) { saved = {}; }
-    function save() { try { localStorage.setItem(KEY, JSON.stringify(saved)); } catch (e) { /* private mode */ } }
+    // Tokens this tab shut down: another tab that has not yet heard of the shutdown may write one
+    // back with its read mark; it is never adopted or saved again.
+    var forgotten = {};
+    function save() {
+      if (forgotten[saved.token]) return;
+      try { localStorage.setItem(KEY, JSON.stringify(saved)); } catch (e) { /* private mode */ }
+    }
 
     // --- DOM
     var style = el('style'); style.textContent = CSS; o.root.appendChild(style);
@@ -355,7 +361,7 @@
       if (e.newValue === null) { if (saved.token) shutdown(); return; } // shutdown in another tab
       try { var v = JSON.parse(e.newValue || '{}') || {}; } catch (x) { return; }
       if ((v.read || 0) > readId) { readId = v.read; unread(false); }
-      if (v.token && !saved.token) saved.token = v.token;
+      if (v.token && !saved.token && !forgotten[v.token]) saved.token = v.token;
     });
     preview.addEventListener('click', function (e) {
       if (e.target === previewClose) {
@@ -575,7 +581,7 @@
       try { s = new WebSocket(u); } catch (e) { return probe(); }
       ws = s;
       s.onopen = function () { up = true; };
-      s.onmessage = function (e) { var f; try { f = JSON.parse(e.data); } catch (x) { return; } handle(f); };
+      s.onmessage = function (e) { if (ws !== s) return; var f; try { f = JSON.parse(e.data); } catch (x) { return; } handle(f); };
       s.onclose = function () {
         if (ws !== s) return;
         ws = null;
@@ -691,6 +697,7 @@
     }
     // shutdown forgets the visitor (a logout on the host page): a new token and an empty window.
     function shutdown() {
+      if (saved.token) forgotten[saved.token] = true;
       saved = {}; try { localStorage.removeItem(KEY); } catch (e) { /* private mode */ }
       var s = ws; ws = null; if (s) s.close();
       clearTimeout(retryTimer); toggle(false);
