@@ -107,6 +107,9 @@ type ClientFrame struct {
 	UserHash       string `json:"user_hash,omitempty"`  // identify
 	Rating         string `json:"rating,omitempty"`     // rate
 	Comment        string `json:"comment,omitempty"`    // rate
+	// File is the id of an upload (POST /v1/widget/files) this message carries; its text may
+	// then be empty.
+	File string `json:"file,omitempty"`
 }
 
 // Identified answers an identify: whether it was verified and the conversation the socket
@@ -177,6 +180,8 @@ type Message struct {
 	Text      string    `json:"text"`
 	CreatedAt time.Time `json:"created_at"`
 	ClientID  string    `json:"client_id,omitempty"`
+	// File is the attachment, its url a signed link relative to the edge (VisitorLinkTTL).
+	File *File `json:"file,omitempty"`
 }
 
 // Error answers a frame the server did not accept. The connection stays open.

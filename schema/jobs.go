@@ -59,6 +59,9 @@ type Job struct {
 	// connected and left an address; without it, an email job notifies the site's address of
 	// a new conversation.
 	To string `json:"to,omitempty"`
+	// File is the message's attachment, its URL a signed link (files.LinkTTL) that works
+	// without a login; nil for none.
+	File *File `json:"file,omitempty"`
 }
 
 // DecodeJob reads a job as encoding/json would, without reflection when it can: the worker
@@ -68,7 +71,7 @@ func DecodeJob(b []byte, j *Job) error {
 }
 
 var jobFields = []string{"id", "lane", "target", "site_id", "conversation_id", "message_id", "author",
-	"name", "text", "created_at", "first", "inbox_url", "to"}
+	"name", "text", "created_at", "first", "inbox_url", "to", "file"}
 
 func (j *Job) field(b, key []byte, i int) (int, bool) {
 	if next, ok := fastjson.Null(b, i); ok {
@@ -151,7 +154,7 @@ func AppendJob(b []byte, j *Job) []byte {
 		b = append(b, `,"to":`...)
 		b = fastjson.AppendString(b, j.To)
 	}
-	return append(b, '}')
+	return append(AppendFile(b, j.File), '}')
 }
 
 // JobID is deterministic, so a job published twice (after a crash) is one job to JetStream's

@@ -48,6 +48,25 @@ type WidgetSettings struct {
 	// Strings overrides any of the window's texts by key (schema/PROTOCOL.md lists them),
 	// whatever the language: {"send": "Go", "title": "Ask Acme"}.
 	Strings map[string]string `json:"strings,omitempty"`
+	// FileMaxMB is the largest attachment a visitor may send, in MB (default
+	// DefaultFileMaxMB, at most MaxFileMaxMB); -1 turns attachments off. The hello carries the
+	// limit in force.
+	FileMaxMB int `json:"file_max_mb,omitempty"`
+}
+
+// MaxFileMaxMB bounds WidgetSettings.FileMaxMB whatever the edge allows.
+const MaxFileMaxMB = 100
+
+// FileLimit is the largest attachment in bytes under these settings (0: attachments off).
+func (w *WidgetSettings) FileLimit() int64 {
+	switch mb := int64(w.FileMaxMB); {
+	case mb < 0:
+		return 0
+	case mb == 0:
+		return DefaultFileMaxMB << 20
+	default:
+		return min(mb, MaxFileMaxMB) << 20
+	}
 }
 
 // WidgetLanguages are the languages the window has every string in.
@@ -86,6 +105,9 @@ func (w *WidgetSettings) Check() error {
 	case "", "right", "left":
 	default:
 		return fmt.Errorf(`widget.position must be "right" or "left"`)
+	}
+	if w.FileMaxMB < -1 || w.FileMaxMB > MaxFileMaxMB {
+		return fmt.Errorf("widget.file_max_mb must be 1 to %d MB, 0 for the default (%d) or -1 to turn attachments off", MaxFileMaxMB, DefaultFileMaxMB)
 	}
 	switch w.AskEmail {
 	case "", "after", "before", "never":

@@ -22,6 +22,7 @@ import (
 	"spookat/edge/internal/broker"
 	"spookat/edge/internal/clientip"
 	"spookat/edge/internal/server"
+	"spookat/edge/internal/widget"
 	"spookat/schema"
 	"spookat/worker"
 )
@@ -52,6 +53,7 @@ func serve(args []string) error {
 	fs.StringVar(&cfg.NATSTLS.CA, "nats-tls-ca", "", "embedded NATS: clients must present a certificate from this CA; external: verify the server with this CA")
 	fs.BoolVar(&cfg.NATSInsecure, "nats-insecure", false, "labs only: allow the embedded NATS beyond loopback without TLS, and an external NATS that asks for no credentials")
 	fs.IntVar(&cfg.Replicas, "nats-replicas", 1, "replicas of the streams and buckets (3 on a NATS cluster)")
+	fileQuotaMB := fs.Int64("file-quota-mb", widget.DefaultFileQuota>>20, "attachments a site may hold on disk, MB")
 	fs.StringVar(&cfg.PublicURL, "public-url", "", "URL browsers use to reach this edge (default http://localhost:<port>)")
 	fs.IntVar(&cfg.WriteQueue, "write-queue", 50_000, "writes that may wait for the SQLite writer; past it a message is refused with \"unavailable\" at once instead of waiting")
 	fs.IntVar(&cfg.WALPages, "wal-max-pages", 4096, "SQLite WAL size in 4 KiB pages past which the writer copies it back into the database itself between two commits, so that it starts again from its beginning (4096: 16 MiB)")
@@ -66,6 +68,8 @@ func serve(args []string) error {
 	fs.Float64Var(&bc.IPSocketBurst, "ip-socket-burst", bc.IPSocketBurst, "burst of -ip-socket-rate")
 	fs.Float64Var(&bc.IPConvRate, "ip-conv-rate", bc.IPConvRate, "new conversations per second per (site, IP) (0: no limit)")
 	fs.Float64Var(&bc.IPConvBurst, "ip-conv-burst", bc.IPConvBurst, "burst of -ip-conv-rate")
+	fs.Float64Var(&bc.IPUploadRate, "ip-upload-rate", bc.IPUploadRate, "attachments per second per (site, IP) (0: no limit)")
+	fs.Float64Var(&bc.IPUploadBurst, "ip-upload-burst", bc.IPUploadBurst, "burst of -ip-upload-rate")
 	fs.IntVar(&bc.FloodThreshold, "flood-threshold", bc.FloodThreshold, "new conversations a minute a site gets before its flood brake engages (0: off)")
 	fs.IntVar(&bc.FloodDivisor, "flood-divisor", bc.FloodDivisor, "each flood brake level divides the allowance by this")
 	fs.IntVar(&bc.FloodMaxLevel, "flood-max-level", bc.FloodMaxLevel, "highest flood brake level")
@@ -133,6 +137,10 @@ func serve(args []string) error {
 		cfg.PublicURL = "http://localhost:" + port
 	}
 	cfg.PublicURL = strings.TrimRight(cfg.PublicURL, "/")
+	if *fileQuotaMB < 1 {
+		return fmt.Errorf("-file-quota-mb must be 1 or more, not %d", *fileQuotaMB)
+	}
+	cfg.FileQuota = *fileQuotaMB << 20
 	// Everything the edge writes (database, JetStream, credentials, logs) is its own.
 	syscall.Umask(0o077)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)

@@ -26,6 +26,8 @@ type Config struct {
 	IPSocketBurst float64
 	IPConvRate    float64 // new conversations per second per (site, IP)
 	IPConvBurst   float64
+	IPUploadRate  float64 // attachments per second per (site, IP)
+	IPUploadBurst float64
 
 	// FloodThreshold new conversations per minute are let through at level 0; each level
 	// above divides it by FloodDivisor. The level steps up when the allowance is used up,
@@ -44,6 +46,7 @@ func Defaults() Config {
 		ConnMsgRate: 2, ConnMsgBurst: 10,
 		IPSocketRate: 1, IPSocketBurst: 30,
 		IPConvRate: 0.2, IPConvBurst: 10,
+		IPUploadRate: 0.2, IPUploadBurst: 10,
 		FloodThreshold: 60, FloodDivisor: 10, FloodMaxLevel: 3,
 		SiteMsgRate: 10, SiteMsgBurst: 100,
 	}
@@ -100,8 +103,8 @@ type ipKey struct {
 }
 
 type ipState struct {
-	sockets, convs Bucket
-	seen           int64
+	sockets, convs, uploads Bucket
+	seen                    int64
 }
 
 type ipShard struct {
@@ -136,6 +139,7 @@ func (b *Brakes) take(site int64, addr netip.Addr, which func(*ipState) *Bucket)
 		st = &ipState{
 			sockets: NewBucket(b.cfg.IPSocketRate, b.cfg.IPSocketBurst),
 			convs:   NewBucket(b.cfg.IPConvRate, b.cfg.IPConvBurst),
+			uploads: NewBucket(b.cfg.IPUploadRate, b.cfg.IPUploadBurst),
 		}
 		sh.state[k] = st
 	}
@@ -152,6 +156,12 @@ func (b *Brakes) NewSocket(site int64, addr netip.Addr) (bool, time.Duration) {
 // checked separately (Site.AdmitConversation).
 func (b *Brakes) NewConversation(site int64, addr netip.Addr) (bool, time.Duration) {
 	return b.take(site, addr, func(st *ipState) *Bucket { return &st.convs })
+}
+
+// Upload admits an attachment of (site, IP). It then counts against the site's message cap
+// like a message (Site.AdmitMessage).
+func (b *Brakes) Upload(site int64, addr netip.Addr) (bool, time.Duration) {
+	return b.take(site, addr, func(st *ipState) *Bucket { return &st.uploads })
 }
 
 // Sweep forgets (site, IP) entries idle for longer than idle; run it on a timer to bound

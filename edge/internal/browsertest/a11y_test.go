@@ -119,7 +119,7 @@ func TestWidgetAccessibility(t *testing.T) {
 	if fs := eval[string](v, `getComputedStyle(`+W+`.querySelector('.panel > form textarea')).fontSize`); fs != "16px" {
 		t.Errorf("the composer's text is %s; under 16px iOS zooms the page", fs)
 	}
-	for _, sel := range []string{"header button", ".panel > form button"} {
+	for _, sel := range []string{"header button", ".panel > form button.att", ".panel > form button[type=submit]"} {
 		wh := eval[[]float64](v, `(() => { const r = `+W+`.querySelector('`+sel+`').getBoundingClientRect(); return [r.width, r.height]; })()`)
 		if wh[0] < 44 || wh[1] < 44 {
 			t.Errorf("%s is %vx%v px; targets need 44x44", sel, wh[0], wh[1])

@@ -55,14 +55,14 @@ func (b *Tab) openChat() {
 func (b *Tab) typeAndSend(text string) {
 	b.t.Helper()
 	b.do("type a message", chromedp.SendKeys(chromedp.JSPath(W+`.querySelector('.panel > form textarea')`), text),
-		chromedp.Click(chromedp.JSPath(W+`.querySelector('.panel > form button')`)))
+		chromedp.Click(chromedp.JSPath(W+`.querySelector('.panel > form button[type=submit]')`)))
 }
 
 // pasteAndSend sets the input's value (for payloads awkward to type) and presses Send.
 func (b *Tab) pasteAndSend(text string) {
 	b.t.Helper()
 	eval[any](b, W+`.querySelector('.panel > form textarea').value = `+js(text))
-	b.do("send", chromedp.Click(chromedp.JSPath(W+`.querySelector('.panel > form button')`)))
+	b.do("send", chromedp.Click(chromedp.JSPath(W+`.querySelector('.panel > form button[type=submit]')`)))
 }
 
 // bubbles counts the chat window's bubbles whose text is exactly text.

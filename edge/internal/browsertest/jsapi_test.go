@@ -150,7 +150,7 @@ func TestGermanAndRightToLeft(t *testing.T) {
 	v.openChat()
 	v.waitJS("German strings", W+`.querySelector('header b').textContent === 'Schreiben Sie uns' && `+
 		W+`.querySelector('.panel > form textarea').placeholder === 'Nachricht schreiben\u2026' && `+
-		W+`.querySelector('.panel > form button').textContent === 'Los'`)
+		W+`.querySelector('.panel > form button[type=submit]').textContent === 'Los'`)
 	v.typeAndSend("Hallo, ist jemand da?")
 	v.waitJS("Gesendet", `Array.from(`+W+`.querySelectorAll('li.me .state')).some(s => s.textContent === 'Gesendet')`)
 	v.waitJS("Heute", W+`.querySelector('li.day').textContent === 'Heute'`)

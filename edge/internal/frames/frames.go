@@ -31,8 +31,8 @@ func Ack(b []byte, clientID string, messageID, conversationID, createdAt int64) 
 	return append(b, '}')
 }
 
-// Message is {"type":"message","message_id":N,"author":…,"name":…,"text":…,"created_at":…[,"client_id":…]}.
-func Message(b []byte, id int64, author, name, text, clientID string, createdAt int64) []byte {
+// Message is {"type":"message","message_id":N,"author":…,"name":…,"text":…,"created_at":…[,"client_id":…][,"file":{…}]}.
+func Message(b []byte, id int64, author, name, text, clientID string, createdAt int64, file *schema.File) []byte {
 	b = append(b, `{"type":"message","message_id":`...)
 	b = strconv.AppendInt(b, id, 10)
 	b = append(b, `,"author":`...)
@@ -47,7 +47,7 @@ func Message(b []byte, id int64, author, name, text, clientID string, createdAt 
 		b = append(b, `,"client_id":`...)
 		b = fastjson.AppendString(b, clientID)
 	}
-	return append(b, '}')
+	return append(schema.AppendFile(b, file), '}')
 }
 
 // VisitorClientID is the client id a visitor may see of a message: its own (every visitor
@@ -161,7 +161,7 @@ func Seen(b []byte, messageID int64) []byte {
 // InboxMessage is the operator websocket's message event:
 // {"type":"message","site_id":N,"conversation_id":N[,"first":true],"message":{"id":N,"author":…,"name":…,"text":…,"internal":bool,"created_at":ms}}.
 // Every message a watched site stores is one of these, so it is built without reflection.
-func InboxMessage(b []byte, siteID, conversationID int64, first bool, id int64, author, name, text string, internal bool, createdAt int64) []byte {
+func InboxMessage(b []byte, siteID, conversationID int64, first bool, id int64, author, name, text string, internal bool, createdAt int64, file *schema.File) []byte {
 	b = append(b, `{"type":"message","site_id":`...)
 	b = strconv.AppendInt(b, siteID, 10)
 	b = append(b, `,"conversation_id":`...)
@@ -181,5 +181,5 @@ func InboxMessage(b []byte, siteID, conversationID int64, first bool, id int64, 
 	b = strconv.AppendBool(b, internal)
 	b = append(b, `,"created_at":`...)
 	b = strconv.AppendInt(b, createdAt, 10)
-	return append(b, `}}`...)
+	return append(schema.AppendFile(b, file), `}}`...)
 }

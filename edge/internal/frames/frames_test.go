@@ -13,14 +13,16 @@ func TestFramesDecode(t *testing.T) {
 	texts := []string{"hi", `<img src=x onerror=alert(1)>`, "quote \" back \\ slash", "tab\tnl\n\x01", "é ü 日本 🎉", "bad \xff utf8", "\u2028sep"}
 	for _, text := range texts {
 		var m schema.Message
-		if err := json.Unmarshal(Message(nil, 7, "visitor", "Ann", text, "c-1", 1700000000123), &m); err != nil {
+		file := &schema.File{ID: "k", Name: text, Type: "image/png", Size: 99, URL: "/v1/files/k?exp=1&sig=a%2Bb"}
+		if err := json.Unmarshal(Message(nil, 7, "visitor", "Ann", text, "c-1", 1700000000123, file), &m); err != nil {
 			t.Fatalf("%q: %v", text, err)
 		}
 		want := text
 		if text == "bad \xff utf8" {
 			want = "bad \ufffd utf8"
 		}
-		if m.Text != want || m.MessageID != 7 || m.ClientID != "c-1" || !m.CreatedAt.Equal(time.UnixMilli(1700000000123)) {
+		if m.Text != want || m.MessageID != 7 || m.ClientID != "c-1" || !m.CreatedAt.Equal(time.UnixMilli(1700000000123)) ||
+			m.File == nil || m.File.Name != want || m.File.Size != 99 || m.File.URL != file.URL {
 			t.Fatalf("%q decoded as %+v", text, m)
 		}
 		var a schema.Ack

@@ -40,6 +40,8 @@ func field(f *schema.ClientFrame, b, key []byte, i int) (next int, ok bool) {
 		f.Rating, next, ok = fastjson.String(b, i)
 	case "comment":
 		f.Comment, next, ok = fastjson.String(b, i)
+	case "file":
+		f.File, next, ok = fastjson.String(b, i)
 	}
 	return next, ok // any other key: encoding/json decides
 }

@@ -77,7 +77,8 @@ func (h *Handler) readMessages(c *fiber.Ctx, convID, after int64, limit int) ([]
 	defer cancel()
 	out := []Message{}
 	err := h.Store.MessagesAfter(ctx, convID, after, limit, true, func(m *store.Message) error {
-		out = append(out, Message{ID: m.ID, Author: m.Author, Name: m.Name, Text: m.Text, Internal: m.Internal, CreatedAt: m.CreatedAt})
+		out = append(out, Message{ID: m.ID, Author: m.Author, Name: m.Name, Text: m.Text, Internal: m.Internal, CreatedAt: m.CreatedAt,
+			File: operatorFile(m.File)})
 		return nil
 	})
 	return out, err

@@ -257,6 +257,19 @@ type Message struct {
 	Text      string `json:"text"`
 	Internal  bool   `json:"internal"`
 	CreatedAt int64  `json:"created_at"`
+	// File is the attachment, its url the inbox's own route (/v1/api/files/{id}, with the
+	// operator's session or token).
+	File *schema.File `json:"file,omitempty"`
+}
+
+// operatorFile is f with the inbox's link, nil for nil.
+func operatorFile(f *schema.File) *schema.File {
+	if f == nil {
+		return nil
+	}
+	c := *f
+	c.URL = "/v1/api/files/" + f.ID
+	return &c
 }
 
 // Publish is the store's OnCommit hook for the inbox.
@@ -268,7 +281,7 @@ func (h *Hub) Publish(msgs []store.Committed) {
 		c := &msgs[i]
 		h.sendFrame(c.SiteID, func() []byte {
 			return frames.InboxMessage(make([]byte, 0, 160+len(c.Text)), c.SiteID, c.ConversationID, c.First,
-				c.MessageID, c.Author, c.Name, c.Text, c.Internal, c.CreatedAt)
+				c.MessageID, c.Author, c.Name, c.Text, c.Internal, c.CreatedAt, operatorFile(c.File))
 		})
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"spookat/edge/internal/frames"
+	"spookat/schema"
 )
 
 // messageEvent is the message event's documented shape (schema/PROTOCOL.md), as
@@ -27,10 +28,12 @@ func TestInboxMessageFrameMatchesItsShape(t *testing.T) {
 	}{
 		{"plain", false, Message{ID: 7, Author: "visitor", Name: "", Text: "hello", CreatedAt: 1767225600123}},
 		{"first, quotes and markup", true, Message{ID: 8, Author: "operator", Name: "Ann \"A\"", Text: `<b>"hi"</b> & \ bye`, CreatedAt: 1}},
+		{"an attachment", false, Message{ID: 10, Author: "visitor", Text: "", CreatedAt: 3,
+			File: operatorFile(&schema.File{ID: "k3y", Name: "shot \"1\".png", Type: "image/png", Size: 1234})}},
 		{"internal note, newlines and unicode", false, Message{ID: 9, Author: "operator", Name: "Zoë", Text: "line\nnext\tend \u2028 ✓", Internal: true, CreatedAt: 2}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			b := frames.InboxMessage(nil, 3, 44, c.first, c.m.ID, c.m.Author, c.m.Name, c.m.Text, c.m.Internal, c.m.CreatedAt)
+			b := frames.InboxMessage(nil, 3, 44, c.first, c.m.ID, c.m.Author, c.m.Name, c.m.Text, c.m.Internal, c.m.CreatedAt, c.m.File)
 			want, _ := json.Marshal(messageEvent{Type: "message", SiteID: 3, ConversationID: 44, First: c.first, Message: c.m})
 			var got, exp map[string]any
 			if err := json.Unmarshal(b, &got); err != nil {
@@ -51,7 +54,7 @@ func BenchmarkInboxMessageFrame(b *testing.B) {
 	b.Run("frames", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			frames.InboxMessage(make([]byte, 0, 160+len(m.Text)), 3, 44, false, m.ID, m.Author, m.Name, m.Text, m.Internal, m.CreatedAt)
+			frames.InboxMessage(make([]byte, 0, 160+len(m.Text)), 3, 44, false, m.ID, m.Author, m.Name, m.Text, m.Internal, m.CreatedAt, nil)
 		}
 	})
 	b.Run("encoding-json", func(b *testing.B) {

@@ -19,6 +19,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"spookat/edge/internal/clientip"
+	"spookat/edge/internal/files"
 	"spookat/edge/internal/live"
 	"spookat/edge/internal/sites"
 	"spookat/edge/internal/store"
@@ -52,6 +53,8 @@ type Handler struct {
 	AllowPrivateTargets bool
 	// IPs finds the client's address behind trusted proxies (nil: the peer's).
 	IPs *clientip.Resolver
+	// Files keeps the attachments (GET /v1/api/files/{id}).
+	Files files.Dir
 
 	typists typists // api.go
 }
@@ -91,6 +94,7 @@ func (h *Handler) Register(app *fiber.App) {
 	g.Post("/conversations/:id/reopen", h.setStatus("open"))
 	g.Post("/conversations/:id/read", h.markRead)
 	g.Post("/conversations/:id/typing", h.typing)
+	g.Get("/files/:key", h.file) // files.go
 	g.Get("/tokens", h.tokens)
 	g.Post("/tokens", h.newToken)
 	g.Delete("/tokens/:id", h.deleteToken)

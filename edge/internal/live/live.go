@@ -4,7 +4,9 @@ package live
 
 import (
 	"sync"
+	"time"
 
+	"spookat/edge/internal/files"
 	"spookat/edge/internal/frames"
 	"spookat/edge/internal/store"
 )
@@ -22,6 +24,8 @@ const shards = 64
 // Hub maps conversations to their subscribers.
 type Hub struct {
 	shards [shards]shard
+	// Files signs the link of an attachment in the frames (nil: no link).
+	Files *files.Signer
 }
 
 type shard struct {
@@ -105,7 +109,8 @@ func (h *Hub) Publish(msgs []store.Committed) {
 				continue
 			}
 			if frame == nil { // encode once, only when someone else watches
-				frame = frames.Message(nil, c.MessageID, c.Author, c.Name, c.Text, frames.VisitorClientID(c.Author, c.ClientID), c.CreatedAt)
+				frame = frames.Message(nil, c.MessageID, c.Author, c.Name, c.Text, frames.VisitorClientID(c.Author, c.ClientID), c.CreatedAt,
+					h.Files.ForVisitor(c.File, time.Now()))
 			}
 			s.Deliver(c.MessageID, frame)
 		}

@@ -18,6 +18,8 @@ type Edge struct {
 	CommitDuration prometheus.Histogram
 	OpenSockets    prometheus.Gauge
 	FrameErrors    *prometheus.CounterVec
+	// FilesStored counts attachments taken (refused ones are FrameErrors by code).
+	FilesStored    prometheus.Counter
 	ResultsRecords *prometheus.CounterVec
 	// ResultsRejected counts results refused because they do not match what the edge
 	// published, by reason (see results.Reasons).
@@ -62,6 +64,9 @@ func New() *Edge {
 		FrameErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "spookat_frame_errors_total", Help: "Error frames sent, by code.",
 		}, []string{"code"}),
+		FilesStored: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "spookat_files_stored_total", Help: "Attachments uploaded and stored.",
+		}),
 		ResultsRecords: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "spookat_delivery_results_total", Help: "Delivery results recorded from the RESULTS stream, by target and status.",
 		}, []string{"target", "status"}),
@@ -87,7 +92,7 @@ func New() *Edge {
 			Name: "spookat_stream_messages", Help: "Messages a JetStream stream holds (read every few seconds).",
 		}, []string{"stream"}),
 	}
-	reg.MustRegister(m.SocketRefusals, m.SocketsPaced, m.AcceptErrors, m.MessagesSaved, m.AckLatency, m.CommitBatch, m.CommitDuration, m.OpenSockets, m.FrameErrors, m.ResultsRecords, m.ResultsRejected,
+	reg.MustRegister(m.SocketRefusals, m.SocketsPaced, m.AcceptErrors, m.MessagesSaved, m.AckLatency, m.CommitBatch, m.CommitDuration, m.OpenSockets, m.FrameErrors, m.FilesStored, m.ResultsRecords, m.ResultsRejected,
 		m.StreamBytes, m.StreamMaxBytes, m.StreamMessages,
 		collectors.NewGoCollector(collectors.WithGoCollectorRuntimeMetrics(collectors.MetricsScheduler, collectors.MetricsGC)),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))

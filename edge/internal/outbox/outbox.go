@@ -40,6 +40,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"spookat/edge/internal/files"
 	"spookat/edge/internal/store"
 	"spookat/schema"
 )
@@ -68,6 +69,9 @@ type Config struct {
 	// publisher tries again). It must not block. Nil: windows are published unrecorded, and a
 	// replay may store some jobs twice (tests of the publisher alone).
 	SaveCut func(through int64, done func(error))
+	// Files signs the link of an attachment in its jobs, under PublicURL (nil: no link).
+	Files     *files.Signer
+	PublicURL string
 	// Window is how long the first job of a window waits for company (0: DefaultWindow).
 	Window time.Duration
 	Log    *slog.Logger
@@ -325,6 +329,12 @@ func (p *Publisher) jobs(c *store.Committed) []schema.Job {
 	if len(targets) == 0 {
 		return nil
 	}
+	var file *schema.File
+	if c.File != nil && p.cfg.Files != nil {
+		f := *c.File
+		f.URL = p.cfg.Files.Link(p.cfg.PublicURL, f.ID, time.Now().Add(files.LinkTTL))
+		file = &f
+	}
 	jobs := make([]schema.Job, len(targets))
 	for i, target := range targets {
 		job := schema.Job{
@@ -339,6 +349,7 @@ func (p *Publisher) jobs(c *store.Committed) []schema.Job {
 			Text:           c.Text,
 			CreatedAt:      time.UnixMilli(c.CreatedAt).UTC(),
 			First:          c.First,
+			File:           file,
 		}
 		if p.cfg.InboxURL != nil {
 			job.InboxURL = p.cfg.InboxURL(c.ConversationID)

@@ -3,12 +3,14 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/netip"
+	"path/filepath"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -25,6 +27,7 @@ import (
 	"spookat/edge/internal/brakes"
 	"spookat/edge/internal/broker"
 	"spookat/edge/internal/clientip"
+	"spookat/edge/internal/files"
 	"spookat/edge/internal/inbox"
 	"spookat/edge/internal/live"
 	"spookat/edge/internal/metrics"
@@ -85,6 +88,9 @@ type Config struct {
 	// at every start; StreamStatsEvery is how often their use is read for /metrics (0: 15 s).
 	StreamLimits     schema.StreamLimits
 	StreamStatsEvery time.Duration
+
+	// FileQuota bounds the attachments a site holds on disk, in bytes (0: widget.DefaultFileQuota).
+	FileQuota int64
 }
 
 // DefaultStopTimeout bounds a graceful stop when Config.StopTimeout is 0.
@@ -119,7 +125,13 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if metricsLn != nil {
 		sg.add("metrics listener", nil, func(ctx context.Context) error { return metricsLn.Shutdown(ctx) })
 	}
+	signer, err := files.OpenSigner(cfg.DataDir)
+	if err != nil {
+		return fmt.Errorf("attachment links' key: %w", err)
+	}
+	fileDir := files.Dir{Root: filepath.Join(cfg.DataDir, "files")}
 	hub := live.NewHub()
+	hub.Files = signer
 	inboxHub := inbox.NewHub() // operator websockets, per site
 	here := &presence.Tracker{Watching: inboxHub.Watching}
 	var pub atomic.Pointer[outbox.Publisher]
@@ -244,6 +256,8 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 			}
 			return email
 		},
+		Files:            signer,
+		PublicURL:        cfg.PublicURL,
 		PublishedThrough: st.PublishedThrough(),
 		ReplayCuts:       st.OutboxCuts(),
 		// A window's end is a normal write of the store; the publisher never waits on it.
@@ -354,9 +368,21 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 			if errors.As(err, &fe) {
 				code = fe.Code
 			}
+			if code == fiber.StatusRequestEntityTooLarge { // read by fasthttp before any handler
+				return c.Status(code).JSON(schema.HTTPError{Code: schema.CodeTooLarge,
+					Message: "The request body is larger than this endpoint takes (1 MB; an attachment, the site's limit)."})
+			}
 			return c.Status(code).JSON(schema.HTTPError{Code: "error", Message: err.Error()})
 		},
 	})
+	// An attachment's request may be as large as the largest a site may take; every other
+	// body stays under BodyLimit.
+	app.Server().HeaderReceived = func(h *fasthttp.RequestHeader) fasthttp.RequestConfig {
+		if h.IsPost() && bytes.HasPrefix(h.RequestURI(), []byte(widget.UploadPath)) {
+			return fasthttp.RequestConfig{MaxRequestBodySize: schema.MaxFileMaxMB<<20 + 64<<10}
+		}
+		return fasthttp.RequestConfig{}
+	}
 	// A connection's first response, its upgrade to a websocket or its close ends its setup:
 	// its slot of the listener's setup bound goes to the next one.
 	app.Server().ConnState = func(c net.Conn, st fasthttp.ConnState) {
@@ -377,7 +403,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		return c.SendString("ready")
 	})
 	wh := &widget.Handler{Store: st, Sites: reg, Hub: hub, Metrics: m, Brakes: brk, IPs: ips, Log: log,
-		Pace: &widget.Pacer{Rate: cfg.SocketRate}, Operators: inboxHub, Online: here.Online}
+		Pace: &widget.Pacer{Rate: cfg.SocketRate}, Operators: inboxHub, Online: here.Online, Files: fileDir, FileQuota: cfg.FileQuota}
 	wg.Add(1)
 	go func() { // forget idle (site, IP) brake entries
 		defer wg.Done()
@@ -394,7 +420,9 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	}()
 	wh.Register(app)
 	assets.New().KnownSites(func(key string) bool { return reg.ByKey(key) != nil }).Register(app) // widget.js, chat window, /app/, /demo
-	(&inbox.Handler{Store: st, Sites: reg, Hub: inboxHub, Visitors: hub, Log: log, AllowPrivateTargets: wcfg.AllowPrivateTargets, IPs: ips}).Register(app)
+	(&inbox.Handler{Store: st, Sites: reg, Hub: inboxHub, Visitors: hub, Log: log, AllowPrivateTargets: wcfg.AllowPrivateTargets, IPs: ips,
+		Files: fileDir}).Register(app)
+	(&files.Links{Store: st, Signer: signer, Dir: fileDir, Log: log}).Register(app)
 	slackEvents := &slackevents.Handler{Store: st, Sites: reg, Log: log}
 	slackEvents.Register(app)
 

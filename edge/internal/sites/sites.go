@@ -101,6 +101,9 @@ func wrap(s *store.Site, brake *brakes.Site) *Site {
 	site.Hours = s.Widget.OfficeHours()
 	w := s.Widget
 	w.Hours, w.TimeZone = "", ""
+	if w.FileMaxMB == 0 {
+		w.FileMaxMB = schema.DefaultFileMaxMB // the window checks a file's size before sending it
+	}
 	site.WindowJSON, _ = json.Marshal(&w) // strings and a map of strings: it cannot fail
 	return site
 }

@@ -41,9 +41,14 @@ func (tx *Tx) insertMessage(m *MessageRequest, res *MessageResult) (Committed, e
 	}
 	// No RETURNING: SQLite would stage the returned row in a temporary table first; the
 	// change count and last rowid say the same for less.
-	if err := tx.exec(`INSERT INTO messages (conversation_id, author, name, text, source, client_id, internal, created_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (conversation_id, source, client_id) DO NOTHING`,
-		res.ConversationID, m.Author, m.Name, m.Text, string(source), clientID, m.Internal, tx.now); err != nil {
+	var fileID any
+	var file *schema.File
+	if m.File != nil {
+		fileID, file = m.File.ID, m.File.Wire()
+	}
+	if err := tx.exec(`INSERT INTO messages (conversation_id, author, name, text, source, client_id, internal, created_at, file_id)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (conversation_id, source, client_id) DO NOTHING`,
+		res.ConversationID, m.Author, m.Name, m.Text, string(source), clientID, m.Internal, tx.now, fileID); err != nil {
 		return Committed{}, err
 	}
 	if tx.c.Changes() == 1 {
@@ -68,6 +73,7 @@ func (tx *Tx) insertMessage(m *MessageRequest, res *MessageResult) (Committed, e
 		Internal:       m.Internal,
 		CreatedAt:      tx.now,
 		First:          res.First,
+		File:           file,
 		Origin:         m.Origin,
 	}, nil
 }

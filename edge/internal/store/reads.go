@@ -1,6 +1,10 @@
 package store
 
-import "context"
+import (
+	"context"
+
+	"spookat/schema"
+)
 
 // VisitorState is what the widget's hello needs to know about a returning visitor.
 type VisitorState struct {
@@ -44,22 +48,27 @@ type Message struct {
 	Text      string
 	ClientID  string
 	Internal  bool
-	CreatedAt int64 // Unix ms
+	CreatedAt int64        // Unix ms
+	File      *schema.File // the attachment, nil for none
 }
+
+// fileColumns are a message's attachment as scan reads it into a **schema.File (last).
+const fileColumns = `f.key, f.name, f.type, f.size`
 
 // MessagesAfter calls fn for the messages of a conversation with id > after, in order, at
 // most limit of them. Internal notes are left out unless withInternal.
 func (s *Store) MessagesAfter(ctx context.Context, conversationID, after int64, limit int, withInternal bool, fn func(*Message) error) error {
 	return s.Read(ctx, func(q Querier) error {
-		st, err := q.Stmt(`SELECT id, author, name, text, coalesce(client_id, ''), internal, created_at
-			FROM messages WHERE conversation_id = ? AND id > ? AND (internal = 0 OR ?)
-			ORDER BY id LIMIT ?`)
+		st, err := q.Stmt(`SELECT m.id, m.author, m.name, m.text, coalesce(m.client_id, ''), m.internal, m.created_at, ` + fileColumns + `
+			FROM messages m LEFT JOIN files f ON f.id = m.file_id
+			WHERE m.conversation_id = ? AND m.id > ? AND (m.internal = 0 OR ?)
+			ORDER BY m.id LIMIT ?`)
 		if err != nil {
 			return err
 		}
 		var m Message
 		return eachRow(st, []any{conversationID, after, withInternal, limit}, func() error {
-			if err := scan(st, &m.ID, &m.Author, &m.Name, &m.Text, &m.ClientID, &m.Internal, &m.CreatedAt); err != nil {
+			if err := scan(st, &m.ID, &m.Author, &m.Name, &m.Text, &m.ClientID, &m.Internal, &m.CreatedAt, &m.File); err != nil {
 				return err
 			}
 			return fn(&m)
@@ -74,12 +83,12 @@ func (s *Store) Unpublished(ctx context.Context, after int64, fn func([]Committe
 	total := 0
 	for {
 		batch, err := readList(ctx, s, `SELECT m.id, m.conversation_id, c.site_id, c.visitor_id, m.author, m.name, m.text,
-				m.source, coalesce(m.client_id, ''), m.internal, m.created_at, c.first_message_id = m.id
-				FROM messages m JOIN conversations c ON c.id = m.conversation_id
+				m.source, coalesce(m.client_id, ''), m.internal, m.created_at, c.first_message_id = m.id, `+fileColumns+`
+				FROM messages m JOIN conversations c ON c.id = m.conversation_id LEFT JOIN files f ON f.id = m.file_id
 				WHERE m.id > ? ORDER BY m.id LIMIT ?`,
 			[]any{after, page}, func(c *Committed) []any {
 				return []any{&c.MessageID, &c.ConversationID, &c.SiteID, &c.VisitorID, &c.Author, &c.Name,
-					&c.Text, &c.Source, &c.ClientID, &c.Internal, &c.CreatedAt, &c.First}
+					&c.Text, &c.Source, &c.ClientID, &c.Internal, &c.CreatedAt, &c.First, &c.File}
 			})
 		if err != nil {
 			return total, err

@@ -36,7 +36,10 @@ type MessageRequest struct {
 	// Claim is an unverified identify made before the visitor was stored: written on the
 	// visitor the message creates.
 	Claim *Identity
-	Done  func(MessageResult)
+	// File is the upload the message carries (read and checked by the caller: the site's,
+	// uploaded by this visitor's token); nil for none.
+	File *File
+	Done func(MessageResult)
 }
 
 // MessageResult is the outcome of a MessageRequest.
@@ -64,6 +67,7 @@ type Committed struct {
 	Internal       bool
 	CreatedAt      int64 // Unix ms
 	First          bool
+	File           *schema.File // the attachment, nil for none
 	Origin         any
 }
 
@@ -482,6 +486,12 @@ func scan(st *sqlite3.Stmt, dest ...any) error {
 			*p = st.ColumnBool(i)
 		case *[]byte:
 			*p = st.ColumnBlob(i, (*p)[:0])
+		case **schema.File: // four columns, last: key, name, type, size (key NULL: none)
+			*p = nil
+			if st.ColumnType(i) != sqlite3.NULL {
+				*p = &schema.File{ID: st.ColumnText(i), Name: st.ColumnText(i + 1), Type: st.ColumnText(i + 2), Size: st.ColumnInt64(i + 3)}
+			}
+			return nil
 		default:
 			return fmt.Errorf("store: cannot scan into %T", d)
 		}

@@ -24,6 +24,7 @@ import (
 
 	"spookat/edge/internal/brakes"
 	"spookat/edge/internal/clientip"
+	"spookat/edge/internal/files"
 	"spookat/edge/internal/frames"
 	"spookat/edge/internal/live"
 	"spookat/edge/internal/metrics"
@@ -34,6 +35,9 @@ import (
 
 // resumePage is how many messages one resume query reads at a time.
 const resumePage = 200
+
+// UploadPath takes a visitor's attachments (upload.go).
+const UploadPath = "/v1/widget/files"
 
 // Handler serves widget websockets.
 type Handler struct {
@@ -49,6 +53,9 @@ type Handler struct {
 	Operators Signals
 	// Online says whether a site's operators are around (presence.Tracker); nil: never.
 	Online func(siteID int64) bool
+	// Files keeps the attachments; FileQuota bounds a site's, in bytes (0: DefaultFileQuota).
+	Files     files.Dir
+	FileQuota int64
 
 	upgrader      fws.FastHTTPUpgrader // set by Register
 	setup         gate                 // hellos and resumes at once (gate.go)
@@ -132,6 +139,7 @@ func (h *Handler) Register(app *fiber.App) {
 	}
 	app.Get("/v1/widget/ws", h.check, h.upgrade)
 	app.Post("/v1/widget/check", h.preflight) // preflight.go
+	app.Post(UploadPath, h.upload)            // upload.go
 }
 
 // upgrade turns a request that passed check into a socket served by serve.
@@ -442,7 +450,7 @@ func (s *session) message(f *schema.ClientFrame, received time.Time) {
 		return
 	}
 	f.Text = schema.CleanText(f.Text)
-	if strings.TrimSpace(f.Text) == "" {
+	if strings.TrimSpace(f.Text) == "" && f.File == "" {
 		s.fail(f.ClientID, schema.CodeInvalid, "The message is empty.", 0)
 		return
 	}
@@ -451,6 +459,13 @@ func (s *session) message(f *schema.ClientFrame, received time.Time) {
 		return
 	}
 	clientID := f.ClientID
+	var file *store.File
+	if f.File != "" {
+		var ok bool
+		if file, ok = s.file(clientID, f.File); !ok { // upload.go
+			return
+		}
+	}
 	if !s.admitMessage(clientID) {
 		return
 	}
@@ -462,6 +477,7 @@ func (s *session) message(f *schema.ClientFrame, received time.Time) {
 		Author:         schema.AuthorVisitor,
 		Text:           f.Text,
 		ClientID:       clientID,
+		File:           file,
 		Origin:         s.c,
 	}
 	if req.VisitorID == 0 {
@@ -577,7 +593,8 @@ func (s *session) resume(after int64) {
 		err := s.h.Store.MessagesAfter(ctx, convID, after, resumePage, false, func(m *store.Message) error {
 			n++
 			after = m.ID
-			if !c.send(frames.Message(nil, m.ID, m.Author, m.Name, m.Text, frames.VisitorClientID(m.Author, m.ClientID), m.CreatedAt)) {
+			if !c.send(frames.Message(nil, m.ID, m.Author, m.Name, m.Text, frames.VisitorClientID(m.Author, m.ClientID), m.CreatedAt,
+				s.h.Hub.Files.ForVisitor(m.File, time.Now()))) {
 				return errGone
 			}
 			c.mu.Lock()

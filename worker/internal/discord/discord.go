@@ -123,7 +123,11 @@ func (s *Sender) sendToThread(ctx context.Context, site *schema.SiteDelivery, j 
 		out.ThreadID = thread
 		return out
 	}
-	name := "#" + strconv.FormatInt(j.ConversationID, 10) + " " + j.Text
+	subject := j.Text
+	if subject == "" && j.File != nil {
+		subject = j.File.Name
+	}
+	name := "#" + strconv.FormatInt(j.ConversationID, 10) + " " + subject
 	if len(name) > 100 { // Discord's limit for a thread name
 		name = name[:97] + "..."
 	}
@@ -158,7 +162,12 @@ func line(j *schema.Job) string {
 			name = "Operator"
 		}
 	}
-	return name + ": " + j.Text
+	l := name + ": " + j.Text
+	if f := j.File; f != nil {
+		// A plain link: Discord shows an image's preview under it.
+		l += "\n📎 " + f.Name + " (" + f.SizeText() + "): " + f.URL
+	}
+	return l
 }
 
 // post sends one webhook execution. It returns the outcome and, for a refused post, Discord's

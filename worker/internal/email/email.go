@@ -97,6 +97,7 @@ func (s *Sender) Send(ctx context.Context, deadline time.Time, site *schema.Site
 		b.WriteString(who + " answered your message on " + name + ":\n\n")
 		b.WriteString(j.Text)
 		b.WriteString("\n")
+		attachment(&b, j)
 	} else {
 		m.Subject("New conversation on " + name)
 		who := j.Name
@@ -106,6 +107,7 @@ func (s *Sender) Send(ctx context.Context, deadline time.Time, site *schema.Site
 		b.WriteString(who + " started conversation #" + strconv.FormatInt(j.ConversationID, 10) + " on " + name + ":\n\n")
 		b.WriteString(j.Text)
 		b.WriteString("\n")
+		attachment(&b, j)
 		if j.InboxURL != "" {
 			b.WriteString("\nAnswer in the inbox: " + j.InboxURL + "\n")
 		}
@@ -123,4 +125,11 @@ func (s *Sender) Send(ctx context.Context, deadline time.Time, site *schema.Site
 		return deliver.Fail(err)
 	}
 	return deliver.Outcome{ExternalID: j.ID + "@spookat"}
+}
+
+// attachment names the message's file and its link (it expires in 7 days).
+func attachment(b *strings.Builder, j *schema.Job) {
+	if f := j.File; f != nil {
+		b.WriteString("\nAttachment: " + f.Name + " (" + f.SizeText() + "), for 7 days at " + f.URL + "\n")
+	}
 }

@@ -184,4 +184,18 @@ func writeLine(b *strings.Builder, j *schema.Job) {
 	b.WriteString(escaper.Replace(who(j)))
 	b.WriteString(":* ")
 	b.WriteString(escaper.Replace(j.Text))
+	if f := j.File; f != nil {
+		// A signed link (7 days) rather than Slack's upload flow: the file stays on the
+		// edge, and the bot needs no files:write scope.
+		b.WriteString("\n:paperclip: <")
+		b.WriteString(f.URL)
+		b.WriteByte('|')
+		b.WriteString(linkText.Replace(f.Name))
+		b.WriteString("> (")
+		b.WriteString(f.SizeText())
+		b.WriteByte(')')
+	}
 }
+
+// linkText escapes a link's label for Slack's <url|label> (a | or > would end it).
+var linkText = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", "|", "¦")

@@ -42,6 +42,8 @@ type EventData struct {
 	CreatedAt      time.Time `json:"created_at"`
 	First          bool      `json:"first,omitempty"`
 	InboxURL       string    `json:"inbox_url,omitempty"`
+	// File is the message's attachment; its url is a signed link that expires (7 days).
+	File *schema.File `json:"file,omitempty"`
 }
 
 // Sender posts events. Its HTTP client carries the 10 s timeout and, unless allowPrivate,
@@ -112,7 +114,7 @@ func (s *Sender) Send(ctx context.Context, deadline time.Time, site *schema.Site
 	j := jobs[0]
 	body, err := json.Marshal(Event{Type: "message.created", Timestamp: j.CreatedAt, Data: EventData{
 		SiteID: j.SiteID, ConversationID: j.ConversationID, MessageID: j.MessageID, Author: j.Author,
-		Name: j.Name, Text: j.Text, CreatedAt: j.CreatedAt, First: j.First, InboxURL: j.InboxURL}})
+		Name: j.Name, Text: j.Text, CreatedAt: j.CreatedAt, First: j.First, InboxURL: j.InboxURL, File: j.File}})
 	if err != nil {
 		return deliver.Permanent(err)
 	}

@@ -227,12 +227,22 @@
     var li = el('li', { class: 'msg ' + kind, 'data-id': m.id }, [
       el('div', { class: 'meta', text: who + ' · ' + when(m.created_at) }),
       el('div', { class: 'text', text: m.text }),
+      attachment(m.file),
       el('div', { class: 'dl' })]);
     var at = V.msgs.lastChild;
     while (at && +at.getAttribute('data-id') > m.id) at = at.previousSibling;
     V.msgs.insertBefore(li, at ? at.nextSibling : V.msgs.firstChild);
     drawDeliveries(m.id);
     V.msgs.scrollTop = V.msgs.scrollHeight;
+  }
+  // An attachment: an image shown (a click opens it full size), any other file a download.
+  function attachment(f) {
+    if (!f) return null;
+    var size = f.size < 1e3 ? f.size + ' B' : f.size < 1e6 ? Math.round(f.size / 1e3) + ' KB' : (f.size / 1e6).toFixed(1) + ' MB';
+    if (/^image\/(png|jpeg|gif|webp)$/.test(f.type)) {
+      return el('a', { class: 'file', href: f.url, target: '_blank', rel: 'noopener' }, [el('img', { src: f.url, alt: f.name })]);
+    }
+    return el('a', { class: 'file', href: f.url, download: f.name, text: '\ud83d\udcce ' + f.name + ' (' + size + ')' });
   }
   var TARGET = { slack: 'Slack', discord: 'Discord', webhook: 'Webhook', email: 'Email' };
   function drawDeliveries(id) {

@@ -45,6 +45,10 @@
     'li.day{align-self:center;max-width:none;font-size:11px;color:#6b7280;margin:4px 0}',
     'time{font-size:11px;color:#6b7280;margin:2px 4px 0}',
     '.state.old{display:none}',
+    '.bubble img{display:block;max-width:100%;max-height:240px;border-radius:8px}.bubble a{color:inherit}',
+    'li .bubble.pic{padding:0;background:none}.pic img{border:1px solid #e5e7eb}.chip svg{width:16px;height:16px;vertical-align:-3px}',
+    '.bubble img+span,.bubble a+span{display:block;margin-top:8px}',
+    'form .att{background:none;color:#4b5563;padding:0;width:44px;display:flex;align-items:center;justify-content:center}.att:hover{background:#f3f4f6}',
     '.typing{display:none;padding:0 14px 6px;font-size:12px;color:#6b7280;font-style:italic}.typing.on{display:block}',
     '.badge{position:fixed;right:14px;bottom:62px;min-width:20px;height:20px;padding:0 6px;box-sizing:border-box;border-radius:10px;background:#dc2626;color:#fff;',
     'font:600 12px/20px system-ui,sans-serif;text-align:center;z-index:2147483002;display:none;pointer-events:none}.badge.on{display:block}',
@@ -73,7 +77,7 @@
       replyTime: 'We usually answer within minutes.', typing: '{name} is typing\u2026', justNow: 'just now', minAgo: '{n} min ago',
       open: 'Open chat', unread: '{label}, {n} unread', noAnswer: 'no answer from the server', reconnecting: 'reconnecting\u2026',
       offlineShort: 'offline', tooLarge: 'the message is longer than 4,000 characters',
-      closedAsk: 'This conversation is closed. How was it?', good: 'Good', bad: 'Bad', comment: 'Tell us more (optional)', rate: 'Send rating', rated: 'Thanks for your feedback!', backAt: 'Away \u00b7 back {when}' },
+      closedAsk: 'This conversation is closed. How was it?', good: 'Good', bad: 'Bad', comment: 'Tell us more (optional)', rate: 'Send rating', rated: 'Thanks for your feedback!', backAt: 'Away \u00b7 back {when}', attach: 'Attach a file', uploading: 'Uploading\u2026', fileTooLarge: 'the file is larger than {max} MB' },
     de: { title: 'Schreiben Sie uns', close: 'Chat schlie\u00dfen', offline: 'Offline \u2014 Ihre Nachricht wird gesendet, sobald wir wieder da sind.',
       gone: 'Der Chat ist auf dieser Seite nicht verf\u00fcgbar.', empty: 'Fragen Sie uns, was Sie m\u00f6chten.', save: 'Speichern',
       emailAsk: 'Antwort auch per E-Mail: Vielleicht antworten wir, wenn Sie schon weg sind.', emailLabel: 'Ihre E-Mail-Adresse', send: 'Senden',
@@ -86,7 +90,7 @@
       replyTime: 'Wir antworten meist innerhalb weniger Minuten.', typing: '{name} schreibt\u2026', justNow: 'gerade eben', minAgo: 'vor {n} Min.',
       open: 'Chat \u00f6ffnen', unread: '{label}, {n} ungelesen', noAnswer: 'keine Antwort vom Server', reconnecting: 'verbinde neu\u2026',
       offlineShort: 'offline', tooLarge: 'die Nachricht ist l\u00e4nger als 4.000 Zeichen',
-      closedAsk: 'Dieses Gespr\u00e4ch ist beendet. Wie war es?', good: 'Gut', bad: 'Schlecht', comment: 'Erz\u00e4hlen Sie mehr (optional)', rate: 'Bewertung senden', rated: 'Danke f\u00fcr Ihr Feedback!', backAt: 'Abwesend \u00b7 zur\u00fcck {when}' },
+      closedAsk: 'Dieses Gespr\u00e4ch ist beendet. Wie war es?', good: 'Gut', bad: 'Schlecht', comment: 'Erz\u00e4hlen Sie mehr (optional)', rate: 'Bewertung senden', rated: 'Danke f\u00fcr Ihr Feedback!', backAt: 'Abwesend \u00b7 zur\u00fcck {when}', attach: 'Datei anh\u00e4ngen', uploading: 'Wird hochgeladen\u2026', fileTooLarge: 'die Datei ist gr\u00f6\u00dfer als {max} MB' },
     fr: { title: '\u00c9crivez-nous', close: 'Fermer le chat', offline: 'Hors ligne \u2014 votre message partira d\u00e8s notre retour.',
       gone: 'Le chat n\u2019est pas disponible sur cette page.', empty: 'Posez-nous vos questions.', save: 'Enregistrer',
       emailAsk: 'Recevez aussi la r\u00e9ponse par e-mail : nous r\u00e9pondrons peut-\u00eatre apr\u00e8s votre d\u00e9part.', emailLabel: 'Votre e-mail', send: 'Envoyer',
@@ -99,7 +103,7 @@
       replyTime: 'Nous r\u00e9pondons g\u00e9n\u00e9ralement en quelques minutes.', typing: '{name} \u00e9crit\u2026', justNow: '\u00e0 l\u2019instant', minAgo: 'il y a {n} min',
       open: 'Ouvrir le chat', unread: '{label}, {n} non lu(s)', noAnswer: 'pas de r\u00e9ponse du serveur', reconnecting: 'reconnexion\u2026',
       offlineShort: 'hors ligne', tooLarge: 'le message d\u00e9passe 4 000 caract\u00e8res',
-      closedAsk: 'Cette conversation est termin\u00e9e. Comment s\u2019est-elle pass\u00e9e ?', good: 'Bien', bad: 'Mal', comment: 'Dites-nous en plus (facultatif)', rate: 'Envoyer la note', rated: 'Merci pour votre avis !', backAt: 'Absent \u00b7 de retour {when}' },
+      closedAsk: 'Cette conversation est termin\u00e9e. Comment s\u2019est-elle pass\u00e9e ?', good: 'Bien', bad: 'Mal', comment: 'Dites-nous en plus (facultatif)', rate: 'Envoyer la note', rated: 'Merci pour votre avis !', backAt: 'Absent \u00b7 de retour {when}', attach: 'Joindre un fichier', uploading: 'Envoi du fichier\u2026', fileTooLarge: 'le fichier d\u00e9passe {max} Mo' },
     es: { title: 'Escr\u00edbenos', close: 'Cerrar el chat', offline: 'Sin conexi\u00f3n \u2014 tu mensaje se enviar\u00e1 cuando volvamos.',
       gone: 'El chat no est\u00e1 disponible en esta p\u00e1gina.', empty: 'Preg\u00fantanos lo que quieras.', save: 'Guardar',
       emailAsk: 'Recibe tambi\u00e9n la respuesta por correo: quiz\u00e1 respondamos cuando ya te hayas ido.', emailLabel: 'Tu correo', send: 'Enviar',
@@ -112,7 +116,7 @@
       replyTime: 'Solemos responder en pocos minutos.', typing: '{name} est\u00e1 escribiendo\u2026', justNow: 'ahora mismo', minAgo: 'hace {n} min',
       open: 'Abrir el chat', unread: '{label}, {n} sin leer', noAnswer: 'sin respuesta del servidor', reconnecting: 'reconectando\u2026',
       offlineShort: 'sin conexi\u00f3n', tooLarge: 'el mensaje supera los 4000 caracteres',
-      closedAsk: 'Esta conversaci\u00f3n est\u00e1 cerrada. \u00bfQu\u00e9 tal fue?', good: 'Bien', bad: 'Mal', comment: 'Cu\u00e9ntanos m\u00e1s (opcional)', rate: 'Enviar valoraci\u00f3n', rated: '\u00a1Gracias por tu opini\u00f3n!', backAt: 'Ausente \u00b7 volvemos {when}' },
+      closedAsk: 'Esta conversaci\u00f3n est\u00e1 cerrada. \u00bfQu\u00e9 tal fue?', good: 'Bien', bad: 'Mal', comment: 'Cu\u00e9ntanos m\u00e1s (opcional)', rate: 'Enviar valoraci\u00f3n', rated: '\u00a1Gracias por tu opini\u00f3n!', backAt: 'Ausente \u00b7 volvemos {when}', attach: 'Adjuntar un archivo', uploading: 'Subiendo\u2026', fileTooLarge: 'el archivo supera los {max} MB' },
     pt: { title: 'Fale conosco', close: 'Fechar o chat', offline: 'Sem conex\u00e3o \u2014 sua mensagem ser\u00e1 enviada quando voltarmos.',
       gone: 'O chat n\u00e3o est\u00e1 dispon\u00edvel nesta p\u00e1gina.', empty: 'Pergunte o que quiser.', save: 'Salvar',
       emailAsk: 'Receba a resposta tamb\u00e9m por e-mail: podemos responder depois que voc\u00ea sair.', emailLabel: 'Seu e-mail', send: 'Enviar',
@@ -125,7 +129,7 @@
       replyTime: 'Costumamos responder em poucos minutos.', typing: '{name} est\u00e1 digitando\u2026', justNow: 'agora mesmo', minAgo: 'h\u00e1 {n} min',
       open: 'Abrir o chat', unread: '{label}, {n} n\u00e3o lida(s)', noAnswer: 'sem resposta do servidor', reconnecting: 'reconectando\u2026',
       offlineShort: 'sem conex\u00e3o', tooLarge: 'a mensagem tem mais de 4.000 caracteres',
-      closedAsk: 'Esta conversa foi encerrada. Como foi?', good: 'Boa', bad: 'Ruim', comment: 'Conte mais (opcional)', rate: 'Enviar avalia\u00e7\u00e3o', rated: 'Obrigado pelo seu retorno!', backAt: 'Ausente \u00b7 voltamos {when}' }
+      closedAsk: 'Esta conversa foi encerrada. Como foi?', good: 'Boa', bad: 'Ruim', comment: 'Conte mais (opcional)', rate: 'Enviar avalia\u00e7\u00e3o', rated: 'Obrigado pelo seu retorno!', backAt: 'Ausente \u00b7 voltamos {when}', attach: 'Anexar um arquivo', uploading: 'Enviando arquivo\u2026', fileTooLarge: 'o arquivo tem mais de {max} MB' }
   };
   var RTL = { ar: 1, he: 1, fa: 1, ur: 1 };
 
@@ -134,6 +138,15 @@
     if (cls) e.className = cls;
     if (text != null) e.textContent = text;
     return e;
+  }
+
+  // clip is the attach button's paperclip, drawn (an emoji depends on the visitor's fonts).
+  function clip() {
+    var n = 'http://www.w3.org/2000/svg', v = document.createElementNS(n, 'svg'), p = document.createElementNS(n, 'path');
+    v.setAttribute('viewBox', '0 0 24 24'); v.setAttribute('width', '22'); v.setAttribute('height', '22'); v.setAttribute('aria-hidden', 'true');
+    p.setAttribute('d', 'M21.4 11.1l-9.2 9.2a6 6 0 0 1-8.5-8.5l9.2-9.2a4 4 0 0 1 5.7 5.7l-9.2 9.2a2 2 0 0 1-2.8-2.8l8.5-8.5');
+    p.setAttribute('fill', 'none'); p.setAttribute('stroke', 'currentColor'); p.setAttribute('stroke-width', '2'); p.setAttribute('stroke-linecap', 'round');
+    v.appendChild(p); return v;
   }
 
   function rid() {
@@ -188,9 +201,11 @@
     emailBox.appendChild(emailAsk);
     emailInput.type = 'email'; emailInput.placeholder = 'you@example.com';
     emailBtn.type = 'submit'; emailForm.appendChild(emailInput); emailForm.appendChild(emailBtn); emailBox.appendChild(emailForm);
-    var form = el('form'), input = el('textarea'), sendBtn = el('button');
+    var form = el('form'), input = el('textarea'), sendBtn = el('button'), attachBtn = el('button', 'att'), picker = el('input');
+    attachBtn.appendChild(clip());
     input.rows = 1; input.maxLength = 4000;
-    sendBtn.type = 'submit'; form.appendChild(input); form.appendChild(sendBtn);
+    attachBtn.type = 'button'; picker.type = 'file'; picker.hidden = true; picker.tabIndex = -1;
+    sendBtn.type = 'submit'; form.appendChild(attachBtn); form.appendChild(picker); form.appendChild(input); form.appendChild(sendBtn);
     panel.appendChild(header); panel.appendChild(gone); panel.appendChild(offlineNote); panel.appendChild(banner); panel.appendChild(list); panel.appendChild(typingNote); panel.appendChild(emailOk); panel.appendChild(emailBox); panel.appendChild(form);
     panel.appendChild(announcer);
     o.root.appendChild(panel);
@@ -207,6 +222,7 @@
       offlineNote.textContent = t('offline'); gone.textContent = t('gone'); emailBtn.textContent = t('save');
       emailAsk.textContent = t('emailAsk'); emailInput.setAttribute('aria-label', t('emailLabel'));
       sendBtn.textContent = t('send'); input.placeholder = t('placeholder'); input.setAttribute('aria-label', t('message'));
+      attachBtn.setAttribute('aria-label', t('attach')); attachBtn.title = t('attach');
       previewClose.setAttribute('aria-label', t('dismiss'));
     }
     relabel();
@@ -270,16 +286,37 @@
       var li = el('li', mine ? 'me' : (m.author === 'system' ? 'them system' : 'them'));
       li.setAttribute('data-id', m.message_id);
       if (!mine && m.author === 'operator') li.appendChild(el('span', 'who', m.name || t('support')));
-      li.appendChild(el('div', 'bubble', m.text));
+      li.appendChild(bubble(m.text, m.file, m.file && m.file.url && o.base + m.file.url));
       if (mine) { var st = el('span', 'state', t('sent')); st.setAttribute('data-state', 'sent'); li.appendChild(st); }
       addLi(li, m.created_at);
       if (mine) { marks(); return; }
       if (m.author === 'operator') typing(false);
-      if (live) announcer.textContent = (m.name || t('support')) + ': ' + m.text;
-      if (live) emit('message', { id: m.message_id, author: m.author, name: m.name || '', text: m.text, created_at: m.created_at });
+      if (live) announcer.textContent = (m.name || t('support')) + ': ' + (m.text || fileLabel(m.file));
+      if (live) emit('message', { id: m.message_id, author: m.author, name: m.name || '', text: m.text, created_at: m.created_at, file: m.file || null });
       if (live && o.sound && m.message_id > readId && (!isOpen() || document.hidden)) beep();
       unread(true);
     }
+
+    // bubble shows a message's text and its attachment: an image inline, any other file as a
+    // download link (the server serves it as one whatever it holds).
+    function bubble(text, file, url) {
+      var img = file && /^image\/(png|jpeg|gif|webp)$/.test(file.type);
+      var b = el('div', img && !text ? 'bubble pic' : 'bubble');
+      if (file) {
+        var a = el('a', img ? '' : 'chip');
+        if (!img) { a.appendChild(clip()); a.appendChild(document.createTextNode(' ' + fileName(file))); }
+        if (url) { a.href = url; a.target = '_blank'; a.rel = 'noopener'; }
+        if (img) { var i = el('img'); i.alt = file.name; i.src = url || ''; a.appendChild(i); } else a.setAttribute('download', file.name);
+        b.appendChild(a);
+      }
+      if (text) b.appendChild(file ? el('span', '', text) : document.createTextNode(text));
+      return b;
+    }
+    function fileName(f) {
+      var n = f.size;
+      return f.name + ' (' + (n < 1e3 ? n + ' B' : n < 1e6 ? Math.round(n / 1e3) + ' KB' : (n / 1e6).toFixed(1) + ' MB') + ')';
+    }
+    function fileLabel(f) { return f ? '\ud83d\udcce ' + fileName(f) : ''; }
 
     // "Seen" under the visitor's last message the operators have read; older states hidden.
     function marks() {
@@ -321,7 +358,8 @@
       if (n && lastLi && !isOpen() && (fresh || !preview.classList.contains('on')) && +lastLi.getAttribute('data-id') > dismissed) {
         var who = lastLi.querySelector('.who');
         previewWho.textContent = who ? who.textContent : t('support');
-        previewText.textContent = lastLi.querySelector('.bubble').textContent;
+        var bub = lastLi.querySelector('.bubble'), pic = bub.querySelector('img');
+        previewText.textContent = bub.textContent || (pic ? '\ud83d\udcce ' + pic.alt : '');
         preview.classList.add('on');
       }
       if (!n || isOpen()) preview.classList.remove('on');
@@ -377,10 +415,10 @@
       p.st = st;
       p.li.classList.toggle('failed', st === 'failed');
       var s = p.li.querySelector('.state');
-      s.textContent = st === 'sending' ? t('sending') : st === 'sent' ? t('sent') : st === 'pending' ? t('pending')
+      s.textContent = st === 'sending' ? t('sending') : st === 'uploading' ? t('uploading') : st === 'sent' ? t('sent') : st === 'pending' ? t('pending')
         : t('notSent') + (why ? ': ' + why : '');
       s.setAttribute('data-state', st);
-      if (st === 'failed') {
+      if (st === 'failed' && !p.refused) {
         var b = el('button', '', t('retry')); b.type = 'button';
         b.disabled = Date.now() < blockedUntil;
         b.onclick = function () { resend(p); };
@@ -388,21 +426,49 @@
       }
     }
 
-    function send(text) {
+    // send shows the message at once and sends it; a file is uploaded first (POST
+    // /v1/widget/files), then named by the message frame.
+    function send(text, blob) {
       var cid = rid();
       var li = el('li', 'me'); li.setAttribute('data-client-id', cid);
-      li.appendChild(el('div', 'bubble', text)); li.appendChild(el('span', 'state'));
+      var meta = blob && { name: blob.name || 'image.png', type: blob.type, size: blob.size };
+      li.appendChild(bubble(text, meta, blob && URL.createObjectURL(blob))); li.appendChild(el('span', 'state'));
       addLi(li);
-      var p = { cid: cid, text: text, li: li };
+      var p = { cid: cid, text: text, li: li, blob: blob };
       pending[cid] = p; order.push(cid);
+      var max = (site.file_max_mb || 10) * 1048576;
+      if (blob && (site.file_max_mb < 0 || blob.size > max)) { refuse(p, t('fileTooLarge', { max: Math.max(site.file_max_mb, 0) })); return; }
       transmit(p);
+    }
+
+    // refuse marks a file that will never be taken (too large, a type refused): no retry, and
+    // its name and size in place of a preview.
+    function refuse(p, why) {
+      p.refused = true;
+      var b = p.li.querySelector('.bubble');
+      p.li.replaceChild(bubble(p.text, { name: p.blob.name || 'image.png', type: '', size: p.blob.size }, null), b);
+      setState(p, 'failed', why);
+    }
+
+    function upload(p) {
+      setState(p, 'uploading');
+      var fd = new FormData();
+      fd.append('visitor', saved.token); fd.append('file', p.blob, p.blob.name || 'image.png');
+      fetch(o.base + '/v1/widget/files?site=' + encodeURIComponent(o.site), { method: 'POST', body: fd, credentials: 'omit' })
+        .then(function (r) {
+          return r.json().then(function (b) {
+            if (!r.ok) return /^file_/.test(b.code) ? refuse(p, b.message) : setState(p, 'failed', b.message);
+            p.file = b.id; transmit(p);
+          });
+        }).catch(function () { setState(p, 'failed', t('noAnswer')); });
     }
 
     function transmit(p) {
       clearTimeout(p.timer);
+      if (ws && ws.readyState === 1 && p.blob && !p.file) return upload(p);
       if (ws && ws.readyState === 1) {
         setState(p, 'sending');
-        ws.send(JSON.stringify({ type: 'message', client_id: p.cid, text: p.text }));
+        ws.send(JSON.stringify(p.file ? { type: 'message', client_id: p.cid, text: p.text, file: p.file } : { type: 'message', client_id: p.cid, text: p.text }));
         p.timer = setTimeout(function () { if (p.st === 'sending') setState(p, 'failed', t('noAnswer')); }, 15000);
       } else setState(p, 'pending'); // sent when the socket says hello again
     }
@@ -637,6 +703,14 @@
       typedAt = 0;
       if (emailBox.classList.contains('on') && !convId && emailInput.value.trim()) emailBox.setAttribute('data-early', '1');
       send(t);
+    });
+    attachBtn.addEventListener('click', function () { picker.click(); });
+    picker.addEventListener('change', function () { if (picker.files[0]) send('', picker.files[0]); picker.value = ''; });
+    // A pasted screenshot is sent as it is (the text box keeps what was typed).
+    input.addEventListener('paste', function (e) {
+      var items = (e.clipboardData && e.clipboardData.files) || [];
+      if (!items.length) return;
+      e.preventDefault(); send('', items[0]);
     });
     function grow() { input.style.height = 'auto'; input.style.height = Math.min(input.scrollHeight + 2, 120) + 'px'; }
     input.addEventListener('input', grow);

@@ -1,0 +1,70 @@
+package store
+
+import (
+	"context"
+
+	"spookat/schema"
+)
+
+// File is an attachment's row: who uploaded it and, once a message carries it, where it
+// belongs (which decides who may read it).
+type File struct {
+	ID        int64
+	Key       string
+	SiteID    int64
+	TokenHash []byte // the uploading visitor's token hash
+	Name      string
+	Type      string
+	Size      int64
+	SHA256    []byte
+	CreatedAt int64 // Unix ms
+	// MessageID and ConversationID are those of the first message that carries the file
+	// (0: uploaded, not sent).
+	MessageID      int64
+	ConversationID int64
+}
+
+// Wire is the file as frames, the API and jobs carry it.
+func (f *File) Wire() *schema.File {
+	return &schema.File{ID: f.Key, Name: f.Name, Type: f.Type, Size: f.Size}
+}
+
+// InsertFile names an uploaded file, inside a Write.
+func (tx *Tx) InsertFile(f *File) error {
+	if err := tx.exec(`INSERT INTO files (key, site_id, token_hash, name, type, size, sha256, created_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, f.Key, f.SiteID, f.TokenHash, f.Name, f.Type, f.Size, f.SHA256, tx.now); err != nil {
+		return err
+	}
+	f.ID, f.CreatedAt = tx.c.LastInsertRowID(), tx.now
+	return nil
+}
+
+// FileByKey reads a file's row and the message that carries it.
+func (s *Store) FileByKey(ctx context.Context, key string) (f File, found bool, err error) {
+	err = s.Read(ctx, func(q Querier) error {
+		st, err := q.Stmt(`SELECT f.id, f.key, f.site_id, f.token_hash, f.name, f.type, f.size, f.sha256, f.created_at,
+				coalesce(m.id, 0), coalesce(m.conversation_id, 0)
+			FROM files f LEFT JOIN messages m ON m.id = (SELECT min(id) FROM messages WHERE file_id = f.id)
+			WHERE f.key = ?`)
+		if err != nil {
+			return err
+		}
+		found, err = queryRow(st, []any{key}, &f.ID, &f.Key, &f.SiteID, &f.TokenHash, &f.Name, &f.Type, &f.Size,
+			&f.SHA256, &f.CreatedAt, &f.MessageID, &f.ConversationID)
+		return err
+	})
+	return f, found, err
+}
+
+// SiteFileBytes is the size of every attachment a site holds (for its quota).
+func (s *Store) SiteFileBytes(ctx context.Context, siteID int64) (n int64, err error) {
+	err = s.Read(ctx, func(q Querier) error {
+		st, err := q.Stmt(`SELECT coalesce(sum(size), 0) FROM files WHERE site_id = ?`)
+		if err != nil {
+			return err
+		}
+		_, err = queryRow(st, []any{siteID}, &n)
+		return err
+	})
+	return n, err
+}

@@ -1,0 +1,159 @@
+package widget
+
+import (
+	"context"
+	"crypto/sha256"
+	"io"
+	"strconv"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+
+	"spookat/edge/internal/files"
+	"spookat/edge/internal/store"
+	"spookat/schema"
+)
+
+// DefaultFileQuota is what a site's attachments may hold on disk, all together, when the
+// edge's -file-quota-mb says nothing.
+const DefaultFileQuota = 1 << 30
+
+// upload answers POST /v1/widget/files?site=<key>: a multipart form with the visitor's token
+// (field "visitor", as the hello gave it) and one file (field "file"). The file is checked
+// (the site's size limit and quota, its type sniffed from its content), written to disk here
+// (never on the SQLite writer's goroutine), then named in SQLite; the answer is its id, which
+// the visitor's next message frame carries ("file"). Only that visitor's socket can send it.
+//
+// A multipart POST with no custom header is a simple request: a cross-origin page sends it
+// without a CORS preflight, and the Origin it carries is checked against the site's.
+func (h *Handler) upload(c *fiber.Ctx) error {
+	c.Set(fiber.HeaderCacheControl, "no-store")
+	site := h.Sites.ByKey(c.Query("site"))
+	if site == nil {
+		return refuse(c, fiber.StatusNotFound, "unknown_site", "No site has this key: check data-site in the embed snippet.")
+	}
+	origin := c.Get(fiber.HeaderOrigin)
+	if !site.AllowsOrigin(origin) {
+		return refuse(c, fiber.StatusForbidden, "origin_not_allowed",
+			"This page's origin is not in the site's allowed origins: add it in the site's settings.")
+	}
+	if origin != "" {
+		c.Set(fiber.HeaderAccessControlAllowOrigin, origin)
+		c.Set(fiber.HeaderVary, fiber.HeaderOrigin)
+	}
+	c.Set(fiber.HeaderAccessControlExposeHeaders, fiber.HeaderRetryAfter)
+	limit := site.Widget.FileLimit()
+	if limit == 0 {
+		return h.refuseFile(c, fiber.StatusForbidden, schema.CodeFileRefused, "This site does not take attachments.")
+	}
+	token := c.FormValue("visitor")
+	if !validToken(token) {
+		return h.refuseFile(c, fiber.StatusBadRequest, schema.CodeInvalid,
+			`Send the visitor token of the chat's hello in the form field "visitor".`)
+	}
+	fh, err := c.FormFile("file")
+	if err != nil {
+		return h.refuseFile(c, fiber.StatusBadRequest, schema.CodeInvalid, `Send the file as multipart/form-data in the field "file".`)
+	}
+	if fh.Size > limit {
+		return h.refuseFile(c, fiber.StatusRequestEntityTooLarge, schema.CodeFileTooLarge,
+			"The file is "+(&schema.File{Size: fh.Size}).SizeText()+"; this chat takes files up to "+(&schema.File{Size: limit}).SizeText()+".")
+	}
+	if fh.Size == 0 {
+		return h.refuseFile(c, fiber.StatusBadRequest, schema.CodeInvalid, "The file is empty.")
+	}
+	ip := h.IPs.IP(c)
+	if ok, wait := h.Brakes.Upload(site.ID, ip); !ok {
+		return h.refuseLater(c, schema.CodeRateLimited, "You are sending files too fast; wait", wait)
+	}
+	if ok, wait := site.Brake.AdmitMessage(); !ok {
+		return h.refuseLater(c, schema.CodeBraked, "This site is receiving too many messages right now; wait", wait)
+	}
+	ctx, cancel := context.WithTimeout(c.UserContext(), 10*time.Second)
+	defer cancel()
+	used, err := h.Store.SiteFileBytes(ctx, site.ID)
+	if err != nil {
+		h.Log.Error("attachment quota", "site", site.ID, "err", err)
+		return h.refuseFile(c, fiber.StatusServiceUnavailable, schema.CodeUnavailable, "The file could not be saved now; send it again.")
+	}
+	if used+fh.Size > h.quota() {
+		h.Log.Warn("attachment quota reached", "site", site.ID, "used", used)
+		return h.refuseFile(c, fiber.StatusInsufficientStorage, schema.CodeQuota,
+			"This site's storage for attachments is full: the file was not sent. Describe it in a message instead.")
+	}
+	data, err := readUpload(fh.Open, limit)
+	if err != nil {
+		return h.refuseFile(c, fiber.StatusBadRequest, schema.CodeInvalid, "The file could not be read from the request.")
+	}
+	typ, why := files.Sniff(fh.Filename, fh.Header.Get(fiber.HeaderContentType), data[:min(len(data), 512)])
+	if why != nil {
+		return h.refuseFile(c, fiber.StatusUnsupportedMediaType, schema.CodeFileRefused, why.Message)
+	}
+	key := files.NewKey()
+	sum, err := h.Files.Put(key, data)
+	if err != nil {
+		h.Log.Error("write attachment", "site", site.ID, "err", err)
+		return h.refuseFile(c, fiber.StatusServiceUnavailable, schema.CodeUnavailable, "The file could not be saved now; send it again.")
+	}
+	th := sha256.Sum256([]byte(token))
+	row := &store.File{Key: key, SiteID: site.ID, TokenHash: th[:], Name: files.CleanName(fh.Filename), Type: typ,
+		Size: int64(len(data)), SHA256: sum}
+	if err := h.Store.Write(ctx, func(tx *store.Tx) error { return tx.InsertFile(row) }); err != nil {
+		_ = h.Files.Remove(key)
+		h.logStoreError(site.ID, err)
+		return h.refuseFile(c, fiber.StatusServiceUnavailable, schema.CodeUnavailable, "The file could not be saved now; send it again.")
+	}
+	h.Metrics.FilesStored.Inc()
+	return c.Status(fiber.StatusCreated).JSON(row.Wire())
+}
+
+func (h *Handler) quota() int64 {
+	if h.FileQuota > 0 {
+		return h.FileQuota
+	}
+	return DefaultFileQuota
+}
+
+func (h *Handler) refuseFile(c *fiber.Ctx, status int, code, msg string) error {
+	h.Metrics.FrameErrors.WithLabelValues(code).Inc()
+	return refuse(c, status, code, msg)
+}
+
+func (h *Handler) refuseLater(c *fiber.Ctx, code, sentence string, wait time.Duration) error {
+	secs := int(wait/time.Second) + 1
+	c.Set(fiber.HeaderRetryAfter, strconv.Itoa(secs))
+	return h.refuseFile(c, fiber.StatusTooManyRequests, code, sentence+" "+strconv.Itoa(secs)+" seconds and send it again.")
+}
+
+func readUpload[F io.ReadCloser](open func() (F, error), limit int64) ([]byte, error) {
+	f, err := open()
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(io.LimitReader(f, limit))
+}
+
+// file checks the upload a message frame names: the site's, uploaded with this socket's
+// token. It answers the frame itself when the file is refused.
+func (s *session) file(clientID, key string) (*store.File, bool) {
+	if !files.ValidKey(key) {
+		s.fail(clientID, schema.CodeInvalid, "file must be the id the upload answered with.", 0)
+		return nil, false
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	f, found, err := s.h.Store.FileByKey(ctx, key)
+	if err != nil {
+		s.h.Log.Error("attachment lookup", "err", err)
+		s.fail(clientID, schema.CodeUnavailable, "The server cannot take the message now; send it again.", 1000)
+		return nil, false
+	}
+	if !found || f.SiteID != s.site.ID || string(f.TokenHash) != string(s.tokenHash) {
+		s.fail(clientID, schema.CodeInvalid, "No upload of yours has this id: upload the file again.", 0)
+		return nil, false
+	}
+	// Sent before: a resend of the same frame (its client id makes it one message), or a
+	// second message showing the same file.
+	return &f, true
+}
