@@ -31,6 +31,19 @@ const (
 	FrameRate         = "rate"
 	FrameRated        = "rated"
 	FrameConversation = "conversation"
+	// FrameTranscript (client → server) asks for the conversation by email, at the address the
+	// visitor left; FrameTranscriptSent confirms it is on its way.
+	FrameTranscript     = "transcript"
+	FrameTranscriptSent = "transcript_sent"
+)
+
+// MessageKind says what a system message is; "" is a message someone wrote.
+type MessageKind string
+
+// Message kinds.
+const (
+	KindRating     MessageKind = "rating"     // the visitor rated the conversation
+	KindTranscript MessageKind = "transcript" // the visitor asked for the conversation by email
 )
 
 // Ratings of a conversation.

@@ -1,6 +1,7 @@
 package schema
 
 import (
+	"encoding/json"
 	"errors"
 	"strconv"
 	"time"
@@ -50,6 +51,8 @@ type Job struct {
 	Name           string    `json:"name,omitempty"`
 	Text           string    `json:"text"`
 	CreatedAt      time.Time `json:"created_at"`
+	// Kind is what a system message is ("" for a message someone wrote).
+	Kind MessageKind `json:"kind,omitempty"`
 	// First is true for the first message of a conversation: it opens the Slack thread and
 	// triggers the new-conversation email.
 	First bool `json:"first,omitempty"`
@@ -62,7 +65,33 @@ type Job struct {
 	// File is the message's attachment, its URL a signed link (files.LinkTTL) that works
 	// without a login; nil for none.
 	File *File `json:"file,omitempty"`
+	// Transcript is set on the email job of a transcript request (To is the visitor): the
+	// conversation as the visitor saw it, without internal notes.
+	Transcript *Transcript `json:"transcript,omitempty"`
 }
+
+// Transcript is a conversation as emailed to its visitor.
+type Transcript struct {
+	Lines []TranscriptLine `json:"lines"`
+	// Earlier is how many earlier messages were left out (MaxTranscriptLines, MaxTranscriptBytes).
+	Earlier int `json:"earlier,omitempty"`
+}
+
+// TranscriptLine is one message of a transcript.
+type TranscriptLine struct {
+	Author string    `json:"author"`
+	Name   string    `json:"name,omitempty"`
+	Text   string    `json:"text"`
+	File   string    `json:"file,omitempty"` // an attachment's name
+	At     time.Time `json:"at"`
+}
+
+// A transcript holds at most the last MaxTranscriptLines messages and MaxTranscriptBytes of
+// text, so that its job stays far under NATS's 1 MB payload.
+const (
+	MaxTranscriptLines = 500
+	MaxTranscriptBytes = 256 << 10
+)
 
 // DecodeJob reads a job as encoding/json would, without reflection when it can: the worker
 // decodes one per delivery.
@@ -71,7 +100,7 @@ func DecodeJob(b []byte, j *Job) error {
 }
 
 var jobFields = []string{"id", "lane", "target", "site_id", "conversation_id", "message_id", "author",
-	"name", "text", "created_at", "first", "inbox_url", "to", "file"}
+	"name", "text", "created_at", "kind", "first", "inbox_url", "to", "file", "transcript"}
 
 func (j *Job) field(b, key []byte, i int) (int, bool) {
 	if next, ok := fastjson.Null(b, i); ok {
@@ -97,6 +126,10 @@ func (j *Job) field(b, key []byte, i int) (int, bool) {
 		j.Name, i, ok = fastjson.String(b, i)
 	case "text":
 		j.Text, i, ok = fastjson.String(b, i)
+	case "kind":
+		var k string
+		k, i, ok = fastjson.String(b, i)
+		j.Kind = MessageKind(k)
 	case "first":
 		j.First, i, ok = fastjson.Bool(b, i)
 	case "inbox_url":
@@ -143,6 +176,10 @@ func AppendJob(b []byte, j *Job) []byte {
 	b = append(b, `,"created_at":"`...)
 	b = j.CreatedAt.AppendFormat(b, time.RFC3339Nano)
 	b = append(b, '"')
+	if j.Kind != "" {
+		b = append(b, `,"kind":`...)
+		b = fastjson.AppendString(b, string(j.Kind))
+	}
 	if j.First {
 		b = append(b, `,"first":true`...)
 	}
@@ -154,7 +191,12 @@ func AppendJob(b []byte, j *Job) []byte {
 		b = append(b, `,"to":`...)
 		b = fastjson.AppendString(b, j.To)
 	}
-	return append(AppendFile(b, j.File), '}')
+	b = AppendFile(b, j.File)
+	if j.Transcript != nil { // rare: one per request of a visitor
+		t, _ := json.Marshal(j.Transcript) // strings, ints and times: it cannot fail
+		b = append(append(b, `,"transcript":`...), t...)
+	}
+	return append(b, '}')
 }
 
 // JobID is deterministic, so a job published twice (after a crash) is one job to JetStream's

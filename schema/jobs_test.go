@@ -17,6 +17,7 @@ var jobSamples = []string{
 	`{"id":"x","text":"lone \ud800 surrogate"}`,
 	`{"id":"x","created_at":"2026-13-02T10:00:00Z"}`,
 	`{"id":"x","created_at":null}`,
+	`{"id":"m4.webhook","author":"system","text":"Rated","kind":"rating"}`,
 	`{"id":"m3.slack","text":"","file":{"id":"k","name":"a.png","type":"image/png","size":3,"url":"https://x.test/v1/files/k?exp=1"}}`,
 	`{"id":"bad \x01 control"}`,
 	`{"id":"x"`,
@@ -130,6 +131,9 @@ func TestAppendJobMatchesEncodingJSON(t *testing.T) {
 			Name: "Ann", Text: "", CreatedAt: at.In(time.FixedZone("x", 3600)), To: "v@example.com"},
 		{ID: "m10.discord", Lane: LaneChat, Target: TargetDiscord, SiteID: 7, ConversationID: 8, MessageID: 10, Author: "visitor",
 			CreatedAt: at, File: &File{ID: "k", Name: `shot "1".png`, Type: "image/png", Size: 4096, URL: "https://x.test/v1/files/k?exp=1&sig=a%2B"}},
+		{ID: "m11.email", Lane: LaneEmail, Target: TargetEmail, SiteID: 7, ConversationID: 8, MessageID: 11, Author: "system",
+			Name: "Transcript", Text: "Transcript sent", CreatedAt: at, Kind: KindTranscript, To: "v@example.com", Transcript: &Transcript{Earlier: 2,
+				Lines: []TranscriptLine{{Author: "visitor", Text: "hi <b>", At: at}, {Author: "operator", Name: "Ann", Text: "", File: "a.png", At: at}}}},
 		{},
 	} {
 		want, err := json.Marshal(&j)

@@ -3,6 +3,8 @@ package worker_test
 import (
 	"bytes"
 	"encoding/json"
+	"io"
+	"mime/quotedprintable"
 	"net"
 	"net/http/httptest"
 	"strings"
@@ -87,4 +89,49 @@ func TestAttachmentLinksReachEveryTarget(t *testing.T) {
 			t.Fatalf("%d mails: %s", len(be.mail), be.mail)
 		}
 	})
+}
+
+// A transcript job mails the conversation to the visitor (To), whether or not the site has a
+// notify address: every line with who wrote it and when, an attachment by name, and how many
+// earlier messages were left out.
+func TestTranscriptEmail(t *testing.T) {
+	e := newEnv(t, mock.SlackOptions{})
+	be := &smtpBackend{}
+	srv := smtp.NewServer(be)
+	srv.Domain = "localhost"
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = srv.Serve(ln) }()
+	defer srv.Close()
+	e.putSite(schema.SiteDelivery{SiteID: 1, Name: "Acme"}) // no notify address
+	cfg := e.config()
+	cfg.SMTP.Host, cfg.SMTP.Port, cfg.SMTP.TLS, cfg.SMTP.From = "127.0.0.1", ln.Addr().(*net.TCPAddr).Port, "none", "spookat@test"
+	e.start(cfg)
+	at := time.Date(2026, 12, 4, 9, 30, 0, 0, time.UTC)
+	j := job(schema.TargetEmail, 1, 9, 12, false, "Transcript emailed to ada@example.com")
+	j.Author, j.Name, j.Kind, j.To = schema.AuthorSystem, "Transcript", schema.KindTranscript, "ada@example.com"
+	j.Transcript = &schema.Transcript{Earlier: 3, Lines: []schema.TranscriptLine{
+		{Author: schema.AuthorVisitor, Text: "Where is my refund?", At: at},
+		{Author: schema.AuthorOperator, Name: "Rui", Text: "Sent today.", At: at.Add(time.Minute)},
+		{Author: schema.AuthorVisitor, File: "receipt.pdf", At: at.Add(2 * time.Minute)},
+	}}
+	e.publish(j)
+	waitFor(t, 10*time.Second, "the transcript mail", func() bool {
+		be.mu.Lock()
+		defer be.mu.Unlock()
+		return len(be.mail) == 1
+	})
+	m := be.mail[0]
+	if len(m.to) != 1 || m.to[0] != "ada@example.com" {
+		t.Fatalf("to %v", m.to)
+	}
+	body, _ := io.ReadAll(quotedprintable.NewReader(bytes.NewReader(m.data)))
+	for _, want := range []string{"Subject: Your conversation with Acme", "3 earlier messages", "4 Dec 09:30 UTC · You:", "Where is my refund?",
+		"4 Dec 09:31 UTC · Rui:", "Sent today.", "[attachment: receipt.pdf]"} {
+		if !bytes.Contains(body, []byte(want)) {
+			t.Errorf("mail lacks %q:\n%s", want, body)
+		}
+	}
 }

@@ -166,7 +166,8 @@ func TestAwaySiteAsksEmailInOneComposer(t *testing.T) {
 
 // A closed conversation asks the visitor for a rating: they pick "bad" and say why; the
 // operator sees it live in the inbox's header and as a message in the conversation (which the
-// site's targets get like any message); it is stored once, and a reload shows the thanks.
+// site's targets get like any message); the visitor asks for the conversation by email; it is
+// stored once, and a reload shows the thanks.
 func TestRatingAfterClose(t *testing.T) {
 	e := startEdge(t, server.Config{})
 	site := e.site(&store.Site{Name: "Rated"})
@@ -174,6 +175,7 @@ func TestRatingAfterClose(t *testing.T) {
 
 	v := newTab(t, "visitor")
 	v.openDemo(e.base, site.Key)
+	eval[any](v, `spookat('identify', {user_id: 'cust-7', email: 'ada@example.com'})`) // the address the transcript goes to
 	v.openChat()
 	v.typeAndSend("My refund never came")
 	v.waitSent("My refund never came")
@@ -190,6 +192,11 @@ func TestRatingAfterClose(t *testing.T) {
 	v.shot("rating")
 	v.do("send the rating", chromedp.Click(chromedp.JSPath(W+`.querySelector('li.rate .rsend')`)))
 	v.waitJS("the thanks", W+`.querySelector('li.rate .bubble').textContent === 'Thanks for your feedback!'`)
+	// The closed conversation by email, at the address the visitor left.
+	v.do("ask for the transcript", chromedp.Click(chromedp.JSPath(W+`.querySelector('li.rate .tx')`)))
+	v.waitJS("sent", W+`.querySelector('li.rate .txok') && `+W+`.querySelector('li.rate .txok').textContent === 'Sent to ada@example.com.'`)
+	v.shot("transcript-sent")
+	op.waitJS("the request in the conversation", `Array.from(document.querySelectorAll('#messages .msg .text')).some(e => e.textContent === 'Transcript emailed to ada@example.com')`)
 
 	op.waitJS("the rating in the header", `document.querySelector('#conv-rating').textContent.includes('rated bad') && document.querySelector('#conv-rating').title === 'Nobody answered my question'`)
 	op.waitJS("the rating in the conversation", `Array.from(document.querySelectorAll('#messages .msg .text')).some(e => e.textContent.startsWith('Rated the conversation: bad'))`)

@@ -69,6 +69,9 @@ type Config struct {
 	// publisher tries again). It must not block. Nil: windows are published unrecorded, and a
 	// replay may store some jobs twice (tests of the publisher alone).
 	SaveCut func(through int64, done func(error))
+	// Transcript reads what a transcript request emails (store.Transcript) and to whom (the
+	// visitor's address; "" sends nothing).
+	Transcript func(conversationID, through int64) (to string, t *schema.Transcript)
 	// Files signs the link of an attachment in its jobs, under PublicURL (nil: no link).
 	Files     *files.Signer
 	PublicURL string
@@ -311,6 +314,9 @@ func (p *Publisher) loop() {
 
 // jobs builds the jobs of one message. A message without targets has none.
 func (p *Publisher) jobs(c *store.Committed) []schema.Job {
+	if c.Kind == schema.KindTranscript {
+		return p.transcript(c)
+	}
 	var targets []string
 	replyTo := ""
 	if !c.Internal {
@@ -348,6 +354,7 @@ func (p *Publisher) jobs(c *store.Committed) []schema.Job {
 			Name:           c.Name,
 			Text:           c.Text,
 			CreatedAt:      time.UnixMilli(c.CreatedAt).UTC(),
+			Kind:           c.Kind,
 			First:          c.First,
 			File:           file,
 		}
@@ -360,6 +367,20 @@ func (p *Publisher) jobs(c *store.Committed) []schema.Job {
 		jobs[i] = job
 	}
 	return jobs
+}
+
+// transcript is the one job of a transcript request: the conversation, emailed to the visitor.
+func (p *Publisher) transcript(c *store.Committed) []schema.Job {
+	if p.cfg.Transcript == nil {
+		return nil
+	}
+	to, t := p.cfg.Transcript(c.ConversationID, c.MessageID)
+	if to == "" || t == nil {
+		return nil
+	}
+	return []schema.Job{{ID: schema.JobID(c.MessageID, schema.TargetEmail), Lane: schema.LaneEmail, Target: schema.TargetEmail,
+		SiteID: c.SiteID, ConversationID: c.ConversationID, MessageID: c.MessageID, Author: c.Author, Name: c.Name, Text: c.Text,
+		CreatedAt: time.UnixMilli(c.CreatedAt).UTC(), Kind: c.Kind, To: to, Transcript: t}}
 }
 
 // add puts a message's jobs in the open window, closing the window first where a persisted

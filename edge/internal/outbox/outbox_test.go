@@ -16,6 +16,7 @@ import (
 
 	"spookat/edge/internal/broker"
 	"spookat/edge/internal/edgetest"
+	"spookat/edge/internal/files"
 	"spookat/edge/internal/outbox"
 	"spookat/edge/internal/store"
 	"spookat/schema"
@@ -39,6 +40,14 @@ func TestJobsPerMessageAndWatermark(t *testing.T) {
 			}
 			return ""
 		},
+		Transcript: func(conv, through int64) (string, *schema.Transcript) {
+			if conv != 10 || through != 8 {
+				t.Errorf("transcript of conversation %d through %d", conv, through)
+			}
+			return "visitor@home.test", &schema.Transcript{Lines: []schema.TranscriptLine{{Author: "visitor", Text: "hello"}}}
+		},
+		Files:            files.NewSigner([]byte("0123456789abcdef0123456789abcdef")),
+		PublicURL:        "https://chat.site.test",
 		PublishedThrough: 0,
 		Log:              slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
@@ -54,12 +63,16 @@ func TestJobsPerMessageAndWatermark(t *testing.T) {
 		{MessageID: 5, ConversationID: 12, SiteID: 2, Author: "visitor", Text: "no targets", First: true},
 		// A visitor's client id that looks like Slack's changes nothing: the source decides.
 		{MessageID: 6, ConversationID: 13, SiteID: 1, Author: "visitor", Text: "hi", Source: schema.SourceWidget, ClientID: "slack:C1:9.9"},
+		// An attachment: its jobs carry a signed link under the public URL.
+		{MessageID: 7, ConversationID: 13, SiteID: 1, Author: "visitor", File: &schema.File{ID: "k1", Name: "a.png", Type: "image/png", Size: 3}},
+		// A transcript request: one email to the visitor, with the conversation; no Slack post.
+		{MessageID: 8, ConversationID: 10, SiteID: 1, Author: "system", Name: "Transcript", Text: "Transcript emailed", Kind: schema.KindTranscript},
 	})
 	if !p.Drain(10 * time.Second) {
 		t.Fatalf("backlog %d not drained", p.Backlog())
 	}
-	if wm := p.Watermark(); wm != 6 {
-		t.Fatalf("watermark %d after every job was stored, want 6", wm)
+	if wm := p.Watermark(); wm != 8 {
+		t.Fatalf("watermark %d after every job was stored, want 8", wm)
 	}
 
 	var ids []string
@@ -69,7 +82,7 @@ func TestJobsPerMessageAndWatermark(t *testing.T) {
 		jobs[j.ID] = j.Job
 	}
 	sort.Strings(ids)
-	want := []string{"m1.email", "m1.slack", "m2.email", "m2.slack", "m6.slack"}
+	want := []string{"m1.email", "m1.slack", "m2.email", "m2.slack", "m6.slack", "m7.slack", "m8.email"}
 	if len(ids) != len(want) {
 		t.Fatalf("jobs %v, want %v", ids, want)
 	}
@@ -86,6 +99,13 @@ func TestJobsPerMessageAndWatermark(t *testing.T) {
 	}
 	if j := jobs["m1.slack"]; j.Text != "hello" || j.InboxURL == "" || j.SiteID != 1 || j.ConversationID != 10 {
 		t.Fatalf("slack job = %+v", j)
+	}
+	if f := jobs["m7.slack"].File; f == nil || f.Name != "a.png" || !strings.HasPrefix(f.URL, "https://chat.site.test/v1/files/k1?exp=") || !strings.Contains(f.URL, "&sig=") {
+		t.Fatalf("attachment job's file = %+v", f)
+	}
+	if j := jobs["m8.email"]; j.To != "visitor@home.test" || j.Kind != schema.KindTranscript || j.Transcript == nil ||
+		len(j.Transcript.Lines) != 1 || j.Transcript.Lines[0].Text != "hello" {
+		t.Fatalf("transcript job = %+v", j)
 	}
 }
 

@@ -71,7 +71,7 @@ func token(s string) bool {
 
 // checkOrigin holds a result to the stored message: same conversation, same site, and a
 // target the site has (an email goes to the site's notify address, or carries an operator's
-// reply to the visitor).
+// reply or a transcript to the visitor).
 func checkOrigin(r *schema.Result, o store.MessageOrigin, found bool, d *schema.SiteDelivery) string {
 	switch {
 	case !found:
@@ -97,7 +97,7 @@ func checkOrigin(r *schema.Result, o store.MessageOrigin, found bool, d *schema.
 			return RejectTarget
 		}
 	case schema.TargetEmail:
-		if d.NotifyEmail == "" && o.Author != schema.AuthorOperator {
+		if d.NotifyEmail == "" && o.Author != schema.AuthorOperator && o.Kind != schema.KindTranscript {
 			return RejectTarget
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"sync"
 
 	"spookat/edge/internal/store"
+	"spookat/schema"
 )
 
 // originSlots is how many recent messages Origins remembers: results mostly come back within a
@@ -24,6 +25,7 @@ type origin struct {
 	conversationID int64
 	siteID         int64
 	author         string
+	kind           schema.MessageKind
 }
 
 // Add remembers the messages of a commit.
@@ -31,7 +33,7 @@ func (c *Origins) Add(msgs []store.Committed) {
 	c.mu.Lock()
 	for i := range msgs {
 		m := &msgs[i]
-		c.ring[m.MessageID%originSlots] = origin{m.MessageID, m.ConversationID, m.SiteID, m.Author}
+		c.ring[m.MessageID%originSlots] = origin{m.MessageID, m.ConversationID, m.SiteID, m.Author, m.Kind}
 	}
 	c.mu.Unlock()
 }
@@ -47,5 +49,5 @@ func (c *Origins) Get(messageID int64) (store.MessageOrigin, bool) {
 	if o.messageID != messageID {
 		return store.MessageOrigin{}, false
 	}
-	return store.MessageOrigin{ConversationID: o.conversationID, SiteID: o.siteID, Author: o.author}, true
+	return store.MessageOrigin{ConversationID: o.conversationID, SiteID: o.siteID, Author: o.author, Kind: o.kind}, true
 }

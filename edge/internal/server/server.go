@@ -256,6 +256,22 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 			}
 			return email
 		},
+		// A transcript request's email: the conversation as the visitor saw it, to their address.
+		Transcript: func(conv, through int64) (string, *schema.Transcript) {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			email, err := st.VisitorEmail(ctx, conv)
+			if err != nil || email == "" {
+				log.Warn("transcript: no address", "conversation", conv, "err", err)
+				return "", nil
+			}
+			t, err := st.Transcript(ctx, conv, through)
+			if err != nil {
+				log.Warn("transcript: read", "conversation", conv, "err", err)
+				return "", nil
+			}
+			return email, t
+		},
 		Files:            signer,
 		PublicURL:        cfg.PublicURL,
 		PublishedThrough: st.PublishedThrough(),

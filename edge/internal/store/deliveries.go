@@ -7,14 +7,15 @@ type MessageOrigin struct {
 	ConversationID int64
 	SiteID         int64
 	Author         string
+	Kind           schema.MessageKind
 }
 
 // MessageOrigin looks a message up in the writer's transaction (found is false when there
 // is no such message).
 func (tx *Tx) MessageOrigin(messageID int64) (o MessageOrigin, found bool, err error) {
-	found, err = tx.QueryRow(`SELECT m.conversation_id, c.site_id, m.author
+	found, err = tx.QueryRow(`SELECT m.conversation_id, c.site_id, m.author, m.kind
 		FROM messages m JOIN conversations c ON c.id = m.conversation_id WHERE m.id = ?`,
-		[]any{messageID}, &o.ConversationID, &o.SiteID, &o.Author)
+		[]any{messageID}, &o.ConversationID, &o.SiteID, &o.Author, &o.Kind)
 	return o, found, err
 }
 

@@ -46,9 +46,9 @@ func (tx *Tx) insertMessage(m *MessageRequest, res *MessageResult) (Committed, e
 	if m.File != nil {
 		fileID, file = m.File.ID, m.File.Wire()
 	}
-	if err := tx.exec(`INSERT INTO messages (conversation_id, author, name, text, source, client_id, internal, created_at, file_id)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (conversation_id, source, client_id) DO NOTHING`,
-		res.ConversationID, m.Author, m.Name, m.Text, string(source), clientID, m.Internal, tx.now, fileID); err != nil {
+	if err := tx.exec(`INSERT INTO messages (conversation_id, author, name, text, source, client_id, internal, created_at, file_id, kind)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (conversation_id, source, client_id) DO NOTHING`,
+		res.ConversationID, m.Author, m.Name, m.Text, string(source), clientID, m.Internal, tx.now, fileID, string(m.Kind)); err != nil {
 		return Committed{}, err
 	}
 	if tx.c.Changes() == 1 {
@@ -74,6 +74,7 @@ func (tx *Tx) insertMessage(m *MessageRequest, res *MessageResult) (Committed, e
 		CreatedAt:      tx.now,
 		First:          res.First,
 		File:           file,
+		Kind:           m.Kind,
 		Origin:         m.Origin,
 	}, nil
 }

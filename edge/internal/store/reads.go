@@ -2,6 +2,8 @@ package store
 
 import (
 	"context"
+	"slices"
+	"time"
 
 	"spookat/schema"
 )
@@ -83,12 +85,12 @@ func (s *Store) Unpublished(ctx context.Context, after int64, fn func([]Committe
 	total := 0
 	for {
 		batch, err := readList(ctx, s, `SELECT m.id, m.conversation_id, c.site_id, c.visitor_id, m.author, m.name, m.text,
-				m.source, coalesce(m.client_id, ''), m.internal, m.created_at, c.first_message_id = m.id, `+fileColumns+`
+				m.source, coalesce(m.client_id, ''), m.internal, m.created_at, c.first_message_id = m.id, m.kind, `+fileColumns+`
 				FROM messages m JOIN conversations c ON c.id = m.conversation_id LEFT JOIN files f ON f.id = m.file_id
 				WHERE m.id > ? ORDER BY m.id LIMIT ?`,
 			[]any{after, page}, func(c *Committed) []any {
 				return []any{&c.MessageID, &c.ConversationID, &c.SiteID, &c.VisitorID, &c.Author, &c.Name,
-					&c.Text, &c.Source, &c.ClientID, &c.Internal, &c.CreatedAt, &c.First, &c.File}
+					&c.Text, &c.Source, &c.ClientID, &c.Internal, &c.CreatedAt, &c.First, &c.Kind, &c.File}
 			})
 		if err != nil {
 			return total, err
@@ -113,4 +115,51 @@ func (s *Store) VisitorEmail(ctx context.Context, conversationID int64) (email s
 		return err
 	})
 	return email, err
+}
+
+// TranscriptTarget is where a transcript of a conversation goes (the address its visitor
+// left, "" for none) and whether the conversation is closed.
+func (s *Store) TranscriptTarget(ctx context.Context, conversationID int64) (email string, closed bool, err error) {
+	err = s.Read(ctx, func(q Querier) error {
+		st, err := q.Stmt(`SELECT v.email, c.status = 'closed' FROM conversations c JOIN visitors v ON v.id = c.visitor_id WHERE c.id = ?`)
+		if err != nil {
+			return err
+		}
+		_, err = queryRow(st, []any{conversationID}, &email, &closed)
+		return err
+	})
+	return email, closed, err
+}
+
+// Transcript reads a conversation as its visitor saw it, up to message through (internal
+// notes and transcript requests left out), for the email the visitor asked for: the last
+// schema.MaxTranscriptLines messages within schema.MaxTranscriptBytes of text.
+func (s *Store) Transcript(ctx context.Context, conversationID, through int64) (*schema.Transcript, error) {
+	t := &schema.Transcript{}
+	err := s.Read(ctx, func(q Querier) error {
+		st, err := q.Stmt(`SELECT m.author, m.name, m.text, coalesce(f.name, ''), m.created_at
+			FROM messages m LEFT JOIN files f ON f.id = m.file_id
+			WHERE m.conversation_id = ? AND m.id <= ? AND m.internal = 0 AND m.kind != 'transcript'
+			ORDER BY m.id DESC`)
+		if err != nil {
+			return err
+		}
+		size := 0
+		return eachRow(st, []any{conversationID, through}, func() error {
+			var l schema.TranscriptLine
+			var at int64
+			if err := scan(st, &l.Author, &l.Name, &l.Text, &l.File, &at); err != nil {
+				return err
+			}
+			if size += len(l.Text); len(t.Lines) >= schema.MaxTranscriptLines || size > schema.MaxTranscriptBytes {
+				t.Earlier++
+				return nil
+			}
+			l.At = time.UnixMilli(at).UTC()
+			t.Lines = append(t.Lines, l)
+			return nil
+		})
+	})
+	slices.Reverse(t.Lines)
+	return t, err
 }

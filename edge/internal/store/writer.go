@@ -39,6 +39,7 @@ type MessageRequest struct {
 	// File is the upload the message carries (read and checked by the caller: the site's,
 	// uploaded by this visitor's token); nil for none.
 	File *File
+	Kind schema.MessageKind // what a system message is ("" for a written one)
 	Done func(MessageResult)
 }
 
@@ -68,6 +69,7 @@ type Committed struct {
 	CreatedAt      int64 // Unix ms
 	First          bool
 	File           *schema.File // the attachment, nil for none
+	Kind           schema.MessageKind
 	Origin         any
 }
 
@@ -482,6 +484,8 @@ func scan(st *sqlite3.Stmt, dest ...any) error {
 			*p = st.ColumnText(i)
 		case *schema.Source:
 			*p = schema.Source(st.ColumnText(i))
+		case *schema.MessageKind:
+			*p = schema.MessageKind(st.ColumnText(i))
 		case *bool:
 			*p = st.ColumnBool(i)
 		case *[]byte:

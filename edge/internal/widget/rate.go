@@ -54,7 +54,7 @@ func (s *session) rate(rating, comment string) {
 	}
 	// The rating is stored (once: no second message can follow); its message is best effort.
 	_ = s.h.Store.SubmitMessage(&store.MessageRequest{SiteID: s.site.ID, VisitorID: s.visitorID.Load(), ConversationID: convID,
-		Author: schema.AuthorSystem, Name: "Rating", Text: text, Source: schema.SourceWidget, Origin: s.c,
+		Author: schema.AuthorSystem, Name: "Rating", Text: text, Kind: schema.KindRating, Source: schema.SourceWidget, Origin: s.c,
 		Done: func(store.MessageResult) {}})
 	if s.h.Operators != nil {
 		s.h.Operators.Rated(s.site.ID, convID, rating, comment)

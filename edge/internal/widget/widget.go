@@ -236,6 +236,7 @@ type session struct {
 	typedAt       int64           // when a typing frame was last passed on (Brakes.Now)
 	readID        int64           // the visitor's read marker as stored
 	claim         *store.Identity // an unverified identify before the visitor was stored
+	transcriptAt  int64           // when the conversation was last asked for by email (Brakes.Now)
 }
 
 func (h *Handler) serve(wc *fws.Conn, site *sites.Site, ip netip.Addr, visitor string) {
@@ -437,8 +438,10 @@ func (s *session) handle(data []byte) bool {
 		s.identify(f) // identify.go
 	case schema.FrameRate:
 		s.rate(f.Rating, f.Comment) // rate.go
+	case schema.FrameTranscript:
+		s.transcript() // transcript.go
 	default:
-		s.fail(f.ClientID, schema.CodeInvalid, `Unknown frame type; use "message", "resume", "email", "typing", "seen", "identify" or "rate".`, 0)
+		s.fail(f.ClientID, schema.CodeInvalid, `Unknown frame type; use "message", "resume", "email", "typing", "seen", "identify", "rate" or "transcript".`, 0)
 	}
 	return true
 }

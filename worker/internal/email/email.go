@@ -59,7 +59,8 @@ func (s *Sender) client() (*mail.Client, error) {
 }
 
 // Send mails the first message of a conversation to the site's notify address, or, for a job
-// with To set, an operator's reply to a visitor who left that address and was not connected.
+// with To set, an operator's reply to a visitor who left that address and was not connected,
+// or the conversation itself to a visitor who asked for it (Transcript).
 func (s *Sender) Send(ctx context.Context, deadline time.Time, site *schema.SiteDelivery, jobs []*schema.Job) deliver.Outcome {
 	ctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
@@ -88,7 +89,30 @@ func (s *Sender) Send(ctx context.Context, deadline time.Time, site *schema.Site
 	m.SetMessageIDWithValue(j.ID + "@spookat")
 	m.SetDate()
 	var b strings.Builder
-	if j.To != "" {
+	if t := j.Transcript; t != nil && j.To != "" {
+		m.Subject("Your conversation with " + name)
+		b.WriteString("Here is your conversation with " + name + ", as you asked.\n\n")
+		if t.Earlier > 0 {
+			b.WriteString("(" + strconv.Itoa(t.Earlier) + " earlier messages are not included.)\n\n")
+		}
+		for _, l := range t.Lines {
+			who := l.Name
+			switch {
+			case l.Author == schema.AuthorVisitor:
+				who = "You"
+			case who == "":
+				who = name
+			}
+			b.WriteString(l.At.Format("2 Jan 15:04") + " UTC · " + who + ":\n")
+			if l.Text != "" {
+				b.WriteString(l.Text + "\n")
+			}
+			if l.File != "" {
+				b.WriteString("[attachment: " + l.File + "]\n")
+			}
+			b.WriteString("\n")
+		}
+	} else if j.To != "" {
 		who := j.Name
 		if who == "" {
 			who = "The team"

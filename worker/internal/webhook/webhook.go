@@ -33,15 +33,17 @@ type Event struct {
 
 // EventData is the message.
 type EventData struct {
-	SiteID         int64     `json:"site_id"`
-	ConversationID int64     `json:"conversation_id"`
-	MessageID      int64     `json:"message_id"`
-	Author         string    `json:"author"`
-	Name           string    `json:"name,omitempty"`
-	Text           string    `json:"text"`
-	CreatedAt      time.Time `json:"created_at"`
-	First          bool      `json:"first,omitempty"`
-	InboxURL       string    `json:"inbox_url,omitempty"`
+	SiteID         int64  `json:"site_id"`
+	ConversationID int64  `json:"conversation_id"`
+	MessageID      int64  `json:"message_id"`
+	Author         string `json:"author"`
+	Name           string `json:"name,omitempty"`
+	Text           string `json:"text"`
+	// Kind is what a system message is: "rating" (the visitor rated the conversation).
+	Kind      schema.MessageKind `json:"kind,omitempty"`
+	CreatedAt time.Time          `json:"created_at"`
+	First     bool               `json:"first,omitempty"`
+	InboxURL  string             `json:"inbox_url,omitempty"`
 	// File is the message's attachment; its url is a signed link that expires (7 days).
 	File *schema.File `json:"file,omitempty"`
 }
@@ -114,7 +116,7 @@ func (s *Sender) Send(ctx context.Context, deadline time.Time, site *schema.Site
 	j := jobs[0]
 	body, err := json.Marshal(Event{Type: "message.created", Timestamp: j.CreatedAt, Data: EventData{
 		SiteID: j.SiteID, ConversationID: j.ConversationID, MessageID: j.MessageID, Author: j.Author,
-		Name: j.Name, Text: j.Text, CreatedAt: j.CreatedAt, First: j.First, InboxURL: j.InboxURL, File: j.File}})
+		Name: j.Name, Text: j.Text, Kind: j.Kind, CreatedAt: j.CreatedAt, First: j.First, InboxURL: j.InboxURL, File: j.File}})
 	if err != nil {
 		return deliver.Permanent(err)
 	}

@@ -40,6 +40,7 @@
     'li.rate{max-width:90%}li.rate p{margin:0 0 8px}.rrow{display:flex;gap:8px;margin-bottom:8px}',
     '.rbtn,.rsend{min-height:44px;border-radius:8px;border:1px solid #d1d5db;background:#fff;cursor:pointer;font:inherit;padding:0 14px}',
     '.rbtn[aria-pressed=true]{border-color:var(--a,#4f46e5);box-shadow:inset 0 0 0 1px var(--a,#4f46e5)}',
+    '.tx{display:block;width:100%;margin-top:8px}.txok{margin:8px 0 0;font-size:12px;color:#166534}',
     'li.rate textarea{width:100%;margin-bottom:8px}.rsend{background:var(--a,#4f46e5);color:#fff;border:0}.rsend:disabled{opacity:.5;cursor:default}',
     '.email p{margin:0;font-size:12px;color:#4b5563}.email form{border:0;padding:0 0 8px}',
     'li.day{align-self:center;max-width:none;font-size:11px;color:#6b7280;margin:4px 0}',
@@ -77,7 +78,7 @@
       replyTime: 'We usually answer within minutes.', typing: '{name} is typing\u2026', justNow: 'just now', minAgo: '{n} min ago',
       open: 'Open chat', unread: '{label}, {n} unread', noAnswer: 'no answer from the server', reconnecting: 'reconnecting\u2026',
       offlineShort: 'offline', tooLarge: 'the message is longer than 4,000 characters',
-      closedAsk: 'This conversation is closed. How was it?', good: 'Good', bad: 'Bad', comment: 'Tell us more (optional)', rate: 'Send rating', rated: 'Thanks for your feedback!', backAt: 'Away \u00b7 back {when}', attach: 'Attach a file', uploading: 'Uploading\u2026', fileTooLarge: 'the file is larger than {max} MB' },
+      closedAsk: 'This conversation is closed. How was it?', good: 'Good', bad: 'Bad', comment: 'Tell us more (optional)', rate: 'Send rating', rated: 'Thanks for your feedback!', backAt: 'Away \u00b7 back {when}', attach: 'Attach a file', uploading: 'Uploading\u2026', fileTooLarge: 'the file is larger than {max} MB', transcript: 'Email me this conversation', transcriptSent: 'Sent to {email}.' },
     de: { title: 'Schreiben Sie uns', close: 'Chat schlie\u00dfen', offline: 'Offline \u2014 Ihre Nachricht wird gesendet, sobald wir wieder da sind.',
       gone: 'Der Chat ist auf dieser Seite nicht verf\u00fcgbar.', empty: 'Fragen Sie uns, was Sie m\u00f6chten.', save: 'Speichern',
       emailAsk: 'Antwort auch per E-Mail: Vielleicht antworten wir, wenn Sie schon weg sind.', emailLabel: 'Ihre E-Mail-Adresse', send: 'Senden',
@@ -90,7 +91,7 @@
       replyTime: 'Wir antworten meist innerhalb weniger Minuten.', typing: '{name} schreibt\u2026', justNow: 'gerade eben', minAgo: 'vor {n} Min.',
       open: 'Chat \u00f6ffnen', unread: '{label}, {n} ungelesen', noAnswer: 'keine Antwort vom Server', reconnecting: 'verbinde neu\u2026',
       offlineShort: 'offline', tooLarge: 'die Nachricht ist l\u00e4nger als 4.000 Zeichen',
-      closedAsk: 'Dieses Gespr\u00e4ch ist beendet. Wie war es?', good: 'Gut', bad: 'Schlecht', comment: 'Erz\u00e4hlen Sie mehr (optional)', rate: 'Bewertung senden', rated: 'Danke f\u00fcr Ihr Feedback!', backAt: 'Abwesend \u00b7 zur\u00fcck {when}', attach: 'Datei anh\u00e4ngen', uploading: 'Wird hochgeladen\u2026', fileTooLarge: 'die Datei ist gr\u00f6\u00dfer als {max} MB' },
+      closedAsk: 'Dieses Gespr\u00e4ch ist beendet. Wie war es?', good: 'Gut', bad: 'Schlecht', comment: 'Erz\u00e4hlen Sie mehr (optional)', rate: 'Bewertung senden', rated: 'Danke f\u00fcr Ihr Feedback!', backAt: 'Abwesend \u00b7 zur\u00fcck {when}', attach: 'Datei anh\u00e4ngen', uploading: 'Wird hochgeladen\u2026', fileTooLarge: 'die Datei ist gr\u00f6\u00dfer als {max} MB', transcript: 'Dieses Gespr\u00e4ch per E-Mail senden', transcriptSent: 'An {email} gesendet.' },
     fr: { title: '\u00c9crivez-nous', close: 'Fermer le chat', offline: 'Hors ligne \u2014 votre message partira d\u00e8s notre retour.',
       gone: 'Le chat n\u2019est pas disponible sur cette page.', empty: 'Posez-nous vos questions.', save: 'Enregistrer',
       emailAsk: 'Recevez aussi la r\u00e9ponse par e-mail : nous r\u00e9pondrons peut-\u00eatre apr\u00e8s votre d\u00e9part.', emailLabel: 'Votre e-mail', send: 'Envoyer',
@@ -103,7 +104,7 @@
       replyTime: 'Nous r\u00e9pondons g\u00e9n\u00e9ralement en quelques minutes.', typing: '{name} \u00e9crit\u2026', justNow: '\u00e0 l\u2019instant', minAgo: 'il y a {n} min',
       open: 'Ouvrir le chat', unread: '{label}, {n} non lu(s)', noAnswer: 'pas de r\u00e9ponse du serveur', reconnecting: 'reconnexion\u2026',
       offlineShort: 'hors ligne', tooLarge: 'le message d\u00e9passe 4 000 caract\u00e8res',
-      closedAsk: 'Cette conversation est termin\u00e9e. Comment s\u2019est-elle pass\u00e9e ?', good: 'Bien', bad: 'Mal', comment: 'Dites-nous en plus (facultatif)', rate: 'Envoyer la note', rated: 'Merci pour votre avis !', backAt: 'Absent \u00b7 de retour {when}', attach: 'Joindre un fichier', uploading: 'Envoi du fichier\u2026', fileTooLarge: 'le fichier d\u00e9passe {max} Mo' },
+      closedAsk: 'Cette conversation est termin\u00e9e. Comment s\u2019est-elle pass\u00e9e ?', good: 'Bien', bad: 'Mal', comment: 'Dites-nous en plus (facultatif)', rate: 'Envoyer la note', rated: 'Merci pour votre avis !', backAt: 'Absent \u00b7 de retour {when}', attach: 'Joindre un fichier', uploading: 'Envoi du fichier\u2026', fileTooLarge: 'le fichier d\u00e9passe {max} Mo', transcript: 'M\u2019envoyer cette conversation par e-mail', transcriptSent: 'Envoy\u00e9e \u00e0 {email}.' },
     es: { title: 'Escr\u00edbenos', close: 'Cerrar el chat', offline: 'Sin conexi\u00f3n \u2014 tu mensaje se enviar\u00e1 cuando volvamos.',
       gone: 'El chat no est\u00e1 disponible en esta p\u00e1gina.', empty: 'Preg\u00fantanos lo que quieras.', save: 'Guardar',
       emailAsk: 'Recibe tambi\u00e9n la respuesta por correo: quiz\u00e1 respondamos cuando ya te hayas ido.', emailLabel: 'Tu correo', send: 'Enviar',
@@ -116,7 +117,7 @@
       replyTime: 'Solemos responder en pocos minutos.', typing: '{name} est\u00e1 escribiendo\u2026', justNow: 'ahora mismo', minAgo: 'hace {n} min',
       open: 'Abrir el chat', unread: '{label}, {n} sin leer', noAnswer: 'sin respuesta del servidor', reconnecting: 'reconectando\u2026',
       offlineShort: 'sin conexi\u00f3n', tooLarge: 'el mensaje supera los 4000 caracteres',
-      closedAsk: 'Esta conversaci\u00f3n est\u00e1 cerrada. \u00bfQu\u00e9 tal fue?', good: 'Bien', bad: 'Mal', comment: 'Cu\u00e9ntanos m\u00e1s (opcional)', rate: 'Enviar valoraci\u00f3n', rated: '\u00a1Gracias por tu opini\u00f3n!', backAt: 'Ausente \u00b7 volvemos {when}', attach: 'Adjuntar un archivo', uploading: 'Subiendo\u2026', fileTooLarge: 'el archivo supera los {max} MB' },
+      closedAsk: 'Esta conversaci\u00f3n est\u00e1 cerrada. \u00bfQu\u00e9 tal fue?', good: 'Bien', bad: 'Mal', comment: 'Cu\u00e9ntanos m\u00e1s (opcional)', rate: 'Enviar valoraci\u00f3n', rated: '\u00a1Gracias por tu opini\u00f3n!', backAt: 'Ausente \u00b7 volvemos {when}', attach: 'Adjuntar un archivo', uploading: 'Subiendo\u2026', fileTooLarge: 'el archivo supera los {max} MB', transcript: 'Enviarme esta conversaci\u00f3n por correo', transcriptSent: 'Enviada a {email}.' },
     pt: { title: 'Fale conosco', close: 'Fechar o chat', offline: 'Sem conex\u00e3o \u2014 sua mensagem ser\u00e1 enviada quando voltarmos.',
       gone: 'O chat n\u00e3o est\u00e1 dispon\u00edvel nesta p\u00e1gina.', empty: 'Pergunte o que quiser.', save: 'Salvar',
       emailAsk: 'Receba a resposta tamb\u00e9m por e-mail: podemos responder depois que voc\u00ea sair.', emailLabel: 'Seu e-mail', send: 'Enviar',
@@ -129,7 +130,7 @@
       replyTime: 'Costumamos responder em poucos minutos.', typing: '{name} est\u00e1 digitando\u2026', justNow: 'agora mesmo', minAgo: 'h\u00e1 {n} min',
       open: 'Abrir o chat', unread: '{label}, {n} n\u00e3o lida(s)', noAnswer: 'sem resposta do servidor', reconnecting: 'reconectando\u2026',
       offlineShort: 'sem conex\u00e3o', tooLarge: 'a mensagem tem mais de 4.000 caracteres',
-      closedAsk: 'Esta conversa foi encerrada. Como foi?', good: 'Boa', bad: 'Ruim', comment: 'Conte mais (opcional)', rate: 'Enviar avalia\u00e7\u00e3o', rated: 'Obrigado pelo seu retorno!', backAt: 'Ausente \u00b7 voltamos {when}', attach: 'Anexar um arquivo', uploading: 'Enviando arquivo\u2026', fileTooLarge: 'o arquivo tem mais de {max} MB' }
+      closedAsk: 'Esta conversa foi encerrada. Como foi?', good: 'Boa', bad: 'Ruim', comment: 'Conte mais (opcional)', rate: 'Enviar avalia\u00e7\u00e3o', rated: 'Obrigado pelo seu retorno!', backAt: 'Ausente \u00b7 voltamos {when}', attach: 'Anexar um arquivo', uploading: 'Enviando arquivo\u2026', fileTooLarge: 'o arquivo tem mais de {max} MB', transcript: 'Enviar esta conversa por e-mail', transcriptSent: 'Enviada para {email}.' }
   };
   var RTL = { ar: 1, he: 1, fa: 1, ur: 1 };
 
@@ -533,6 +534,9 @@
         case 'rated':
           rating = f.rating; rateAsk();
           break;
+        case 'transcript_sent':
+          transcriptTo = f.email; rateAsk();
+          break;
         case 'identified':
           heldHello = null; adopt(f);
           break;
@@ -592,7 +596,7 @@
 
     function showEmail() {
       var ask = site.ask_email || 'after';
-      emailBox.classList.toggle('on', away && !saved.email && ask !== 'never' && (!!convId || ask === 'before'));
+      emailBox.classList.toggle('on', away && !saved.email && !(identity && identity.email) && ask !== 'never' && (!!convId || ask === 'before'));
       if (convId && emailInput.value.trim() && !saved.email && ws && ws.readyState === 1 && emailBox.getAttribute('data-early')) {
         emailBox.removeAttribute('data-early');
         ws.send(JSON.stringify({ type: 'email', email: emailInput.value.trim() }));
@@ -623,7 +627,7 @@
       if (rateCard) { rateCard.parentNode && list.removeChild(rateCard); rateCard = null; }
       if (convStatus !== 'closed' || !convId) return;
       rateCard = el('li', 'them rate');
-      if (rating) { rateCard.appendChild(el('div', 'bubble', t('rated'))); list.appendChild(rateCard); scroll(); return; }
+      if (rating) { rateCard.appendChild(el('div', 'bubble', t('rated'))); transcriptOffer(rateCard); list.appendChild(rateCard); scroll(); return; }
       var box = el('div', 'bubble'), row = el('div', 'rrow'), note = el('textarea'), go = el('button', 'rsend', t('rate')), pick = '';
       box.appendChild(el('p', '', t('closedAsk')));
       [['good', '\ud83d\udc4d'], ['bad', '\ud83d\udc4e']].forEach(function (r) {
@@ -634,8 +638,18 @@
       note.rows = 2; note.maxLength = 500; note.setAttribute('aria-label', t('comment')); note.placeholder = t('comment');
       go.type = 'button'; go.disabled = true;
       go.onclick = function () { if (pick && ws && ws.readyState === 1) ws.send(JSON.stringify({ type: 'rate', rating: pick, comment: note.value })); };
-      box.appendChild(row); box.appendChild(note); box.appendChild(go);
+      box.appendChild(row); box.appendChild(note); box.appendChild(go); transcriptOffer(box);
       rateCard.appendChild(box); list.appendChild(rateCard); scroll();
+    }
+    // A closed conversation can be had by email when the visitor left an address.
+    var transcriptTo = '';
+    function transcriptOffer(box) {
+      var to = saved.email || identity && identity.email;
+      if (!to) return;
+      if (transcriptTo) { box.appendChild(el('p', 'txok', t('transcriptSent', { email: transcriptTo }))); return; }
+      var b = el('button', 'rbtn tx', t('transcript')); b.type = 'button';
+      b.onclick = function () { if (ws && ws.readyState === 1) { b.disabled = true; ws.send(JSON.stringify({ type: 'transcript' })); } };
+      box.appendChild(b);
     }
 
     function connect() {
@@ -778,7 +792,7 @@
       Array.prototype.slice.call(list.children).forEach(function (li) { if (li !== empty) list.removeChild(li); });
       if (!empty.parentNode) list.appendChild(empty);
       identity = null;
-      seen = {}; pending = {}; order = []; lastId = 0; lastHello = 0; convId = null; readId = 0; sentRead = 0; seenId = 0; lastDay = '';
+      seen = {}; pending = {}; order = []; transcriptTo = ''; lastId = 0; lastHello = 0; convId = null; readId = 0; sentRead = 0; seenId = 0; lastDay = '';
       emailBox.classList.remove('on'); emailOk.classList.remove('on'); applySite(site, away);
     }
     return { toggle: toggle, call: call, _ws: function () { return ws; } };
