@@ -5,13 +5,10 @@ import (
 	"encoding/json"
 	"io"
 	"mime/quotedprintable"
-	"net"
 	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/emersion/go-smtp"
 
 	"spookat/loadgen/mock"
 	"spookat/schema"
@@ -28,21 +25,13 @@ func TestAttachmentLinksReachEveryTarget(t *testing.T) {
 	rc := mock.NewReceiver(mock.ReceiverOptions{Secret: whsec})
 	hooks := httptest.NewServer(rc)
 	defer hooks.Close()
-	be := &smtpBackend{}
-	srv := smtp.NewServer(be)
-	srv.Domain = "localhost"
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = srv.Serve(ln) }()
-	defer srv.Close()
+	be, smtpPort := startSMTP(t)
 	e.putSite(schema.SiteDelivery{SiteID: 1, Name: "Acme", SlackToken: "xoxb-1", SlackChannel: "C1",
 		DiscordWebhook: "https://discord.com/api/webhooks/11/tok", WebhookURL: hooks.URL + "/ok", WebhookSecret: whsec,
 		NotifyEmail: "owner@acme.test"})
 	cfg := e.config()
 	cfg.DiscordAPI = ds.URL + "/api"
-	cfg.SMTP.Host, cfg.SMTP.Port, cfg.SMTP.TLS, cfg.SMTP.From = "127.0.0.1", ln.Addr().(*net.TCPAddr).Port, "none", "spookat@test"
+	cfg.SMTP.Host, cfg.SMTP.Port, cfg.SMTP.TLS, cfg.SMTP.From = "127.0.0.1", smtpPort, "none", "spookat@test"
 	e.start(cfg)
 
 	file := &schema.File{ID: "Zm9vYmFyYmF6cXV4cXV1eA", Name: "shot|1>.png", Type: "image/png", Size: 48213,
@@ -96,18 +85,10 @@ func TestAttachmentLinksReachEveryTarget(t *testing.T) {
 // earlier messages were left out.
 func TestTranscriptEmail(t *testing.T) {
 	e := newEnv(t, mock.SlackOptions{})
-	be := &smtpBackend{}
-	srv := smtp.NewServer(be)
-	srv.Domain = "localhost"
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = srv.Serve(ln) }()
-	defer srv.Close()
+	be, smtpPort := startSMTP(t)
 	e.putSite(schema.SiteDelivery{SiteID: 1, Name: "Acme"}) // no notify address
 	cfg := e.config()
-	cfg.SMTP.Host, cfg.SMTP.Port, cfg.SMTP.TLS, cfg.SMTP.From = "127.0.0.1", ln.Addr().(*net.TCPAddr).Port, "none", "spookat@test"
+	cfg.SMTP.Host, cfg.SMTP.Port, cfg.SMTP.TLS, cfg.SMTP.From = "127.0.0.1", smtpPort, "none", "spookat@test"
 	e.start(cfg)
 	at := time.Date(2026, 12, 4, 9, 30, 0, 0, time.UTC)
 	j := job(schema.TargetEmail, 1, 9, 12, false, "Transcript emailed to ada@example.com")

@@ -226,6 +226,21 @@ type smtpSession struct {
 	m smtpMail
 }
 
+// startSMTP runs a real SMTP server on a loopback port until the test ends.
+func startSMTP(t *testing.T) (*smtpBackend, int) {
+	t.Helper()
+	be := &smtpBackend{}
+	srv := smtp.NewServer(be)
+	srv.Domain = "localhost"
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() { srv.Close() })
+	return be, ln.Addr().(*net.TCPAddr).Port
+}
+
 func (b *smtpBackend) NewSession(*smtp.Conn) (smtp.Session, error) { return &smtpSession{b: b}, nil }
 func (s *smtpSession) Reset()                                      { s.m = smtpMail{} }
 func (s *smtpSession) Logout() error                               { return nil }
@@ -251,20 +266,11 @@ func (s *smtpSession) Data(r io.Reader) error {
 
 func TestEmailOnNewConversation(t *testing.T) {
 	e := newEnv(t, mock.SlackOptions{})
-	be := &smtpBackend{}
-	srv := smtp.NewServer(be)
-	srv.Domain = "localhost"
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = srv.Serve(ln) }()
-	defer srv.Close()
+	be, smtpPort := startSMTP(t)
 	e.putSite(schema.SiteDelivery{SiteID: 1, Name: "Acme", NotifyEmail: "owner@acme.test"})
 	e.putSite(schema.SiteDelivery{SiteID: 2, Name: "Gone", NotifyEmail: "nobody@acme.test"})
 	cfg := e.config()
-	addr := ln.Addr().(*net.TCPAddr)
-	cfg.SMTP.Host, cfg.SMTP.Port, cfg.SMTP.TLS, cfg.SMTP.From = "127.0.0.1", addr.Port, "none", "spookat@test"
+	cfg.SMTP.Host, cfg.SMTP.Port, cfg.SMTP.TLS, cfg.SMTP.From = "127.0.0.1", smtpPort, "none", "spookat@test"
 	e.start(cfg)
 	j := job(schema.TargetEmail, 1, 9, 1, true, "Do you ship to Mars?")
 	j.Name = "Zoe"
@@ -309,19 +315,10 @@ func TestNoSQLiteDependency(t *testing.T) {
 // An email job with To carries an operator's reply to a visitor who left an address.
 func TestEmailReplyToVisitor(t *testing.T) {
 	e := newEnv(t, mock.SlackOptions{})
-	be := &smtpBackend{}
-	srv := smtp.NewServer(be)
-	srv.Domain = "localhost"
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = srv.Serve(ln) }()
-	defer srv.Close()
+	be, smtpPort := startSMTP(t)
 	e.putSite(schema.SiteDelivery{SiteID: 1, Name: "Acme"}) // no notify address: replies still go
 	cfg := e.config()
-	addr := ln.Addr().(*net.TCPAddr)
-	cfg.SMTP.Host, cfg.SMTP.Port, cfg.SMTP.TLS, cfg.SMTP.From = "127.0.0.1", addr.Port, "none", "spookat@test"
+	cfg.SMTP.Host, cfg.SMTP.Port, cfg.SMTP.TLS, cfg.SMTP.From = "127.0.0.1", smtpPort, "none", "spookat@test"
 	e.start(cfg)
 	j := job(schema.TargetEmail, 1, 9, 5, false, "Yes, we ship to Mars.")
 	j.Author, j.Name, j.To = "operator", "Ann", "zoe@visitor.test"

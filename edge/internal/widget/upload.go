@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"io"
+	"mime/multipart"
 	"strconv"
 	"time"
 
@@ -81,7 +82,7 @@ func (h *Handler) upload(c *fiber.Ctx) error {
 		return h.refuseFile(c, fiber.StatusInsufficientStorage, schema.CodeQuota,
 			"This site's storage for attachments is full: the file was not sent. Describe it in a message instead.")
 	}
-	data, err := readUpload(fh.Open, limit)
+	data, err := readUpload(fh, limit)
 	if err != nil {
 		return h.refuseFile(c, fiber.StatusBadRequest, schema.CodeInvalid, "The file could not be read from the request.")
 	}
@@ -125,8 +126,8 @@ func (h *Handler) refuseLater(c *fiber.Ctx, code, sentence string, wait time.Dur
 	return h.refuseFile(c, fiber.StatusTooManyRequests, code, sentence+" "+strconv.Itoa(secs)+" seconds and send it again.")
 }
 
-func readUpload[F io.ReadCloser](open func() (F, error), limit int64) ([]byte, error) {
-	f, err := open()
+func readUpload(fh *multipart.FileHeader, limit int64) ([]byte, error) {
+	f, err := fh.Open()
 	if err != nil {
 		return nil, err
 	}
