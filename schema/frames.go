@@ -35,6 +35,9 @@ const (
 	// visitor left; FrameTranscriptSent confirms it is on its way.
 	FrameTranscript     = "transcript"
 	FrameTranscriptSent = "transcript_sent"
+	// FramePage (client → server) says which page the visitor is on (VisitorContext): sent
+	// after each hello and when the page changes. No answer unless it is refused.
+	FramePage = "page"
 )
 
 // MessageKind says what a system message is; "" is a message someone wrote.
@@ -123,6 +126,12 @@ type ClientFrame struct {
 	// File is the id of an upload (POST /v1/widget/files) this message carries; its text may
 	// then be empty.
 	File string `json:"file,omitempty"`
+	// A page frame's fields (VisitorContext).
+	URL      string `json:"url,omitempty"`
+	Title    string `json:"title,omitempty"`
+	Referrer string `json:"referrer,omitempty"`
+	Language string `json:"language,omitempty"`
+	TimeZone string `json:"time_zone,omitempty"`
 }
 
 // Identified answers an identify: whether it was verified and the conversation the socket

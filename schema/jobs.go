@@ -65,6 +65,9 @@ type Job struct {
 	// File is the message's attachment, its URL a signed link (files.LinkTTL) that works
 	// without a login; nil for none.
 	File *File `json:"file,omitempty"`
+	// Context is the page the conversation started on and the visitor's browser, on the jobs
+	// of its first message (nil when the widget did not say).
+	Context *VisitorContext `json:"context,omitempty"`
 	// Transcript is set on the email job of a transcript request (To is the visitor): the
 	// conversation as the visitor saw it, without internal notes.
 	Transcript *Transcript `json:"transcript,omitempty"`
@@ -100,7 +103,7 @@ func DecodeJob(b []byte, j *Job) error {
 }
 
 var jobFields = []string{"id", "lane", "target", "site_id", "conversation_id", "message_id", "author",
-	"name", "text", "created_at", "kind", "first", "inbox_url", "to", "file", "transcript"}
+	"name", "text", "created_at", "kind", "first", "inbox_url", "to", "file", "context", "transcript"}
 
 func (j *Job) field(b, key []byte, i int) (int, bool) {
 	if next, ok := fastjson.Null(b, i); ok {
@@ -192,6 +195,10 @@ func AppendJob(b []byte, j *Job) []byte {
 		b = fastjson.AppendString(b, j.To)
 	}
 	b = AppendFile(b, j.File)
+	if j.Context != nil { // rare: the first message of a conversation
+		c, _ := json.Marshal(j.Context) // strings and an int: it cannot fail
+		b = append(append(b, `,"context":`...), c...)
+	}
 	if j.Transcript != nil { // rare: one per request of a visitor
 		t, _ := json.Marshal(j.Transcript) // strings, ints and times: it cannot fail
 		b = append(append(b, `,"transcript":`...), t...)

@@ -18,6 +18,7 @@ var jobSamples = []string{
 	`{"id":"x","created_at":"2026-13-02T10:00:00Z"}`,
 	`{"id":"x","created_at":null}`,
 	`{"id":"m4.webhook","author":"system","text":"Rated","kind":"rating"}`,
+	`{"id":"m1.slack","first":true,"context":{"url":"https://x.test/","title":"T","user_agent":"Mozilla","browser":"Chrome 1","at":5}}`,
 	`{"id":"m3.slack","text":"","file":{"id":"k","name":"a.png","type":"image/png","size":3,"url":"https://x.test/v1/files/k?exp=1"}}`,
 	`{"id":"bad \x01 control"}`,
 	`{"id":"x"`,
@@ -126,7 +127,8 @@ func TestAppendJobMatchesEncodingJSON(t *testing.T) {
 	at := time.Date(2026, 3, 4, 5, 6, 7, 890123000, time.UTC)
 	for _, j := range []Job{
 		{ID: "m1.slack", Lane: LaneChat, Target: TargetSlack, SiteID: 1, ConversationID: 2, MessageID: 1, Author: "visitor",
-			Text: "Hello <b> \"you\" \n é 😀 \u2028 \x01 \xff", CreatedAt: at, First: true, InboxURL: "https://x.test/app/#/conversations/2?a=1&b=2"},
+			Text: "Hello <b> \"you\" \n é 😀 \u2028 \x01 \xff", CreatedAt: at, First: true, InboxURL: "https://x.test/app/#/conversations/2?a=1&b=2",
+			Context: &VisitorContext{URL: "https://x.test/p?a=1&b=<2>", Title: "Prix \u2028 é", Browser: "Chrome 131 on macOS", At: 1}},
 		{ID: "m9.email", Lane: LaneEmail, Target: TargetEmail, SiteID: 7, ConversationID: 8, MessageID: 9, Author: "operator",
 			Name: "Ann", Text: "", CreatedAt: at.In(time.FixedZone("x", 3600)), To: "v@example.com"},
 		{ID: "m10.discord", Lane: LaneChat, Target: TargetDiscord, SiteID: 7, ConversationID: 8, MessageID: 10, Author: "visitor",

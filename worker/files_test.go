@@ -14,10 +14,11 @@ import (
 	"spookat/schema"
 )
 
-// A message with an attachment reaches every target with the file's name, size and signed
-// link: a Slack link, a plain link in Discord (which previews it), the webhook's structured
-// "file", a line in the email.
-func TestAttachmentLinksReachEveryTarget(t *testing.T) {
+// A first message with an attachment and the visitor's context reaches every target with
+// the file's name, size and signed link (a Slack link, a plain link in Discord, which previews
+// it, the webhook's structured "file", a line in the email) and where the visitor started
+// (the page as a link, browser, language, time zone, referrer's host; the webhook's "context").
+func TestAttachmentAndContextReachEveryTarget(t *testing.T) {
 	e := newEnv(t, mock.SlackOptions{})
 	d := mock.NewDiscord(mock.DiscordOptions{})
 	ds := httptest.NewServer(d)
@@ -36,10 +37,12 @@ func TestAttachmentLinksReachEveryTarget(t *testing.T) {
 
 	file := &schema.File{ID: "Zm9vYmFyYmF6cXV4cXV1eA", Name: "shot|1>.png", Type: "image/png", Size: 48213,
 		URL: "https://chat.acme.test/v1/files/Zm9vYmFyYmF6cXV4cXV1eA?exp=1800000000&sig=abc"}
+	vc := &schema.VisitorContext{URL: "https://acme.test/pricing?a=1&b=<2>|3", Title: "Pricing <Acme>", Referrer: "https://www.google.com/search?q=x",
+		Language: "de-DE", TimeZone: "Europe/Berlin", UserAgent: "Mozilla/5.0 ...", Browser: "Firefox 133 on Windows", At: 1800000000000}
 	var jobs []schema.Job
 	for _, target := range []string{schema.TargetSlack, schema.TargetDiscord, schema.TargetWebhook, schema.TargetEmail} {
 		j := job(target, 1, 7, 1, true, "")
-		j.File = file
+		j.File, j.Context = file, vc
 		jobs = append(jobs, j)
 	}
 	e.publish(jobs...)
@@ -50,11 +53,19 @@ func TestAttachmentLinksReachEveryTarget(t *testing.T) {
 		if len(posts) != 1 || !strings.Contains(posts[0].Text, ":paperclip: <"+file.URL+"|shot¦1&gt;.png> (48 KB)") {
 			t.Fatalf("%+v", posts)
 		}
+		page := ":globe_with_meridians: <https://acme.test/pricing?a=1&amp;b=%3C2%3E%7C3|Pricing &lt;Acme&gt;> · Firefox 133 on Windows · de-DE · Europe/Berlin · from www.google.com\n"
+		if !strings.Contains(posts[0].Text, page) {
+			t.Fatalf("the parent post has no context line %q:\n%s", page, posts[0].Text)
+		}
 	})
 	t.Run("discord", func(t *testing.T) {
 		posts := d.Posts()
 		if len(posts) != 1 || !strings.Contains(posts[0].Content, "📎 shot|1>.png (48 KB): "+file.URL) {
 			t.Fatalf("%+v", posts)
+		}
+		page := "🌐 Pricing <Acme> <https://acme.test/pricing?a=1&b=<2%3E|3> · Firefox 133 on Windows · de-DE · Europe/Berlin · from www.google.com\n"
+		if !strings.Contains(posts[0].Content, page) {
+			t.Fatalf("the first post has no context line %q:\n%s", page, posts[0].Content)
 		}
 	})
 	t.Run("webhook", func(t *testing.T) {
@@ -64,17 +75,20 @@ func TestAttachmentLinksReachEveryTarget(t *testing.T) {
 		}
 		var body struct {
 			Data struct {
-				File *schema.File `json:"file"`
+				File    *schema.File           `json:"file"`
+				Context *schema.VisitorContext `json:"context"`
 			} `json:"data"`
 		}
-		if err := json.Unmarshal(evs[0].Body, &body); err != nil || body.Data.File == nil || *body.Data.File != *file {
+		if err := json.Unmarshal(evs[0].Body, &body); err != nil || body.Data.File == nil || *body.Data.File != *file ||
+			body.Data.Context == nil || *body.Data.Context != *vc {
 			t.Fatalf("%s: %v", evs[0].Body, err)
 		}
 	})
 	t.Run("email", func(t *testing.T) {
 		be.mu.Lock()
 		defer be.mu.Unlock()
-		if len(be.mail) != 1 || !bytes.Contains(be.mail[0].data, []byte("Attachment: shot|1>.png (48 KB), for 7 days at")) {
+		if len(be.mail) != 1 || !bytes.Contains(be.mail[0].data, []byte("Attachment: shot|1>.png (48 KB), for 7 days at")) ||
+			!bytes.Contains(be.mail[0].data, []byte("Started on: https://acme.test/pricing")) {
 			t.Fatalf("%d mails: %s", len(be.mail), be.mail)
 		}
 	})

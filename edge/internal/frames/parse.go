@@ -42,6 +42,16 @@ func field(f *schema.ClientFrame, b, key []byte, i int) (next int, ok bool) {
 		f.Comment, next, ok = fastjson.String(b, i)
 	case "file":
 		f.File, next, ok = fastjson.String(b, i)
+	case "url":
+		f.URL, next, ok = fastjson.String(b, i)
+	case "title":
+		f.Title, next, ok = fastjson.String(b, i)
+	case "referrer":
+		f.Referrer, next, ok = fastjson.String(b, i)
+	case "language":
+		f.Language, next, ok = fastjson.String(b, i)
+	case "time_zone":
+		f.TimeZone, next, ok = fastjson.String(b, i)
 	}
 	return next, ok // any other key: encoding/json decides
 }

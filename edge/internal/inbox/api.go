@@ -99,7 +99,11 @@ func (h *Handler) conversation(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(fiber.Map{"conversation": cv, "messages": msgs, "deliveries": ds})
+	vc, err := h.Store.ConversationContext(ctx, cv.ID)
+	if err != nil {
+		return err
+	}
+	return c.JSON(fiber.Map{"conversation": cv, "messages": msgs, "deliveries": ds, "context": vc})
 }
 
 func (h *Handler) messages(c *fiber.Ctx) error {

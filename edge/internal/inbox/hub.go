@@ -230,6 +230,18 @@ func (h *Hub) VisitorSeen(siteID, conversationID, messageID int64) {
 	h.send(siteID, seenEvent{Type: "seen", SiteID: siteID, ConversationID: conversationID, By: schema.AuthorVisitor, MessageID: messageID})
 }
 
+type pageEvent struct {
+	Type           string                 `json:"type"` // "page"
+	SiteID         int64                  `json:"site_id"`
+	ConversationID int64                  `json:"conversation_id"`
+	Context        *schema.VisitorContext `json:"context"`
+}
+
+// VisitorPage tells the site's operators which page the visitor has moved to.
+func (h *Hub) VisitorPage(siteID, conversationID int64, c *schema.VisitorContext) {
+	h.send(siteID, pageEvent{Type: "page", SiteID: siteID, ConversationID: conversationID, Context: c})
+}
+
 type ratingEvent struct {
 	Type           string `json:"type"` // "rating"
 	SiteID         int64  `json:"site_id"`

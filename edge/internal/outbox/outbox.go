@@ -72,6 +72,9 @@ type Config struct {
 	// Transcript reads what a transcript request emails (store.Transcript) and to whom (the
 	// visitor's address; "" sends nothing).
 	Transcript func(conversationID, through int64) (to string, t *schema.Transcript)
+	// Context reads the page a conversation started on (store.StartContext), for the jobs of
+	// its first message; nil: none.
+	Context func(conversationID int64) *schema.VisitorContext
 	// Files signs the link of an attachment in its jobs, under PublicURL (nil: no link).
 	Files     *files.Signer
 	PublicURL string
@@ -341,6 +344,10 @@ func (p *Publisher) jobs(c *store.Committed) []schema.Job {
 		f.URL = p.cfg.Files.Link(p.cfg.PublicURL, f.ID, time.Now().Add(files.LinkTTL))
 		file = &f
 	}
+	var vc *schema.VisitorContext
+	if c.First && c.Author == schema.AuthorVisitor && p.cfg.Context != nil {
+		vc = p.cfg.Context(c.ConversationID)
+	}
 	jobs := make([]schema.Job, len(targets))
 	for i, target := range targets {
 		job := schema.Job{
@@ -357,6 +364,7 @@ func (p *Publisher) jobs(c *store.Committed) []schema.Job {
 			Kind:           c.Kind,
 			First:          c.First,
 			File:           file,
+			Context:        vc,
 		}
 		if p.cfg.InboxURL != nil {
 			job.InboxURL = p.cfg.InboxURL(c.ConversationID)

@@ -46,6 +46,12 @@ func TestJobsPerMessageAndWatermark(t *testing.T) {
 			}
 			return "visitor@home.test", &schema.Transcript{Lines: []schema.TranscriptLine{{Author: "visitor", Text: "hello"}}}
 		},
+		Context: func(conv int64) *schema.VisitorContext {
+			if conv != 10 {
+				t.Errorf("context of conversation %d: only a first message from a visitor needs one", conv)
+			}
+			return &schema.VisitorContext{URL: "https://site.test/pricing", Browser: "Firefox 133 on Windows"}
+		},
 		Files:            files.NewSigner([]byte("0123456789abcdef0123456789abcdef")),
 		PublicURL:        "https://chat.site.test",
 		PublishedThrough: 0,
@@ -97,8 +103,12 @@ func TestJobsPerMessageAndWatermark(t *testing.T) {
 	if j := jobs["m1.email"]; j.To != "" || !j.First {
 		t.Fatalf("new-conversation email job = %+v (no recipient: it goes to the site's address)", j)
 	}
-	if j := jobs["m1.slack"]; j.Text != "hello" || j.InboxURL == "" || j.SiteID != 1 || j.ConversationID != 10 {
+	if j := jobs["m1.slack"]; j.Text != "hello" || j.InboxURL == "" || j.SiteID != 1 || j.ConversationID != 10 ||
+		j.Context == nil || j.Context.URL != "https://site.test/pricing" || jobs["m1.email"].Context == nil {
 		t.Fatalf("slack job = %+v", j)
+	}
+	if j := jobs["m2.slack"]; j.Context != nil {
+		t.Fatalf("a later message's job carries the context: %+v", j)
 	}
 	if f := jobs["m7.slack"].File; f == nil || f.Name != "a.png" || !strings.HasPrefix(f.URL, "https://chat.site.test/v1/files/k1?exp=") || !strings.Contains(f.URL, "&sig=") {
 		t.Fatalf("attachment job's file = %+v", f)

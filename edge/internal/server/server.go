@@ -272,6 +272,17 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 			}
 			return email, t
 		},
+		// Where a conversation started: its first message is committed with it, so a replay
+		// after a crash reads the same.
+		Context: func(conv int64) *schema.VisitorContext {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			vc, err := st.StartContext(ctx, conv)
+			if err != nil {
+				log.Warn("conversation context", "conversation", conv, "err", err)
+			}
+			return vc
+		},
 		Files:            signer,
 		PublicURL:        cfg.PublicURL,
 		PublishedThrough: st.PublishedThrough(),

@@ -28,6 +28,11 @@ func (tx *Tx) insertMessage(m *MessageRequest, res *MessageResult) (Committed, e
 			return Committed{}, ErrConversationNotFound
 		}
 	}
+	if m.Context != nil && m.VisitorID != 0 { // a page the visitor's socket could not store before
+		if err := tx.SetVisitorContext(m.VisitorID, m.Context); err != nil {
+			return Committed{}, err
+		}
+	}
 	source := m.Source
 	if source == "" {
 		source = schema.SourceInbox
@@ -82,10 +87,11 @@ func (tx *Tx) insertMessage(m *MessageRequest, res *MessageResult) (Committed, e
 // visitorConversation finds or creates the visitor (by token hash) and its conversation.
 // One conversation per visitor: a closed one is reopened by the visitor's next message.
 func (tx *Tx) visitorConversation(m *MessageRequest, res *MessageResult) error {
+	ctx := contextJSON(m.Context)
 	if res.VisitorID == 0 {
-		found, err := tx.QueryRow(`INSERT INTO visitors (site_id, token_hash, created_at) VALUES (?, ?, ?)
+		found, err := tx.QueryRow(`INSERT INTO visitors (site_id, token_hash, created_at, context) VALUES (?, ?, ?, ?)
 			ON CONFLICT (token_hash) DO NOTHING RETURNING id`,
-			[]any{m.SiteID, m.TokenHash, tx.now}, &res.VisitorID)
+			[]any{m.SiteID, m.TokenHash, tx.now, ctx}, &res.VisitorID)
 		if err != nil {
 			return err
 		}
@@ -107,9 +113,9 @@ func (tx *Tx) visitorConversation(m *MessageRequest, res *MessageResult) error {
 	if err != nil || found {
 		return err
 	}
-	_, err = tx.QueryRow(`INSERT INTO conversations (site_id, visitor_id, created_at, updated_at)
-		VALUES (?, ?, ?, ?) RETURNING id`,
-		[]any{m.SiteID, res.VisitorID, tx.now, tx.now}, &res.ConversationID)
+	_, err = tx.QueryRow(`INSERT INTO conversations (site_id, visitor_id, created_at, updated_at, context)
+		VALUES (?, ?, ?, ?, ?) RETURNING id`,
+		[]any{m.SiteID, res.VisitorID, tx.now, tx.now, ctx}, &res.ConversationID)
 	res.First = true
 	return err
 }

@@ -40,7 +40,10 @@ type MessageRequest struct {
 	// uploaded by this visitor's token); nil for none.
 	File *File
 	Kind schema.MessageKind // what a system message is ("" for a written one)
-	Done func(MessageResult)
+	// Context is the page the visitor is on (nil: not known): written on the visitor and the
+	// conversation that a first message creates, never on later messages.
+	Context *schema.VisitorContext
+	Done    func(MessageResult)
 }
 
 // MessageResult is the outcome of a MessageRequest.

@@ -121,6 +121,7 @@ func (h *Handler) track(c *conn, add bool) bool {
 type Signals interface {
 	VisitorTyping(siteID, conversationID int64)
 	VisitorSeen(siteID, conversationID, messageID int64)
+	VisitorPage(siteID, conversationID int64, c *schema.VisitorContext)
 	Rated(siteID, conversationID int64, rating, comment string)
 }
 
@@ -146,7 +147,12 @@ func (h *Handler) Register(app *fiber.App) {
 func (h *Handler) upgrade(c *fiber.Ctx) error {
 	site, _ := c.Locals("site").(*sites.Site)
 	ip, _ := c.Locals("ip").(netip.Addr)
-	visitor := strings.Clone(c.Query("visitor")) // the request's memory is reused after the upgrade
+	// The request's memory is reused after the upgrade: what the socket keeps is copied.
+	hs := upgradeReq{ip: ip, visitor: strings.Clone(c.Query("visitor")), origin: strings.Clone(c.Get(fiber.HeaderOrigin)),
+		ua: strings.Clone(c.Get(fiber.HeaderUserAgent))}
+	if len(hs.ua) > schema.MaxUserAgentLen {
+		hs.ua = hs.ua[:schema.MaxUserAgentLen]
+	}
 	fctx := c.Context()
 	err := h.upgrader.Upgrade(fctx, func(wc *fws.Conn) {
 		// fasthttp holds the handshake's RequestCtx until this function returns, that is for
@@ -161,7 +167,7 @@ func (h *Handler) upgrade(c *fiber.Ctx) error {
 				_ = wc.NetConn().Close()
 			}
 		}()
-		h.serve(wc, site, ip, visitor)
+		h.serve(wc, site, hs)
 	})
 	if err != nil {
 		// The upgrader has written its own status; the body says what to fix.
@@ -229,20 +235,30 @@ type session struct {
 	frame     schema.ClientFrame
 
 	ip            netip.Addr
-	bucket        brakes.Bucket   // this connection's frame rate
-	signals       brakes.Bucket   // its typing and seen frames, apart: they never cost a message its turn
-	refusedInARow int             // frames refused by bucket since the last one admitted
-	convStarting  bool            // a first message is on its way: the next ones open no conversation
-	typedAt       int64           // when a typing frame was last passed on (Brakes.Now)
-	readID        int64           // the visitor's read marker as stored
-	claim         *store.Identity // an unverified identify before the visitor was stored
-	transcriptAt  int64           // when the conversation was last asked for by email (Brakes.Now)
+	bucket        brakes.Bucket          // this connection's frame rate
+	signals       brakes.Bucket          // its typing and seen frames, apart: they never cost a message its turn
+	refusedInARow int                    // frames refused by bucket since the last one admitted
+	convStarting  bool                   // a first message is on its way: the next ones open no conversation
+	typedAt       int64                  // when a typing frame was last passed on (Brakes.Now)
+	readID        int64                  // the visitor's read marker as stored
+	claim         *store.Identity        // an unverified identify before the visitor was stored
+	transcriptAt  int64                  // when the conversation was last asked for by email (Brakes.Now)
+	origin        string                 // the handshake's Origin header ("" without one)
+	ua            string                 // its User-Agent header
+	ctx           *schema.VisitorContext // the page the visitor last reported (page.go)
+	ctxUnsaved    bool                   // ctx is not stored yet: the next message stores it
 }
 
-func (h *Handler) serve(wc *fws.Conn, site *sites.Site, ip netip.Addr, visitor string) {
+// upgradeReq is what a socket keeps of its upgrade request.
+type upgradeReq struct {
+	ip                  netip.Addr
+	visitor, origin, ua string
+}
+
+func (h *Handler) serve(wc *fws.Conn, site *sites.Site, hs upgradeReq) {
 	wc.SetReadLimit(schema.MaxFrameBytes)
 	cfg := h.Brakes.Config()
-	s := &session{h: h, c: newConn(wc), site: site, ip: ip,
+	s := &session{h: h, c: newConn(wc), site: site, ip: hs.ip, origin: hs.origin, ua: hs.ua,
 		bucket: brakes.NewBucket(cfg.ConnMsgRate, cfg.ConnMsgBurst), signals: brakes.NewBucket(signalRate, signalBurst)}
 	h.Metrics.OpenSockets.Inc()
 	defer h.Metrics.OpenSockets.Dec()
@@ -254,7 +270,7 @@ func (h *Handler) serve(wc *fws.Conn, site *sites.Site, ip netip.Addr, visitor s
 	defer h.track(s.c, false)
 	defer s.c.finish()
 	h.setup.acquire()
-	ok := s.hello(visitor)
+	ok := s.hello(hs.visitor)
 	h.setup.release()
 	if !ok {
 		return
@@ -386,22 +402,23 @@ func (s *session) fail(clientID, code, msg string, retryAfterMS int64) {
 // closed: a client that ignores retry_after_ms only costs the server parsing.
 const maxRefusedInARow = 50
 
-// signalRate and signalBurst bound a connection's typing and seen frames (the widget sends a
-// typing frame at most every 3 s and a seen frame when a reply is read).
+// signalRate and signalBurst bound a connection's typing, seen and page frames (the widget
+// sends a typing frame at most every 3 s, a seen frame when a reply is read, a page frame
+// after each hello and when the page changes).
 const (
 	signalRate  = 1.0
 	signalBurst = 5
 )
 
 // handle answers one frame; false closes the socket. Every frame, whatever its type and
-// even if it does not parse, takes from one of the connection's buckets first: typing and
-// seen from their own, everything else from the messages' one.
+// even if it does not parse, takes from one of the connection's buckets first: typing, seen
+// and page from their own, everything else from the messages' one.
 func (s *session) handle(data []byte) bool {
 	received := time.Now()
 	f := &s.frame
 	perr := frames.ParseClient(data, f)
 	bucket := &s.bucket
-	if perr == nil && (f.Type == schema.FrameTyping || f.Type == schema.FrameSeen) {
+	if perr == nil && (f.Type == schema.FrameTyping || f.Type == schema.FrameSeen || f.Type == schema.FramePage) {
 		bucket = &s.signals
 	}
 	if ok, wait := bucket.Take(s.h.Brakes.Now()); !ok {
@@ -440,8 +457,10 @@ func (s *session) handle(data []byte) bool {
 		s.rate(f.Rating, f.Comment) // rate.go
 	case schema.FrameTranscript:
 		s.transcript() // transcript.go
+	case schema.FramePage:
+		s.page(f) // page.go
 	default:
-		s.fail(f.ClientID, schema.CodeInvalid, `Unknown frame type; use "message", "resume", "email", "typing", "seen", "identify", "rate" or "transcript".`, 0)
+		s.fail(f.ClientID, schema.CodeInvalid, `Unknown frame type; use "message", "resume", "email", "typing", "seen", "identify", "rate", "transcript" or "page".`, 0)
 	}
 	return true
 }
@@ -486,6 +505,7 @@ func (s *session) message(f *schema.ClientFrame, received time.Time) {
 	if req.VisitorID == 0 {
 		req.Claim = s.claim
 	}
+	req.Context = s.pageFor(req.VisitorID == 0)
 	req.Done = func(r store.MessageResult) { s.acked(clientID, received, r) }
 	if err := s.h.Store.SubmitMessage(req); err != nil {
 		s.fail(clientID, schema.CodeUnavailable, "The server is too busy to take the message now; send it again.", 1000)

@@ -142,7 +142,8 @@ func (s *Sender) sendToThread(ctx context.Context, site *schema.SiteDelivery, j 
 	return out
 }
 
-// header names the conversation (and the site, on its first message).
+// header names the conversation (and, on its first message, the site and where the visitor
+// started: the page's address in <> so that Discord shows no preview of it).
 func header(site *schema.SiteDelivery, j *schema.Job) string {
 	h := "**#" + strconv.FormatInt(j.ConversationID, 10)
 	if j.First {
@@ -151,7 +152,15 @@ func header(site *schema.SiteDelivery, j *schema.Job) string {
 			h += " on " + site.Name
 		}
 	}
-	return h + "** "
+	h += "** "
+	if c := j.Context; j.First && c != nil {
+		page := "<" + strings.NewReplacer(">", "%3E", " ", "%20").Replace(c.URL) + ">"
+		if c.Title != "" {
+			page = c.Title + " " + page
+		}
+		h += "\n🌐 " + strings.Join(append([]string{page}, c.Facts()...), " · ") + "\n"
+	}
+	return h
 }
 
 func line(j *schema.Job) string {

@@ -132,6 +132,16 @@ func (s *Sender) Send(ctx context.Context, deadline time.Time, site *schema.Site
 		b.WriteString(j.Text)
 		b.WriteString("\n")
 		attachment(&b, j)
+		if c := j.Context; c != nil {
+			b.WriteString("\nStarted on: " + c.URL)
+			if c.Title != "" {
+				b.WriteString(" (" + c.Title + ")")
+			}
+			if facts := c.Facts(); len(facts) > 0 {
+				b.WriteString("\nVisitor: " + strings.Join(facts, " · "))
+			}
+			b.WriteString("\n")
+		}
 		if j.InboxURL != "" {
 			b.WriteString("\nAnswer in the inbox: " + j.InboxURL + "\n")
 		}

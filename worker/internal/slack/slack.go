@@ -176,6 +176,23 @@ func writeParent(b *strings.Builder, site *schema.SiteDelivery, j *schema.Job) {
 		b.WriteString("|open in inbox>")
 	}
 	b.WriteByte('\n')
+	if c := j.Context; c != nil {
+		// Where the visitor started and with what, as Chatlio and Papercups show it.
+		b.WriteString(":globe_with_meridians: <")
+		b.WriteString(linkURL.Replace(c.URL))
+		b.WriteByte('|')
+		label := c.Title
+		if label == "" {
+			label = c.URL
+		}
+		b.WriteString(linkText.Replace(label))
+		b.WriteByte('>')
+		for _, f := range c.Facts() {
+			b.WriteString(" · ")
+			b.WriteString(escaper.Replace(f))
+		}
+		b.WriteByte('\n')
+	}
 	writeLine(b, j)
 }
 
@@ -196,6 +213,10 @@ func writeLine(b *strings.Builder, j *schema.Job) {
 		b.WriteByte(')')
 	}
 }
+
+// linkURL escapes a link's address for Slack's <url|label>: a page's query is kept as the
+// browser sent it, and could hold the characters that end the link.
+var linkURL = strings.NewReplacer("&", "&amp;", "<", "%3C", ">", "%3E", "|", "%7C")
 
 // linkText escapes a link's label for Slack's <url|label> (a | or > would end it).
 var linkText = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", "|", "¦")

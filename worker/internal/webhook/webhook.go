@@ -46,6 +46,9 @@ type EventData struct {
 	InboxURL  string             `json:"inbox_url,omitempty"`
 	// File is the message's attachment; its url is a signed link that expires (7 days).
 	File *schema.File `json:"file,omitempty"`
+	// Context is where the visitor started the conversation and with what browser, on the
+	// first message's event (absent when the widget did not say).
+	Context *schema.VisitorContext `json:"context,omitempty"`
 }
 
 // Sender posts events. Its HTTP client carries the 10 s timeout and, unless allowPrivate,
@@ -116,7 +119,7 @@ func (s *Sender) Send(ctx context.Context, deadline time.Time, site *schema.Site
 	j := jobs[0]
 	body, err := json.Marshal(Event{Type: "message.created", Timestamp: j.CreatedAt, Data: EventData{
 		SiteID: j.SiteID, ConversationID: j.ConversationID, MessageID: j.MessageID, Author: j.Author,
-		Name: j.Name, Text: j.Text, Kind: j.Kind, CreatedAt: j.CreatedAt, First: j.First, InboxURL: j.InboxURL, File: j.File}})
+		Name: j.Name, Text: j.Text, Kind: j.Kind, CreatedAt: j.CreatedAt, First: j.First, InboxURL: j.InboxURL, File: j.File, Context: j.Context}})
 	if err != nil {
 		return deliver.Permanent(err)
 	}

@@ -132,7 +132,7 @@
   // ---- one conversation
   function openConv(id) {
     api('GET', '/conversations/' + id).then(function (j) {
-      S.conv = j.conversation; S.msgs = {}; S.deliveries = {};
+      S.conv = j.conversation; S.msgs = {}; S.deliveries = {}; S.ctx = j.context || {};
       selectSite(j.conversation.site_id);
       (j.deliveries || []).forEach(function (d) { (S.deliveries[d.message_id] = S.deliveries[d.message_id] || {})[d.target] = d; });
       drawConv(j.messages || []);
@@ -177,6 +177,10 @@
     V.rating = el('span', { class: 'rating', id: 'conv-rating' });
     V.main.appendChild(el('div', { class: 'head' }, [el('h2', { text: who }), ident, V.rating, V.status, V.toggle]));
     drawRating();
+    V.info = el('details', { class: 'info', id: 'visitor-info' });
+    V.info.open = window.matchMedia('(min-width: 1100px)').matches; // beside the conversation when there is room
+    V.main.appendChild(V.info);
+    drawInfo();
     V.main.appendChild(V.msgs);
     V.main.appendChild(V.typing);
     V.main.appendChild(form);
@@ -184,6 +188,51 @@
     drawSeen();
     markSel();
   }
+
+  // The visitor beside the conversation: who (as the site says), where they are and started,
+  // with what, their local time, and the same person's other conversations.
+  function drawInfo() {
+    var c = S.conv, x = S.ctx || {}, now = x.now || {}, st = x.started || {};
+    if (!V.info || !c) return;
+    var open = V.info.open;
+    clear(V.info);
+    V.info.open = open;
+    V.info.appendChild(el('summary', { text: 'Visitor details' }));
+    var dl = el('dl');
+    function row(label, value, id) { if (value) dl.appendChild(el('div', { id: id }, [el('dt', { text: label }), el('dd', {}, [value])])); }
+    function link(u, title) {
+      if (!/^https?:\/\//.test(u || '')) return null;
+      var bare = u.replace(/^https?:\/\//, '');
+      var a = el('a', { href: u, target: '_blank', rel: 'noopener noreferrer', title: u, text: title || bare });
+      return title ? el('span', {}, [a, el('small', { class: 'url', text: bare })]) : a;
+    }
+    row('Email', c.visitor_email, 'info-email');
+    row('Name', c.visitor_name, 'info-name');
+    row('User id', c.user_id ? c.user_id + (c.verified ? ' (verified)' : ' (not verified)') : '', 'info-user');
+    row('Now on', link(now.url, now.title), 'info-now');
+    if (st.url && st.url !== now.url) row('Started on', link(st.url, st.title), 'info-started');
+    row('Came from', link(now.referrer || st.referrer), 'info-referrer');
+    row('Browser', now.browser || st.browser, 'info-browser');
+    row('Language', now.language || st.language, 'info-language');
+    var tz = now.time_zone || st.time_zone;
+    if (tz) {
+      var local = '';
+      try { local = new Date().toLocaleTimeString([], { timeZone: tz, hour: '2-digit', minute: '2-digit' }) + ' (' + tz + ')'; } catch (e) { local = tz; }
+      row('Local time', local, 'info-time');
+    }
+    if (!dl.firstChild) dl.appendChild(el('p', { class: 'hint', text: 'Nothing known yet: the page is reported once the visitor\u2019s window connects.' }));
+    V.info.appendChild(dl);
+    var earlier = x.earlier || [];
+    if (earlier.length) {
+      V.info.appendChild(el('h3', { text: 'Earlier conversations' }));
+      V.info.appendChild(el('ul', { class: 'earlier', id: 'info-earlier' }, earlier.map(function (e) {
+        return el('li', {}, [el('a', { href: '#/conversations/' + e.id }, [
+          el('span', { class: 'badge ' + e.status, text: e.status }), ' ' + new Date(e.updated_at).toLocaleDateString() + ' \u00b7 ',
+          el('span', { text: e.last_text || '(attachment)' })])]);
+      })));
+    }
+  }
+  setInterval(function () { if (S.conv && S.ctx && V.info && document.getElementById('info-time')) drawInfo(); }, 30000);
 
   function drawRating() {
     var c = S.conv; if (!V.rating || !c) return;
@@ -296,6 +345,8 @@
       if (S.conv && f.conversation_id === S.conv.id) { S.conv.rating = f.rating; S.conv.rating_comment = f.comment || ''; drawRating(); }
     } else if (f.type === 'typing') {
       showTyping(f);
+    } else if (f.type === 'page') {
+      if (S.conv && f.conversation_id === S.conv.id) { S.ctx.now = f.context; drawInfo(); }
     } else if (f.type === 'seen') {
       if (S.conv && f.conversation_id === S.conv.id && f.message_id > (S.conv.visitor_read_id || 0)) { S.conv.visitor_read_id = f.message_id; drawSeen(); }
     } else if (f.type === 'conversation') {

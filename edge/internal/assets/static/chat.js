@@ -507,6 +507,7 @@
           attempt = 0; conn.textContent = ''; offline(false);
           if (saved.token !== f.visitor) { saved.token = f.visitor; save(); }
           opensAt = f.opens_at || '';
+          sayPage(true);
           applySite(f.site || {}, f.status !== 'online');
           // With an identity, the conversation to show is the one identified answers with.
           if (identity) { heldHello = f; ws.send(JSON.stringify(identity)); } else adopt(f);
@@ -708,6 +709,25 @@
     }
 
     window.addEventListener('online', function () { attempt = 0; connect(); });
+
+    // The page the visitor is on, for the operators: said after each hello and when the page
+    // changes (a single-page site changes it without a load: checked every 2 s).
+    var pageSaid = '';
+    function sayPage(again) {
+      var k = location.href + '\n' + document.title;
+      if (!ws || ws.readyState !== 1 || (k === pageSaid && !again)) return;
+      pageSaid = k;
+      // Only what the server takes (schema/PROTOCOL.md, "page"): a refusal would be the visitor's to read.
+      var ref = /^https?:\/\//.test(document.referrer) ? document.referrer.slice(0, 2048) : '';
+      var lang = /^[A-Za-z0-9-]{1,35}$/.test(navigator.language) ? navigator.language : '', tz = '';
+      try { tz = Intl.DateTimeFormat().resolvedOptions().timeZone || ''; } catch (x) { /* no Intl: no zone */ }
+      var f = { type: 'page', url: location.href.slice(0, 2048), title: document.title.slice(0, 200), referrer: ref, language: lang,
+        time_zone: /^[A-Za-z0-9_+\/-]{1,64}$/.test(tz) ? tz : '' };
+      ws.send(JSON.stringify(f));
+    }
+    setInterval(sayPage, 2000);
+    window.addEventListener('popstate', function () { sayPage(); });
+    window.addEventListener('hashchange', function () { sayPage(); });
 
     form.addEventListener('submit', function (e) {
       e.preventDefault();

@@ -1,0 +1,124 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+
+	"spookat/schema"
+)
+
+// The visitor's context: the page they are on and their browser (schema.VisitorContext),
+// stored as JSON on the visitor (the latest) and on the conversation (where it started).
+
+func contextJSON(c *schema.VisitorContext) string {
+	if c == nil {
+		return ""
+	}
+	b, _ := json.Marshal(c) // strings and an int: it cannot fail
+	return string(b)
+}
+
+func contextFrom(s string) *schema.VisitorContext {
+	if s == "" {
+		return nil
+	}
+	var c schema.VisitorContext
+	if json.Unmarshal([]byte(s), &c) != nil {
+		return nil
+	}
+	return &c
+}
+
+// SetVisitorContext stores the page a visitor is on now. A conversation that started before
+// any page was known takes it as where it started.
+func (tx *Tx) SetVisitorContext(visitorID int64, c *schema.VisitorContext) error {
+	j := contextJSON(c)
+	if err := tx.exec(`UPDATE visitors SET context = ? WHERE id = ?`, j, visitorID); err != nil {
+		return err
+	}
+	return tx.exec(`UPDATE conversations SET context = ? WHERE visitor_id = ? AND context = ''`, j, visitorID)
+}
+
+// ConversationContext is what the inbox shows beside a conversation about its visitor.
+type ConversationContext struct {
+	// Now is the page the visitor was last on; Started, the one the conversation began on.
+	Now     *schema.VisitorContext `json:"now"`
+	Started *schema.VisitorContext `json:"started"`
+	// Earlier are the same person's other conversations on the site: visitors with the same
+	// email, or the same verified user id, newest first.
+	Earlier []EarlierConversation `json:"earlier"`
+}
+
+// EarlierConversation is one of a person's other conversations.
+type EarlierConversation struct {
+	ID        int64  `json:"id"`
+	Status    string `json:"status"`
+	LastText  string `json:"last_text"`
+	CreatedAt int64  `json:"created_at"`
+	UpdatedAt int64  `json:"updated_at"`
+}
+
+// maxEarlier bounds the earlier conversations shown.
+const maxEarlier = 20
+
+// ConversationContext reads a conversation's context. The caller has checked that the
+// operator may see the conversation.
+func (s *Store) ConversationContext(ctx context.Context, conversationID int64) (ConversationContext, error) {
+	var out ConversationContext
+	err := s.Read(ctx, func(q Querier) error {
+		st, err := q.Stmt(`SELECT c.site_id, v.context, c.context, v.email, coalesce(v.user_id, ''), v.verified
+			FROM conversations c JOIN visitors v ON v.id = c.visitor_id WHERE c.id = ?`)
+		if err != nil {
+			return err
+		}
+		var site int64
+		var now, started, email, user string
+		var verified bool
+		found, err := queryRow(st, []any{conversationID}, &site, &now, &started, &email, &user, &verified)
+		if err != nil || !found {
+			return err
+		}
+		out.Now, out.Started = contextFrom(now), contextFrom(started)
+		if !verified {
+			user = ""
+		}
+		if email == "" && user == "" {
+			return nil
+		}
+		st, err = q.Stmt(`SELECT c.id, c.status, coalesce(m.text, ''), c.created_at, c.updated_at
+			FROM visitors v JOIN conversations c ON c.visitor_id = v.id LEFT JOIN messages m ON m.id = c.last_message_id
+			WHERE v.id IN (SELECT id FROM visitors WHERE site_id = ?1 AND ?2 != '' AND email = ?2 COLLATE NOCASE AND email != ''
+				UNION SELECT id FROM visitors WHERE site_id = ?1 AND ?3 != '' AND user_id = ?3 AND verified = 1)
+				AND c.id != ?4
+			ORDER BY c.updated_at DESC LIMIT ?5`)
+		if err != nil {
+			return err
+		}
+		return eachRow(st, []any{site, email, user, conversationID, maxEarlier}, func() error {
+			var e EarlierConversation
+			if err := scan(st, &e.ID, &e.Status, &e.LastText, &e.CreatedAt, &e.UpdatedAt); err != nil {
+				return err
+			}
+			out.Earlier = append(out.Earlier, e)
+			return nil
+		})
+	})
+	if out.Earlier == nil {
+		out.Earlier = []EarlierConversation{}
+	}
+	return out, err
+}
+
+// StartContext is the page a conversation started on (nil: not known), for its first jobs.
+func (s *Store) StartContext(ctx context.Context, conversationID int64) (*schema.VisitorContext, error) {
+	var j string
+	err := s.Read(ctx, func(q Querier) error {
+		st, err := q.Stmt(`SELECT context FROM conversations WHERE id = ?`)
+		if err != nil {
+			return err
+		}
+		_, err = queryRow(st, []any{conversationID}, &j)
+		return err
+	})
+	return contextFrom(j), err
+}
