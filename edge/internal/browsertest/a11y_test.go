@@ -82,6 +82,22 @@ func (b *Tab) audit(src string) []axeViolation {
 	return out
 }
 
+// requireAccessible runs the audit and fails the test on a serious or critical violation;
+// every violation found is logged.
+func (b *Tab) requireAccessible(src, when string) {
+	b.t.Helper()
+	var serious []string
+	for _, x := range b.audit(src) {
+		b.t.Logf("axe, %s, %s: %s (%s): %s at %s", b.name, when, x.ID, x.Impact, x.Help, strings.Join(x.Nodes, "; "))
+		if x.Impact == "serious" || x.Impact == "critical" {
+			serious = append(serious, x.ID)
+		}
+	}
+	if len(serious) > 0 {
+		b.t.Errorf("%s, %s: serious accessibility violations: %v", b.name, when, serious)
+	}
+}
+
 // The chat window on a phone: an automated WCAG 2.1 A/AA audit (axe-core) of the page with
 // the launcher, then with the window open holding a greeting, a message and a reply, finds
 // nothing serious or critical (what it finds is logged); 16 px inputs (no zoom on iOS),
@@ -95,19 +111,7 @@ func TestWidgetAccessibility(t *testing.T) {
 	v.do("phone viewport", chromedp.EmulateViewport(390, 844, chromedp.EmulateScale(2), chromedp.EmulateMobile))
 	v.openDemo(e.base, site.Key)
 
-	check := func(when string) {
-		t.Helper()
-		var serious []string
-		for _, x := range v.audit(src) {
-			t.Logf("axe, %s: %s (%s): %s at %s", when, x.ID, x.Impact, x.Help, strings.Join(x.Nodes, "; "))
-			if x.Impact == "serious" || x.Impact == "critical" {
-				serious = append(serious, x.ID)
-			}
-		}
-		if len(serious) > 0 {
-			t.Errorf("%s: serious accessibility violations: %v", when, serious)
-		}
-	}
+	check := func(when string) { t.Helper(); v.requireAccessible(src, when) }
 	check("launcher")
 
 	v.openChat()

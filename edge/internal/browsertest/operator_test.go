@@ -1,12 +1,15 @@
 package browsertest
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
 
+	"spookat/edge/internal/edgetest"
 	"spookat/edge/internal/server"
 	"spookat/edge/internal/store"
 )
@@ -51,4 +54,87 @@ func TestVisitorContextInInbox(t *testing.T) {
 	op.waitJS("where it started", `document.querySelector('#info-started a') && document.querySelector('#info-started a').textContent === 'spookat demo'`)
 	op.noReload()
 	op.shot("context")
+}
+
+// Issue 13, point 7: the inbox without a mouse and on a phone. The list is links (Tab,
+// Enter); j / k move through it and open; r goes to the reply, Ctrl+Enter sends, Escape goes
+// back to the list, e closes; an error is said in the page, never in an alert. At 390 px the
+// list and the conversation are one pane each, with a way back, and nothing overflows. The
+// audit (axe-core, WCAG 2.1 A/AA) finds nothing serious on the login page, the list and a
+// conversation, desktop and phone.
+func TestInboxKeyboardPhoneAndAudit(t *testing.T) {
+	e := startEdge(t, server.Config{})
+	src := axeSource(t)
+	site := e.site(&store.Site{Name: "Keys"})
+	e.operator("kim@keys.test", "Kim", "correct horse battery", site.Key)
+	for i, text := range []string{"First visitor here", "Second visitor here"} {
+		c, err := edgetest.DialVisitor(e.edge.Addr, site.Key, e.base)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.WS.Close()
+		if _, err := c.SendAck("k"+strconv.Itoa(i), text); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	op := newTab(t, "operator")
+	op.do("open the inbox", chromedp.Navigate(e.base+"/app/"), chromedp.WaitVisible(chromedp.CSS("#email")))
+	op.requireAccessible(src, "login")
+	op.login(e.base, "kim@keys.test", "correct horse battery")
+	eval[any](op, `window.__alerts = 0; window.alert = () => { window.__alerts++ }`)
+	op.waitJS("two conversations, as links", `document.querySelectorAll('#conversations li[data-id] a[href^="#/conversations/"]').length === 2`)
+	top := eval[string](op, `document.querySelector('#conversations li[data-id]').getAttribute('data-id')`)
+	second := eval[string](op, `document.querySelectorAll('#conversations li[data-id]')[1].getAttribute('data-id')`)
+	key := func(what, k string) { op.do(what, chromedp.KeyEvent(k)) }
+	key("j", "j")
+	op.waitJS("j opens the first", `location.hash === '#/conversations/`+top+`' && document.querySelector('#reply')`)
+	key("j again", "j")
+	op.waitJS("j opens the next", `location.hash === '#/conversations/`+second+`' && document.activeElement.getAttribute('href') === '#/conversations/`+second+`'`)
+	key("k", "k")
+	op.waitJS("k goes back", `location.hash === '#/conversations/`+top+`' && document.querySelector('#messages .msg.visitor')`)
+	op.requireAccessible(src, "conversation")
+	key("r", "r")
+	op.waitJS("r: the reply box", `document.activeElement === document.querySelector('#reply')`)
+	op.do("write and send", chromedp.SendKeys(chromedp.CSS("#reply"), "Typed without a mouse"),
+		chromedp.KeyEvent("\r", chromedp.KeyModifiers(chromedp.ModifierCtrl)))
+	op.waitJS("sent", `Array.from(document.querySelectorAll('#messages .msg.operator .text')).some(e => e.textContent === 'Typed without a mouse')`)
+	op.waitJS("the list follows", `document.querySelector('#conversations li[data-id="`+top+`"] .last').textContent === 'You: Typed without a mouse'`)
+	op.do("Escape", chromedp.SendKeys(chromedp.CSS("#reply"), kb.Escape))
+	op.waitJS("back on the list", `document.activeElement.getAttribute('href') === '#/conversations/`+top+`'`)
+	key("e", "e")
+	op.waitJS("e closes", `document.querySelector('#conv-status').textContent === 'closed'`)
+	op.waitJS("the open list without it", `!document.querySelector('#conversations li[data-id="`+top+`"]')`)
+
+	// A failed action is said in the page (here the server answers 503 once).
+	eval[any](op, `(() => { const f = window.fetch; window.fetch = (u, o) => { window.fetch = f;
+		return Promise.resolve(new Response(JSON.stringify({code: 'unavailable', message: 'The server is busy; try again in a moment.'}), {status: 503})); }; })()`)
+	key("e, failing", "e")
+	op.waitJS("the error, inline", `document.querySelector('#notice.on') && document.querySelector('#notice').textContent === 'The server is busy; try again in a moment.'`)
+	if n := eval[int](op, `window.__alerts`); n != 0 {
+		t.Fatalf("%d alert dialogs", n)
+	}
+	key("?", "?")
+	op.waitJS("the shortcuts", `document.querySelector('#keys') && document.activeElement === document.querySelector('#keys button')`)
+	op.shot("keyboard")
+
+	phone := newTab(t, "phone")
+	phone.do("phone viewport", chromedp.EmulateViewport(390, 844, chromedp.EmulateScale(2), chromedp.EmulateMobile))
+	phone.login(e.base, "kim@keys.test", "correct horse battery")
+	phone.waitJS("the list, alone", `document.querySelector('#conversations li[data-id]') && getComputedStyle(document.querySelector('#main')).display === 'none'`)
+	overflow := `document.documentElement.scrollWidth - document.documentElement.clientWidth + document.querySelector('.top').scrollWidth - document.querySelector('.top').clientWidth`
+	if n := eval[float64](phone, overflow); n > 0 {
+		t.Fatalf("the list overflows a 390 px screen by %v px", n)
+	}
+	phone.requireAccessible(src, "phone list")
+	phone.shot("phone-list")
+	phone.openFirstConversation()
+	phone.waitJS("the conversation, alone", `document.querySelector('#messages .msg') && getComputedStyle(document.querySelector('nav.side')).display === 'none'`)
+	if n := eval[float64](phone, overflow); n > 0 {
+		t.Fatalf("the conversation overflows a 390 px screen by %v px", n)
+	}
+	phone.requireAccessible(src, "phone conversation")
+	phone.shot("phone-conversation")
+	phone.do("back", chromedp.Click(chromedp.CSS(".head .back")))
+	phone.waitJS("the list again", `getComputedStyle(document.querySelector('nav.side')).display !== 'none' && getComputedStyle(document.querySelector('#main')).display === 'none'`)
 }

@@ -67,18 +67,22 @@
     var siteSel = el('select', { id: 'site', 'aria-label': 'Site', onchange: function () { location.hash = '#/sites/' + siteSel.value; } },
       S.sites.map(function (s) { return el('option', { value: s.id, text: s.name }); }));
     V.live = el('span', { class: 'live', id: 'live' });
-    var top = el('div', { class: 'top' }, [el('b', { text: 'spookat' }), siteSel,
+    var top = el('header', { class: 'top' }, [el('b', { text: 'spookat' }), siteSel,
       V.settingsLink = el('a', { href: '#', id: 'settings-link', text: 'Settings' }), V.live,
       el('span', { class: 'who', text: S.me.name || S.me.email }),
       el('button', { id: 'logout', text: 'Log out', onclick: function () { api('POST', '/logout').then(function () { S.me = null; showLogin(); }); } })]);
     V.siteSel = siteSel;
-    V.filters = el('div', { class: 'filters' }, ['open', 'closed', 'all'].map(function (f) {
-      return el('button', { 'data-filter': f, text: f[0].toUpperCase() + f.slice(1), onclick: function () { S.filter = f; loadList(); } });
+    V.filters = el('div', { class: 'filters', role: 'group', 'aria-label': 'Show' }, ['open', 'closed', 'all'].map(function (f) {
+      return el('button', { 'data-filter': f, 'aria-pressed': 'false', text: f[0].toUpperCase() + f.slice(1), onclick: function () { S.filter = f; loadList(); } });
     }));
-    V.list = el('ul', { class: 'convs', id: 'conversations' });
-    V.main = el('section', { class: 'main', id: 'main' }, [el('p', { class: 'placeholder', text: 'Pick a conversation.' })]);
+    V.list = el('ul', { class: 'convs', id: 'conversations', 'aria-label': 'Conversations' });
+    V.main = el('main', { class: 'main', id: 'main' }, [el('p', { class: 'placeholder', text: 'Pick a conversation.' })]);
+    // Errors are said here, in the page, never in a dialog that stops the operator's work.
+    V.notice = el('p', { class: 'notice', id: 'notice', role: 'alert' });
     root.appendChild(top);
-    root.appendChild(el('div', { class: 'layout' }, [el('aside', { class: 'side' }, [V.filters, V.list]), V.main]));
+    root.appendChild(V.notice);
+    V.layout = el('div', { class: 'layout' }, [el('nav', { class: 'side', 'aria-label': 'Conversations' }, [V.filters, V.list]), V.main]);
+    root.appendChild(V.layout);
     if (!S.sites.length) { clear(V.main); V.main.appendChild(el('p', { class: 'placeholder', text: 'You are not a member of any site yet.' })); }
   }
 
@@ -91,7 +95,7 @@
   }
   window.addEventListener('hashchange', route);
 
-  function placeholder() { S.conv = null; clear(V.main); V.main.appendChild(el('p', { class: 'placeholder', text: 'Pick a conversation.' })); markSel(); }
+  function placeholder() { S.conv = null; V.layout.classList.remove('has-conv'); clear(V.main); V.main.appendChild(el('p', { class: 'placeholder', text: 'Pick a conversation.' })); markSel(); }
 
   function selectSite(id) {
     if (S.site === id) return;
@@ -105,7 +109,10 @@
   function loadListSoon() { clearTimeout(listTimer); listTimer = setTimeout(loadList, 150); }
   function loadList() {
     if (!S.site) return;
-    Array.prototype.forEach.call(V.filters.children, function (b) { b.classList.toggle('on', b.getAttribute('data-filter') === S.filter); });
+    Array.prototype.forEach.call(V.filters.children, function (b) {
+      var on = b.getAttribute('data-filter') === S.filter;
+      b.classList.toggle('on', on); b.setAttribute('aria-pressed', String(on));
+    });
     var site = S.site;
     api('GET', '/sites/' + site + '/conversations?status=' + S.filter).then(function (j) {
       if (site !== S.site) return;
@@ -117,16 +124,23 @@
     if (!S.convs.length) V.list.appendChild(el('li', { class: 'empty', text: 'No conversations.' }));
     S.convs.forEach(function (c) {
       var last = c.last_internal ? 'Note: ' + c.last_text : (c.last_author === 'operator' ? 'You: ' : '') + c.last_text;
-      V.list.appendChild(el('li', { 'data-id': c.id, class: (c.unread && (!S.conv || S.conv.id !== c.id) ? 'unread' : ''), onclick: function () { location.hash = '#/conversations/' + c.id; } }, [
-        el('div', { class: 'row' }, [el('span', { class: 'title', text: c.visitor_name || c.visitor_email || ('Visitor #' + c.id) }), el('span', { class: 'badge ' + c.status, text: c.status })]),
+      var unread = c.unread && (!S.conv || S.conv.id !== c.id);
+      // A link: reached with Tab, opened with Enter; j / k and the arrows move between them.
+      V.list.appendChild(el('li', { 'data-id': c.id, class: unread ? 'unread' : '' }, [el('a', { class: 'item', href: '#/conversations/' + c.id }, [
+        el('div', { class: 'row' }, [el('span', { class: 'title', text: c.visitor_name || c.visitor_email || ('Visitor #' + c.id) }),
+          unread ? el('span', { class: 'sr', text: ', unread' }) : null, el('span', { class: 'badge ' + c.status, text: c.status })]),
         el('div', { class: 'last', text: last }),
-        el('div', { class: 'row' }, [el('small', { text: when(c.updated_at) })])]));
+        el('div', { class: 'row' }, [el('small', { text: when(c.updated_at) })])])]));
     });
     markSel();
   }
   function markSel() {
     if (!V.list) return;
-    Array.prototype.forEach.call(V.list.children, function (li) { li.classList.toggle('sel', !!S.conv && +li.getAttribute('data-id') === S.conv.id); });
+    Array.prototype.forEach.call(V.list.children, function (li) {
+      var on = !!S.conv && +li.getAttribute('data-id') === S.conv.id, a = li.querySelector('a');
+      li.classList.toggle('sel', on);
+      if (a) { if (on) a.setAttribute('aria-current', 'true'); else a.removeAttribute('aria-current'); }
+    });
   }
 
   // ---- one conversation
@@ -146,10 +160,11 @@
   function drawConv(msgs) {
     var c = S.conv;
     clear(V.main);
+    V.layout.classList.add('has-conv');
     V.status = el('span', { class: 'badge ' + c.status, id: 'conv-status', text: c.status });
     V.toggle = el('button', { id: 'conv-toggle', text: c.status === 'open' ? 'Close' : 'Reopen', onclick: function () {
-      api('POST', '/conversations/' + c.id + '/' + (S.conv.status === 'open' ? 'close' : 'reopen')).then(function (j) { setStatus(j.status); loadListSoon(); }, alertErr);
-    } });
+      api('POST', '/conversations/' + c.id + '/' + (S.conv.status === 'open' ? 'close' : 'reopen')).then(function (j) { setStatus(j.status); loadListSoon(); }, showErr);
+    }, title: 'Close or reopen (e)' });
     V.msgs = el('ol', { class: 'msgs', id: 'messages' });
     var text = el('textarea', { id: 'reply', 'aria-label': 'Reply', placeholder: 'Reply to the visitor…', maxlength: 4000 });
     var note = el('input', { type: 'checkbox', id: 'internal' });
@@ -159,9 +174,12 @@
       var btn = form.querySelector('button'); btn.disabled = true;
       api('POST', '/conversations/' + c.id + '/messages', { text: t, internal: note.checked }).then(function (j) {
         text.value = ''; typedAt = 0; btn.disabled = false; addMsg(j.message); drawSeen();
-      }, function (e) { btn.disabled = false; alertErr(e); });
+      }, function (e) { btn.disabled = false; showErr(e); });
     } }, [text, el('label', {}, [note, ' Internal note']), el('button', { class: 'primary', type: 'submit', id: 'send', text: 'Send' })]);
-    text.addEventListener('keydown', function (e) { if (e.key === 'Enter' && (e.ctrlKey || e.metaKey)) form.requestSubmit(); });
+    text.addEventListener('keydown', function (e) {
+      if (e.key === 'Enter' && (e.ctrlKey || e.metaKey)) form.requestSubmit();
+      if (e.key === 'Escape') { e.preventDefault(); focusItem(S.conv && S.conv.id); } // back to the list
+    });
     // The visitor sees "<name> is typing…": said at most every 3 s while writing a reply (not a note).
     var typedAt = 0;
     text.addEventListener('input', function () {
@@ -175,7 +193,8 @@
       title: c.verified ? 'Signed by the site: this is its user ' + c.user_id : 'Claimed by the page, not signed: it may not be who it says',
       text: (c.verified ? 'verified user ' : 'unverified user ') + c.user_id }) : null;
     V.rating = el('span', { class: 'rating', id: 'conv-rating' });
-    V.main.appendChild(el('div', { class: 'head' }, [el('h2', { text: who }), ident, V.rating, V.status, V.toggle]));
+    var back = el('a', { class: 'back', href: '#/sites/' + c.site_id, text: '\u2039 All conversations' });
+    V.main.appendChild(el('div', { class: 'head' }, [back, el('h2', { text: who }), ident, V.rating, V.status, V.toggle]));
     drawRating();
     V.info = el('details', { class: 'info', id: 'visitor-info' });
     V.info.open = window.matchMedia('(min-width: 1100px)').matches; // beside the conversation when there is room
@@ -220,8 +239,7 @@
       try { local = new Date().toLocaleTimeString([], { timeZone: tz, hour: '2-digit', minute: '2-digit' }) + ' (' + tz + ')'; } catch (e) { local = tz; }
       row('Local time', local, 'info-time');
     }
-    if (!dl.firstChild) dl.appendChild(el('p', { class: 'hint', text: 'Nothing known yet: the page is reported once the visitor\u2019s window connects.' }));
-    V.info.appendChild(dl);
+    V.info.appendChild(dl.firstChild ? dl : el('p', { class: 'hint', text: 'Nothing known yet: the page is reported once the visitor\u2019s window connects.' }));
     var earlier = x.earlier || [];
     if (earlier.length) {
       V.info.appendChild(el('h3', { text: 'Earlier conversations' }));
@@ -265,7 +283,55 @@
   function stopTyping(by) {
     if (V.typing && (!by || V.typing.getAttribute('data-by') === by)) { V.typing.textContent = ''; V.typing.removeAttribute('data-by'); }
   }
-  function alertErr(e) { window.alert(e.message); }
+  var noticeTimer = 0;
+  function showErr(e) {
+    V.notice.textContent = (e && e.message) || String(e);
+    V.notice.classList.add('on');
+    clearTimeout(noticeTimer);
+    noticeTimer = setTimeout(function () { V.notice.classList.remove('on'); V.notice.textContent = ''; }, 8000);
+  }
+
+  // ---- keyboard: j / k or the arrows move through the list (and open), r replies, e closes
+  // or reopens, Escape in the reply goes back to the list, ? lists them.
+  function focusItem(id) {
+    var a = id && V.list && V.list.querySelector('li[data-id="' + id + '"] a');
+    if (a) a.focus();
+  }
+  function step(d) {
+    var items = Array.prototype.slice.call(V.list.querySelectorAll('li[data-id] a'));
+    if (!items.length) return;
+    var at = items.indexOf(document.activeElement);
+    if (at < 0 && S.conv) at = items.indexOf(V.list.querySelector('li[data-id="' + S.conv.id + '"] a'));
+    var next = items[Math.max(0, Math.min(items.length - 1, at < 0 ? 0 : at + d))];
+    next.focus(); location.hash = next.getAttribute('href');
+  }
+  document.addEventListener('keydown', function (e) {
+    if (!S.me || !V.list || e.ctrlKey || e.metaKey || e.altKey) return;
+    var t = e.target, typing = t && (t.tagName === 'TEXTAREA' || t.tagName === 'INPUT' || t.tagName === 'SELECT' || t.isContentEditable);
+    if (typing) return;
+    var k = e.key;
+    if (k === 'j' || (k === 'ArrowDown' && V.list.contains(t))) { e.preventDefault(); step(1); }
+    else if (k === 'k' || (k === 'ArrowUp' && V.list.contains(t))) { e.preventDefault(); step(-1); }
+    else if (k === 'r' && S.conv) { e.preventDefault(); replyKey = true; } // focused on keyup: the r is not typed into it
+    else if (k === 'e' && S.conv && V.toggle) { e.preventDefault(); V.toggle.click(); }
+    else if (k === '?') { e.preventDefault(); keysHelp(); }
+  });
+  var replyKey = false;
+  document.addEventListener('keyup', function (e) {
+    if (e.key !== 'r' || !replyKey) return;
+    replyKey = false;
+    var r = document.getElementById('reply'); if (r) r.focus();
+  });
+  function keysHelp() {
+    var box = document.getElementById('keys');
+    if (box) { box.parentNode.removeChild(box); return; }
+    box = el('div', { class: 'keys', id: 'keys', role: 'dialog', 'aria-label': 'Keyboard shortcuts' }, [el('h2', { text: 'Keyboard shortcuts' }),
+      el('dl', {}, [['j or \u2193', 'next conversation'], ['k or \u2191', 'previous conversation'], ['Enter', 'open the focused conversation'],
+        ['r', 'reply'], ['Ctrl+Enter', 'send the reply'], ['Escape', 'from the reply back to the list'], ['e', 'close or reopen'], ['?', 'this list']]
+        .map(function (p) { return el('div', {}, [el('dt', {}, [el('kbd', { text: p[0] })]), el('dd', { text: p[1] })]); })),
+      el('button', { type: 'button', text: 'Close', onclick: function () { box.parentNode.removeChild(box); } })]);
+    document.body.appendChild(box); box.querySelector('button').focus();
+  }
   function setStatus(st) { S.conv.status = st; V.status.textContent = st; V.status.className = 'badge ' + st; V.toggle.textContent = st === 'open' ? 'Close' : 'Reopen'; }
 
   function addMsg(m) {
@@ -439,7 +505,7 @@
     var name = el('input', { placeholder: 'token name', id: 'token-name' });
     box.appendChild(ul);
     box.appendChild(el('div', {}, [name, el('button', { type: 'button', id: 'token-new', text: 'New token', onclick: function () {
-      api('POST', '/tokens', { name: name.value }).then(function (j) { shown.textContent = 'Copy it now, it is shown once: ' + j.token; load(); }, alertErr);
+      api('POST', '/tokens', { name: name.value }).then(function (j) { shown.textContent = 'Copy it now, it is shown once: ' + j.token; load(); }, showErr);
     } })]));
     box.appendChild(shown);
     form.parentNode.appendChild(el('div', { class: 'settings' }, [box]));
@@ -448,7 +514,7 @@
         clear(ul);
         j.tokens.forEach(function (t) {
           ul.appendChild(el('li', {}, [(t.name || 'token') + ' (created ' + when(t.created_at) + ') ',
-            el('button', { type: 'button', text: 'Revoke', onclick: function () { api('DELETE', '/tokens/' + t.id).then(load, alertErr); } })]));
+            el('button', { type: 'button', text: 'Revoke', onclick: function () { api('DELETE', '/tokens/' + t.id).then(load, showErr); } })]));
         });
       });
     }
