@@ -138,3 +138,62 @@ func TestInboxKeyboardPhoneAndAudit(t *testing.T) {
 	phone.do("back", chromedp.Click(chromedp.CSS(".head .back")))
 	phone.waitJS("the list again", `getComputedStyle(document.querySelector('nav.side')).display !== 'none' && getComputedStyle(document.querySelector('#main')).display === 'none'`)
 }
+
+// Issue 13, point 6: an operator looking elsewhere hears of visitors. Alerts are asked for
+// on a click (the browser's permission prompt comes then, never on load) and kept for this
+// operator in this browser; a new conversation on one of the operator's sites gives a desktop
+// notification naming the site, with the text, and a sound; the tab's title counts the
+// conversations with unread messages; the conversation the operator is reading gives none.
+func TestOperatorNotifications(t *testing.T) {
+	e := startEdge(t, server.Config{})
+	site := e.site(&store.Site{Name: "Bells"})
+	e.operator("bo@bells.test", "Bo", "correct horse battery", site.Key)
+	op := newTab(t, "operator")
+	op.login(e.base, "bo@bells.test", "correct horse battery")
+	// The browser's notifications and audio, recorded: headless Chromium shows neither.
+	fakes := `window.__notes = []; window.__asked = 0; window.__beeps = 0;
+		window.Notification = function (title, o) { window.__notes.push({title: title, body: o.body, tag: o.tag}); this.close = () => {}; };
+		Notification.permission = 'default';
+		Notification.requestPermission = () => { window.__asked++; Notification.permission = 'granted'; return Promise.resolve('granted'); };
+		window.AudioContext = function () { return {currentTime: 0, destination: {}, close() {}, createGain: () => ({gain: {}, connect() {}}),
+			createOscillator: () => ({frequency: {}, connect() {}, start() { window.__beeps++ }, stop() {}})}; };`
+	eval[any](op, fakes)
+	if n := eval[int](op, `window.__asked`); n != 0 {
+		t.Fatal("notification permission asked before any click")
+	}
+	op.do("open the alerts", chromedp.Click(chromedp.CSS("#notify-link")))
+	op.do("desktop notifications", chromedp.Click(chromedp.CSS("#notify-desktop")))
+	op.waitJS("asked, granted", `window.__asked === 1 && document.querySelector('#notify-desktop').checked && /notified/.test(document.querySelector('#alerts-msg').textContent)`)
+	op.do("a sound", chromedp.Click(chromedp.CSS("#notify-sound")))
+	op.waitJS("a sample of it", `window.__beeps === 1`)
+	op.shot("alerts")
+	op.do("close the panel", chromedp.Click(chromedp.CSS("#alerts button")))
+
+	c, err := edgetest.DialVisitor(e.edge.Addr, site.Key, e.base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.WS.Close()
+	ack, err := c.SendAck("n1", "Is anyone awake?")
+	if err != nil {
+		t.Fatal(err)
+	}
+	op.waitJS("a notification", `window.__notes.length === 1 && window.__notes[0].title === 'New conversation on Bells' && window.__notes[0].body === 'Is anyone awake?'`)
+	op.waitJS("and a sound", `window.__beeps === 2`)
+	op.waitJS("the title counts it", `document.title === '(1) spookat inbox'`)
+
+	// Reading it: the title drops the count, and its next message notifies nobody.
+	op.openFirstConversation()
+	op.waitJS("read", `location.hash === '#/conversations/`+strconv.FormatInt(*ack.ConversationID, 10)+`' && document.title === 'spookat inbox'`)
+	c.Message(t, "n2", "Hello?") // the visitor's socket hears "seen" too: the ack is not the next frame
+	op.waitJS("the message, shown", `Array.from(document.querySelectorAll('#messages .msg.visitor .text')).some(e => e.textContent === 'Hello?')`)
+	if n := eval[int](op, `window.__notes.length + window.__beeps`); n != 3 {
+		t.Fatalf("the conversation being read notified (%d notifications and sounds, want 3 from before)", n)
+	}
+
+	// Kept for this operator: after a reload the boxes are still ticked.
+	op.do("reload", chromedp.Reload())
+	op.waitJS("the inbox again", `document.querySelector('#notify-link')`)
+	op.do("open the alerts", chromedp.Click(chromedp.CSS("#notify-link")))
+	op.waitJS("still on", `document.querySelector('#notify-desktop').checked && document.querySelector('#notify-sound').checked`)
+}

@@ -68,7 +68,8 @@
       S.sites.map(function (s) { return el('option', { value: s.id, text: s.name }); }));
     V.live = el('span', { class: 'live', id: 'live' });
     var top = el('header', { class: 'top' }, [el('b', { text: 'spookat' }), siteSel,
-      V.settingsLink = el('a', { href: '#', id: 'settings-link', text: 'Settings' }), V.live,
+      V.settingsLink = el('a', { href: '#', id: 'settings-link', text: 'Settings' }),
+      el('button', { id: 'notify-link', type: 'button', 'aria-expanded': 'false', text: 'Alerts', onclick: notifyPanel }), V.live,
       el('span', { class: 'who', text: S.me.name || S.me.email }),
       el('button', { id: 'logout', text: 'Log out', onclick: function () { api('POST', '/logout').then(function () { S.me = null; showLogin(); }); } })]);
     V.siteSel = siteSel;
@@ -116,7 +117,7 @@
     var site = S.site;
     api('GET', '/sites/' + site + '/conversations?status=' + S.filter).then(function (j) {
       if (site !== S.site) return;
-      S.convs = j.conversations; drawList();
+      S.convs = j.conversations; drawList(); drawTitle();
     }, function (e) { clear(V.list); V.list.appendChild(el('li', { text: e.message })); });
   }
   function drawList() {
@@ -394,6 +395,7 @@
   }
   function onEvent(f) {
     if (f.type === 'message') {
+      alertVisitor(f);
       if (S.conv && f.conversation_id === S.conv.id) {
         addMsg(f.message);
         if (f.message.author === 'visitor') stopTyping('visitor'); else if (f.message.author === 'operator') stopTyping('operator');
@@ -420,6 +422,66 @@
       if (f.site_id === S.site) loadListSoon();
     }
   }
+
+  // ---- notifications: what the operator hears of visitors while looking elsewhere. Set per
+  // operator in this browser (desktop notifications are a browser's permission anyway).
+  var BASE_TITLE = document.title;
+  function notifyPrefs() {
+    var p = {}; try { p = JSON.parse(localStorage.getItem('spookat.alerts.' + S.me.id) || '{}') || {}; } catch (e) { p = {}; }
+    return { desktop: !!p.desktop, sound: !!p.sound, every: p.every !== false };
+  }
+  function saveNotifyPrefs(p) { try { localStorage.setItem('spookat.alerts.' + S.me.id, JSON.stringify(p)); } catch (e) { /* private mode */ } }
+  function notifyPanel() {
+    var open = document.getElementById('alerts');
+    var btn = document.getElementById('notify-link');
+    if (open) { open.parentNode.removeChild(open); btn.setAttribute('aria-expanded', 'false'); return; }
+    var p = notifyPrefs(), msg = el('p', { class: 'hint', id: 'alerts-msg', role: 'status' });
+    function box(id, label, on, change) {
+      var c = el('input', { type: 'checkbox', id: id }); c.checked = on;
+      c.addEventListener('change', function () { change(c); });
+      return el('label', { for: id }, [c, ' ' + label]);
+    }
+    var panel = el('div', { class: 'keys alerts', id: 'alerts', role: 'dialog', 'aria-label': 'Alerts' }, [el('h2', { text: 'Alerts' }),
+      box('notify-desktop', 'Desktop notifications', p.desktop, function (c) {
+        if (!c.checked) { p.desktop = false; saveNotifyPrefs(p); return; }
+        if (!window.Notification) { c.checked = false; msg.textContent = 'This browser has no desktop notifications.'; return; }
+        Notification.requestPermission().then(function (r) { // asked on this click, never on load
+          p.desktop = r === 'granted'; c.checked = p.desktop; saveNotifyPrefs(p);
+          msg.textContent = p.desktop ? 'You will be notified while this tab is open.' : 'The browser refused: allow notifications for this site in its settings.';
+        });
+      }),
+      box('notify-sound', 'A sound', p.sound, function (c) { p.sound = c.checked; saveNotifyPrefs(p); if (c.checked) beep(); }),
+      box('notify-every', 'For every visitor message (off: new conversations only)', p.every, function (c) { p.every = c.checked; saveNotifyPrefs(p); }),
+      msg, el('button', { type: 'button', text: 'Close', onclick: notifyPanel })]);
+    document.body.appendChild(panel); btn.setAttribute('aria-expanded', 'true'); panel.querySelector('input').focus();
+  }
+  // A visitor wrote: notify unless the operator is looking at that very conversation.
+  function alertVisitor(f) {
+    if (!S.me || f.message.author !== 'visitor') return;
+    var looking = !document.hidden && S.conv && S.conv.id === f.conversation_id;
+    var p = notifyPrefs();
+    if (looking || (!f.first && !p.every)) return;
+    if (p.sound) beep();
+    if (p.desktop && window.Notification && Notification.permission === 'granted') {
+      var site = S.sites.filter(function (x) { return x.id === f.site_id; })[0];
+      var n = new Notification((f.first ? 'New conversation' : 'Visitor') + (site ? ' on ' + site.name : ''), {
+        body: f.message.text || (f.message.file ? '\ud83d\udcce ' + f.message.file.name : ''), tag: 'conversation-' + f.conversation_id });
+      n.onclick = function () { window.focus(); location.hash = '#/conversations/' + f.conversation_id; n.close(); };
+    }
+  }
+  function beep() {
+    try {
+      var A = window.AudioContext || window.webkitAudioContext, a = new A(), g = a.createGain(), x = a.createOscillator();
+      x.frequency.value = 660; g.gain.value = 0.06; x.connect(g); g.connect(a.destination);
+      x.start(); x.stop(a.currentTime + 0.15); x.onended = function () { a.close(); };
+    } catch (e) { /* no audio here */ }
+  }
+  // The tab's title counts the site's conversations with unread messages: "(2) spookat inbox".
+  function drawTitle() {
+    var n = (S.convs || []).filter(function (c) { return c.unread && (!S.conv || S.conv.id !== c.id || document.hidden); }).length;
+    document.title = (n ? '(' + n + ') ' : '') + BASE_TITLE;
+  }
+  document.addEventListener('visibilitychange', drawTitle);
 
   // ---- settings
   function showSettings() {
