@@ -233,12 +233,7 @@ func (e *env) site(s *store.Site) *store.Site {
 
 func (e *env) operator(email, name, password string, siteKeys ...string) {
 	e.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if _, err := admin.NewClient(e.edge.DataDir).AddOperator(ctx, admin.OperatorRequest{
-		Email: email, Name: name, Password: password, SiteKeys: siteKeys}); err != nil {
-		e.t.Fatal(err)
-	}
+	edgetest.AddOperator(e.t, e.edge.DataDir, admin.OperatorRequest{Email: email, Name: name, Password: password, SiteKeys: siteKeys})
 }
 
 // api calls /v1/api/ with an API token (or none) and decodes the JSON answer into out.

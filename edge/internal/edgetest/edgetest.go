@@ -109,6 +109,16 @@ func AddSite(t testing.TB, dataDir string, s *store.Site) *store.Site {
 	return site
 }
 
+// AddOperator adds an operator through the running edge's admin socket.
+func AddOperator(t testing.TB, dataDir string, op admin.OperatorRequest) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := admin.NewClient(dataDir).AddOperator(ctx, op); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // Frame is any server frame, decoded loosely.
 type Frame struct {
 	Type           string       `json:"type"`

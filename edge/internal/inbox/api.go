@@ -99,7 +99,7 @@ func (h *Handler) conversation(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	vc, err := h.Store.ConversationContext(ctx, cv.ID)
+	vc, err := h.Store.ConversationContext(ctx, cv)
 	if err != nil {
 		return err
 	}

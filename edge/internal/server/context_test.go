@@ -1,7 +1,6 @@
 package server_test
 
 import (
-	"context"
 	"strconv"
 	"strings"
 	"testing"
@@ -22,12 +21,7 @@ import (
 func TestPageContext(t *testing.T) {
 	e := edgetest.Start(t, "", server.Config{})
 	site := edgetest.AddSite(t, e.DataDir, &store.Site{Name: "ctx", Origins: []string{"http://site.test"}})
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if _, err := admin.NewClient(e.DataDir).AddOperator(ctx, admin.OperatorRequest{Email: "ana@ctx.test", Password: "correct horse battery",
-		SiteKeys: []string{site.Key}}); err != nil {
-		t.Fatal(err)
-	}
+	edgetest.AddOperator(t, e.DataDir, admin.OperatorRequest{Email: "ana@ctx.test", Password: "correct horse battery", SiteKeys: []string{site.Key}})
 	page := func(url, title string) map[string]string {
 		return map[string]string{"type": "page", "url": url, "title": title, "referrer": "https://www.google.com/search?q=chat",
 			"language": "de-DE", "time_zone": "Europe/Berlin"}

@@ -3,7 +3,6 @@ package server_test
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -16,7 +15,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"spookat/edge/internal/admin"
 	"spookat/edge/internal/edgetest"
@@ -184,17 +182,8 @@ func TestAttachments(t *testing.T) {
 		}
 	})
 
-	adm := admin.NewClient(e.DataDir)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	for _, op := range []admin.OperatorRequest{
-		{Email: "ann@files.test", Password: "correct horse battery", SiteKeys: []string{site.Key}},
-		{Email: "bob@other.test", Password: "correct horse battery", SiteKeys: []string{other.Key}},
-	} {
-		if _, err := adm.AddOperator(ctx, op); err != nil {
-			t.Fatal(err)
-		}
-	}
+	edgetest.AddOperator(t, e.DataDir, admin.OperatorRequest{Email: "ann@files.test", Password: "correct horse battery", SiteKeys: []string{site.Key}})
+	edgetest.AddOperator(t, e.DataDir, admin.OperatorRequest{Email: "bob@other.test", Password: "correct horse battery", SiteKeys: []string{other.Key}})
 	t.Run("the site's operator reads it in the inbox", func(t *testing.T) {
 		in := edgetest.Login(t, e.Addr, "ann@files.test", "correct horse battery").NewToken(t)
 		var conv struct {

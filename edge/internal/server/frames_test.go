@@ -1,7 +1,6 @@
 package server_test
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -155,12 +154,8 @@ func TestClientIDCannotClaimASource(t *testing.T) {
 // sent) and never an operator's.
 func TestVisitorSeesOnlyItsOwnClientIDs(t *testing.T) {
 	e, site := startWithSite(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if _, err := admin.NewClient(e.DataDir).AddOperator(ctx, admin.OperatorRequest{
-		Email: "olga@site.test", Name: "Olga", Password: "a long enough password", SiteKeys: []string{site.Key}}); err != nil {
-		t.Fatal(err)
-	}
+	edgetest.AddOperator(t, e.DataDir, admin.OperatorRequest{
+		Email: "olga@site.test", Name: "Olga", Password: "a long enough password", SiteKeys: []string{site.Key}})
 	a := edgetest.Dial(t, e.Addr, site.Key, "")
 	a.Message(t, "visitor-1", "hello")
 	ack := a.Read(t)

@@ -1,10 +1,8 @@
 package server_test
 
 import (
-	"context"
 	"strconv"
 	"testing"
-	"time"
 
 	"spookat/edge/internal/admin"
 	"spookat/edge/internal/edgetest"
@@ -20,12 +18,7 @@ import (
 func TestTranscriptFrame(t *testing.T) {
 	e := edgetest.Start(t, "", server.Config{})
 	site := edgetest.AddSite(t, e.DataDir, &store.Site{Name: "tx", Origins: []string{"http://site.test"}})
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if _, err := admin.NewClient(e.DataDir).AddOperator(ctx, admin.OperatorRequest{Email: "rui@tx.test", Password: "correct horse battery",
-		SiteKeys: []string{site.Key}}); err != nil {
-		t.Fatal(err)
-	}
+	edgetest.AddOperator(t, e.DataDir, admin.OperatorRequest{Email: "rui@tx.test", Password: "correct horse battery", SiteKeys: []string{site.Key}})
 	c := edgetest.Dial(t, e.Addr, site.Key, "")
 	ack, err := c.SendAck("c1", "Where is my refund?")
 	if err != nil {

@@ -61,30 +61,31 @@ type EarlierConversation struct {
 // maxEarlier bounds the earlier conversations shown.
 const maxEarlier = 20
 
-// ConversationContext reads a conversation's context. The caller has checked that the
-// operator may see the conversation.
-func (s *Store) ConversationContext(ctx context.Context, conversationID int64) (ConversationContext, error) {
+// ConversationContext reads the context of a conversation the caller has read (and so checked
+// that the operator may see it): its visitor, email and user id come from the summary.
+func (s *Store) ConversationContext(ctx context.Context, cv *ConversationSummary) (ConversationContext, error) {
 	var out ConversationContext
 	err := s.Read(ctx, func(q Querier) error {
-		st, err := q.Stmt(`SELECT c.site_id, v.context, c.context, v.email, coalesce(v.user_id, ''), v.verified
+		st, err := q.Stmt(`SELECT v.context, c.context
 			FROM conversations c JOIN visitors v ON v.id = c.visitor_id WHERE c.id = ?`)
 		if err != nil {
 			return err
 		}
-		var site int64
-		var now, started, email, user string
-		var verified bool
-		found, err := queryRow(st, []any{conversationID}, &site, &now, &started, &email, &user, &verified)
+		var now, started string
+		found, err := queryRow(st, []any{cv.ID}, &now, &started)
 		if err != nil || !found {
 			return err
 		}
 		out.Now, out.Started = contextFrom(now), contextFrom(started)
-		if !verified {
+		email, user := cv.VisitorEmail, cv.UserID
+		if !cv.Verified {
 			user = ""
 		}
 		if email == "" && user == "" {
 			return nil
 		}
+		// "email != ''" repeats the partial index visitors_email's condition so that SQLite
+		// may use that index.
 		st, err = q.Stmt(`SELECT c.id, c.status, coalesce(m.text, ''), c.created_at, c.updated_at
 			FROM visitors v JOIN conversations c ON c.visitor_id = v.id LEFT JOIN messages m ON m.id = c.last_message_id
 			WHERE v.id IN (SELECT id FROM visitors WHERE site_id = ?1 AND ?2 != '' AND email = ?2 COLLATE NOCASE AND email != ''
@@ -94,7 +95,7 @@ func (s *Store) ConversationContext(ctx context.Context, conversationID int64) (
 		if err != nil {
 			return err
 		}
-		return eachRow(st, []any{site, email, user, conversationID, maxEarlier}, func() error {
+		return eachRow(st, []any{cv.SiteID, email, user, cv.ID, maxEarlier}, func() error {
 			var e EarlierConversation
 			if err := scan(st, &e.ID, &e.Status, &e.LastText, &e.CreatedAt, &e.UpdatedAt); err != nil {
 				return err

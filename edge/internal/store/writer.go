@@ -40,8 +40,10 @@ type MessageRequest struct {
 	// uploaded by this visitor's token); nil for none.
 	File *File
 	Kind schema.MessageKind // what a system message is ("" for a written one)
-	// Context is the page the visitor is on (nil: not known): written on the visitor and the
-	// conversation that a first message creates, never on later messages.
+	// Context is the page the visitor is on (nil: not known): written on the visitor and on
+	// the conversation that a first message creates, and on the visitor by a later message
+	// whose visitor is already known (a page that could not be stored when it was reported: the
+	// site's write cap was spent, or the write failed).
 	Context *schema.VisitorContext
 	Done    func(MessageResult)
 }

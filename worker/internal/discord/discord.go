@@ -154,7 +154,7 @@ func header(site *schema.SiteDelivery, j *schema.Job) string {
 	}
 	h += "** "
 	if c := j.Context; j.First && c != nil {
-		page := "<" + strings.NewReplacer(">", "%3E", " ", "%20").Replace(c.URL) + ">"
+		page := "<" + linkURL.Replace(c.URL) + ">"
 		if c.Title != "" {
 			page = c.Title + " " + page
 		}
@@ -261,3 +261,7 @@ func seconds(v string) (time.Duration, bool) {
 	}
 	return time.Duration(f * float64(time.Second)), true
 }
+
+// linkURL escapes a page's address for Discord's <url> (a link without an embed): a '>' or a
+// space would end it early.
+var linkURL = strings.NewReplacer(">", "%3E", " ", "%20")
