@@ -2,7 +2,6 @@ package faults
 
 import (
 	"bufio"
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -43,12 +42,7 @@ func TestReconnectStormWithResume(t *testing.T) {
 	p := edgetest.StartProc(t, bin, data, append([]string{"-worker", "none"}, edgetest.NoBrakes...)...)
 	stormy := edgetest.AddSite(t, data, &store.Site{Name: "stormy", Origins: []string{"http://site.test"}})
 	calm := edgetest.AddSite(t, data, &store.Site{Name: "calm", Origins: []string{"http://site.test"}})
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if _, err := admin.NewClient(data).AddOperator(ctx, admin.OperatorRequest{Email: "ann@stormy.test", Password: "storm-password-1",
-		SiteKeys: []string{stormy.Key}}); err != nil {
-		t.Fatal(err)
-	}
+	edgetest.AddOperator(t, data, admin.OperatorRequest{Email: "ann@stormy.test", Password: "storm-password-1", SiteKeys: []string{stormy.Key}})
 	op := edgetest.Login(t, p.Addr, "ann@stormy.test", "storm-password-1").NewToken(t)
 
 	// 10,000 visitors each write once, then their sockets drop.
