@@ -47,7 +47,20 @@ type MessageKind string
 const (
 	KindRating     MessageKind = "rating"     // the visitor rated the conversation
 	KindTranscript MessageKind = "transcript" // the visitor asked for the conversation by email
+	KindClosed     MessageKind = "closed"     // an operator closed the conversation (inbox or Slack)
+	KindReopened   MessageKind = "reopened"   // an operator reopened it (a visitor's message reopens it too: Job.Reopened)
 )
+
+// Status is the conversation status a status message sets ("" for other kinds).
+func (k MessageKind) Status() string {
+	switch k {
+	case KindClosed:
+		return "closed"
+	case KindReopened:
+		return "open"
+	}
+	return ""
+}
 
 // Ratings of a conversation.
 const (

@@ -56,6 +56,9 @@ type Job struct {
 	// First is true for the first message of a conversation: it opens the Slack thread and
 	// triggers the new-conversation email.
 	First bool `json:"first,omitempty"`
+	// Reopened is set on a visitor's message that reopened a closed conversation (the Slack
+	// thread's parent loses its ✅).
+	Reopened bool `json:"reopened,omitempty"`
 	// InboxURL links the operator to the conversation in the web inbox.
 	InboxURL string `json:"inbox_url,omitempty"`
 	// To is set on an email job that carries an operator's reply to a visitor who was not
@@ -103,7 +106,7 @@ func DecodeJob(b []byte, j *Job) error {
 }
 
 var jobFields = []string{"id", "lane", "target", "site_id", "conversation_id", "message_id", "author",
-	"name", "text", "created_at", "kind", "first", "inbox_url", "to", "file", "context", "transcript"}
+	"name", "text", "created_at", "kind", "first", "reopened", "inbox_url", "to", "file", "context", "transcript"}
 
 func (j *Job) field(b, key []byte, i int) (int, bool) {
 	if next, ok := fastjson.Null(b, i); ok {
@@ -135,6 +138,8 @@ func (j *Job) field(b, key []byte, i int) (int, bool) {
 		j.Kind = MessageKind(k)
 	case "first":
 		j.First, i, ok = fastjson.Bool(b, i)
+	case "reopened":
+		j.Reopened, i, ok = fastjson.Bool(b, i)
 	case "inbox_url":
 		j.InboxURL, i, ok = fastjson.String(b, i)
 	case "to":
@@ -185,6 +190,9 @@ func AppendJob(b []byte, j *Job) []byte {
 	}
 	if j.First {
 		b = append(b, `,"first":true`...)
+	}
+	if j.Reopened {
+		b = append(b, `,"reopened":true`...)
 	}
 	if j.InboxURL != "" {
 		b = append(b, `,"inbox_url":`...)

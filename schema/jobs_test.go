@@ -127,7 +127,7 @@ func TestAppendJobMatchesEncodingJSON(t *testing.T) {
 	at := time.Date(2026, 3, 4, 5, 6, 7, 890123000, time.UTC)
 	for _, j := range []Job{
 		{ID: "m1.slack", Lane: LaneChat, Target: TargetSlack, SiteID: 1, ConversationID: 2, MessageID: 1, Author: "visitor",
-			Text: "Hello <b> \"you\" \n é 😀 \u2028 \x01 \xff", CreatedAt: at, First: true, InboxURL: "https://x.test/app/#/conversations/2?a=1&b=2",
+			Text: "Hello <b> \"you\" \n é 😀 \u2028 \x01 \xff", CreatedAt: at, First: true, Reopened: true, InboxURL: "https://x.test/app/#/conversations/2?a=1&b=2",
 			Context: &VisitorContext{URL: "https://x.test/p?a=1&b=<2>", Title: "Prix \u2028 é", Browser: "Chrome 131 on macOS", At: 1}},
 		{ID: "m9.email", Lane: LaneEmail, Target: TargetEmail, SiteID: 7, ConversationID: 8, MessageID: 9, Author: "operator",
 			Name: "Ann", Text: "", CreatedAt: at.In(time.FixedZone("x", 3600)), To: "v@example.com"},

@@ -139,3 +139,50 @@ func TestSlackRetriesThenDead(t *testing.T) {
 		t.Errorf("retries metric %v, want 5", got)
 	}
 }
+
+// A conversation's status reaches its Slack thread: closing adds the bot's ✅ to the parent
+// post and writes who closed it; the visitor's next message reopens it, which takes the ✅ off
+// and says so above the message. A status change of a conversation with no thread posts
+// nothing.
+func TestSlackStatusMarksTheParent(t *testing.T) {
+	e := newEnv(t, mock.SlackOptions{})
+	e.putSite(schema.SiteDelivery{SiteID: 1, Name: "Acme", SlackToken: "xoxb-1", SlackChannel: "C1"})
+	w := e.start(e.config())
+
+	e.publish(job(schema.TargetSlack, 1, 7, 100, true, marker(7, 0)))
+	waitFor(t, 10*time.Second, "the parent post", func() bool { return e.slack.Count() == 1 })
+	parent := e.slack.Posts()[0]
+
+	closed := job(schema.TargetSlack, 1, 7, 101, false, "Closed by Ann")
+	closed.Author, closed.Name, closed.Kind = schema.AuthorSystem, "Ann", schema.KindClosed
+	e.publish(closed)
+	waitFor(t, 10*time.Second, "the ✅ and the status line", func() bool {
+		return e.slack.Reacted("C1", parent.TS, "white_check_mark") && e.slack.Count() == 2
+	})
+	if p := e.slack.Posts()[1]; p.ThreadTS != parent.TS || p.Text != ":white_check_mark: _Closed by Ann_" {
+		t.Fatalf("status line: %+v", p)
+	}
+
+	again := job(schema.TargetSlack, 1, 7, 102, false, marker(7, 1))
+	again.Reopened = true
+	e.publish(again)
+	waitFor(t, 10*time.Second, "the ✅ removed and the message posted", func() bool {
+		return !e.slack.Reacted("C1", parent.TS, "white_check_mark") && e.slack.Count() == 3
+	})
+	if p := e.slack.Posts()[2]; p.ThreadTS != parent.TS || !strings.HasPrefix(p.Text, ":leftwards_arrow_with_hook: _Reopened by the visitor's message_\n") ||
+		!strings.Contains(p.Text, marker(7, 1)) {
+		t.Fatalf("reopening message: %+v", p)
+	}
+	if rs := e.slack.Reactions(); len(rs) != 2 || !rs[0].On || rs[1].On || rs[0].TS != parent.TS {
+		t.Fatalf("reactions: %+v", rs)
+	}
+
+	lone := job(schema.TargetSlack, 1, 8, 103, false, "Closed by Ann")
+	lone.Author, lone.Kind = schema.AuthorSystem, schema.KindClosed
+	e.publish(lone)
+	waitFor(t, 10*time.Second, "4 delivered results", func() bool { return len(e.results.final(schema.StatusDelivered)) == 4 })
+	if n := e.slack.Count(); n != 3 {
+		t.Fatalf("a status change without a thread posted: %d posts, want 3", n)
+	}
+	w.stop(t)
+}

@@ -1,5 +1,5 @@
 // Package mock holds stand-ins for the outside services the worker talks to: the Slack Web API
-// (chat.postMessage), Discord webhooks and a webhook receiver that verifies Standard Webhooks
+// (chat.postMessage, reactions.add, reactions.remove), Discord webhooks and a webhook receiver that verifies Standard Webhooks
 // signatures. Each is an http.Handler that records what it received, so tests run them under
 // httptest and load tests under `loadgen mock`. Standard library only.
 package mock
@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"math"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -24,6 +25,15 @@ type Post struct {
 	Token    string    `json:"-"`
 	At       time.Time `json:"at"`       // accepted (after the latency)
 	Received time.Time `json:"received"` // the request arrived
+}
+
+// Reaction is one reactions.add (On) or reactions.remove the Slack mock accepted.
+type Reaction struct {
+	Channel string    `json:"channel"`
+	TS      string    `json:"timestamp"` // the post reacted to
+	Name    string    `json:"name"`      // emoji name without colons
+	On      bool      `json:"on"`        // added (true) or removed
+	At      time.Time `json:"at"`
 }
 
 // SlackOptions shape the Slack mock.
@@ -47,10 +57,12 @@ type Slack struct {
 	base    int64
 	limited atomic.Int64
 
-	mu      sync.Mutex
-	posts   []Post
-	buckets map[string]*bucket
-	fails   map[string]int // channel → answers of 500 still to give (FailNext)
+	mu        sync.Mutex
+	posts     []Post
+	reactions []Reaction
+	reacted   map[string]bool // channel + " " + ts + " " + name → the bot's reaction is there
+	buckets   map[string]*bucket
+	fails     map[string]int // channel → answers of 500 still to give (FailNext)
 }
 
 type bucket struct {
@@ -58,7 +70,8 @@ type bucket struct {
 	at     time.Time
 }
 
-// NewSlack builds the mock. Mount it anywhere: it answers any path ending in /chat.postMessage.
+// NewSlack builds the mock. Mount it anywhere: it answers any path ending in /chat.postMessage,
+// /reactions.add, /reactions.remove or /auth.test.
 func NewSlack(o SlackOptions) *Slack {
 	if o.Rate <= 0 {
 		o.Rate = 1
@@ -66,7 +79,7 @@ func NewSlack(o SlackOptions) *Slack {
 	if o.Burst <= 0 {
 		o.Burst = 3
 	}
-	return &Slack{opt: o, base: time.Now().Unix(), buckets: map[string]*bucket{}, fails: map[string]int{}}
+	return &Slack{opt: o, base: time.Now().Unix(), buckets: map[string]*bucket{}, fails: map[string]int{}, reacted: map[string]bool{}}
 }
 
 // FailNext makes the next n posts to channel answer HTTP 500.
@@ -83,6 +96,20 @@ func (s *Slack) Posts() []Post {
 	return append([]Post(nil), s.posts...)
 }
 
+// Reactions returns a copy of every accepted reactions.add and reactions.remove, in order.
+func (s *Slack) Reactions() []Reaction {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Reaction(nil), s.reactions...)
+}
+
+// Reacted reports whether the bot's reaction name is on the post ts in channel now.
+func (s *Slack) Reacted(channel, ts, name string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.reacted[channel+" "+ts+" "+name]
+}
+
 // Count is the number of accepted posts.
 func (s *Slack) Count() int {
 	s.mu.Lock()
@@ -97,6 +124,7 @@ func (s *Slack) RateLimited() int64 { return s.limited.Load() }
 func (s *Slack) Reset() {
 	s.mu.Lock()
 	s.posts, s.buckets, s.fails = nil, map[string]*bucket{}, map[string]int{}
+	s.reactions, s.reacted = nil, map[string]bool{}
 	s.mu.Unlock()
 	s.limited.Store(0)
 }
@@ -108,31 +136,28 @@ type slackReq struct {
 }
 
 func (s *Slack) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if !strings.HasSuffix(r.URL.Path, "/chat.postMessage") {
-		if strings.HasSuffix(r.URL.Path, "/auth.test") {
-			writeJSON(w, 200, map[string]any{"ok": true, "team": "mock", "user": "spookat"})
-			return
-		}
+	switch {
+	case strings.HasSuffix(r.URL.Path, "/chat.postMessage"):
+	case strings.HasSuffix(r.URL.Path, "/reactions.add"):
+		s.serveReaction(w, r, true)
+		return
+	case strings.HasSuffix(r.URL.Path, "/reactions.remove"):
+		s.serveReaction(w, r, false)
+		return
+	case strings.HasSuffix(r.URL.Path, "/auth.test"):
+		writeJSON(w, 200, map[string]any{"ok": true, "team": "mock", "user": "spookat"})
+		return
+	default:
 		writeJSON(w, 404, map[string]any{"ok": false, "error": "unknown_method"})
 		return
 	}
 	received := time.Now()
 	var req slackReq
-	token := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
-	if strings.HasPrefix(r.Header.Get("Content-Type"), "application/json") {
-		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
-			writeJSON(w, 200, map[string]any{"ok": false, "error": "invalid_json"})
-			return
-		}
-	} else {
-		if err := r.ParseForm(); err != nil {
-			writeJSON(w, 200, map[string]any{"ok": false, "error": "invalid_form_data"})
-			return
-		}
-		req.Channel, req.Text, req.ThreadTS = r.PostForm.Get("channel"), r.PostForm.Get("text"), r.PostForm.Get("thread_ts")
-		if t := r.PostForm.Get("token"); t != "" {
-			token = t
-		}
+	token, ok := readArgs(w, r, &req, func(f url.Values) {
+		req.Channel, req.Text, req.ThreadTS = f.Get("channel"), f.Get("text"), f.Get("thread_ts")
+	})
+	if !ok {
+		return
 	}
 	if !answerAfter(r, s.opt.Latency) {
 		return
@@ -172,6 +197,93 @@ func (s *Slack) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.mu.Unlock()
 	writeJSON(w, 200, map[string]any{"ok": true, "channel": req.Channel, "ts": ts,
 		"message": map[string]any{"type": "message", "text": req.Text, "ts": ts, "thread_ts": req.ThreadTS}})
+}
+
+type reactionReq struct {
+	Channel   string `json:"channel"`
+	Timestamp string `json:"timestamp"`
+	Name      string `json:"name"`
+}
+
+// serveReaction answers reactions.add (on) or reactions.remove as Slack documents them:
+// already_reacted for a reaction the bot has there, no_reaction for one it has not,
+// message_not_found for a ts the mock never posted, no_item_specified and invalid_name for
+// missing fields.
+func (s *Slack) serveReaction(w http.ResponseWriter, r *http.Request, on bool) {
+	var req reactionReq
+	token, ok := readArgs(w, r, &req, func(f url.Values) {
+		req.Channel, req.Timestamp, req.Name = f.Get("channel"), f.Get("timestamp"), f.Get("name")
+	})
+	if !ok {
+		return
+	}
+	if !answerAfter(r, s.opt.Latency) {
+		return
+	}
+	code := ""
+	switch {
+	case token == "":
+		code = "not_authed"
+	case s.fail(req.Channel, token) != "":
+		code = s.fail(req.Channel, token)
+	case req.Channel == "" || req.Timestamp == "":
+		code = "no_item_specified"
+	case req.Name == "" || strings.ContainsAny(req.Name, ": "):
+		code = "invalid_name"
+	}
+	if code != "" {
+		writeJSON(w, 200, map[string]any{"ok": false, "error": code})
+		return
+	}
+	key := req.Channel + " " + req.Timestamp + " " + req.Name
+	s.mu.Lock()
+	found := false
+	for i := range s.posts {
+		if s.posts[i].Channel == req.Channel && s.posts[i].TS == req.Timestamp {
+			found = true
+			break
+		}
+	}
+	switch {
+	case !found:
+		code = "message_not_found"
+	case on && s.reacted[key]:
+		code = "already_reacted"
+	case !on && !s.reacted[key]:
+		code = "no_reaction"
+	default:
+		s.reacted[key] = on
+		s.reactions = append(s.reactions, Reaction{Channel: req.Channel, TS: req.Timestamp, Name: req.Name, On: on, At: time.Now()})
+	}
+	s.mu.Unlock()
+	if code != "" {
+		writeJSON(w, 200, map[string]any{"ok": false, "error": code})
+		return
+	}
+	writeJSON(w, 200, map[string]any{"ok": true})
+}
+
+// readArgs reads a Web API call's arguments as Slack takes them: a JSON body into dst, or a
+// form (form reads it), and the token from the Authorization header or the form's "token".
+// A body it cannot read is answered here (invalid_json, invalid_form_data) and ok is false.
+func readArgs(w http.ResponseWriter, r *http.Request, dst any, form func(url.Values)) (token string, ok bool) {
+	token = strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if strings.HasPrefix(r.Header.Get("Content-Type"), "application/json") {
+		if err := json.NewDecoder(r.Body).Decode(dst); err != nil {
+			writeJSON(w, 200, map[string]any{"ok": false, "error": "invalid_json"})
+			return "", false
+		}
+		return token, true
+	}
+	if err := r.ParseForm(); err != nil {
+		writeJSON(w, 200, map[string]any{"ok": false, "error": "invalid_form_data"})
+		return "", false
+	}
+	form(r.PostForm)
+	if t := r.PostForm.Get("token"); t != "" {
+		token = t
+	}
+	return token, true
 }
 
 func (s *Slack) fail(channel, token string) string {

@@ -582,6 +582,92 @@ func TestSlackReplyReachesVisitor(t *testing.T) {
 		}
 	}
 	v.shot("slack-reply")
+
+	// Status from Slack. The operator watches the conversation in the inbox.
+	op := newTab(t, "operator")
+	op.login(e.base, "sam@slack.test", "correct horse battery")
+	op.openFirstConversation()
+	convStatus := func(st string) string {
+		return `(document.querySelector('#conv-status') || {}).textContent === ` + js(st)
+	}
+	op.waitJS("the conversation open", convStatus("open"))
+	statusLine := func(text string) string {
+		return `Array.from(document.querySelectorAll('#messages .msg.event .text')).some(e => e.textContent.startsWith(` + js(text) + `))`
+	}
+	reacted := func(want bool) func() bool {
+		return func() bool { return slack.Reacted(channel, parent, "white_check_mark") == want }
+	}
+	// " /close" (a space first: Slack's composer takes "/close" for a slash command) closes it:
+	// the visitor is asked for a rating, the inbox shows who closed it, and the bot puts its ✅
+	// on the thread's parent and a status line in the thread.
+	_, closeCmd := event(" /close", "Sam", "")
+	post(closeCmd, secret, time.Now(), "")
+	v.waitJS("the rating card", W+`.querySelector('li.rate')`)
+	op.waitJS("closed, live", convStatus("closed"))
+	op.waitJS("the status line", statusLine("\u2713 Closed by Sam in Slack"))
+	edgetest.WaitFor(t, "the bot's ✅ on the parent", 10*time.Second, reacted(true))
+	edgetest.WaitFor(t, "the status line in the thread", 10*time.Second, func() bool {
+		for _, p := range slack.Posts() {
+			if p.ThreadTS == parent && p.Text == ":white_check_mark: _Closed by Sam in Slack_" {
+				return true
+			}
+		}
+		return false
+	})
+	op.shot("closed-from-slack")
+	if n := eval[int](v, bubbleCount("/close")); n != 0 {
+		t.Fatal("the visitor sees the /close command")
+	}
+	// The bot's own reaction events (its ✅ going on and off) change nothing: they are
+	// refused before anything runs.
+	reaction := func(typ, user, ts string) []byte {
+		seq++
+		b, _ := json.Marshal(map[string]any{"type": "event_callback", "event_id": fmt.Sprintf("Ev%04d", seq), "team_id": "T1",
+			"authorizations": []map[string]any{{"user_id": "UBOT", "is_bot": true}},
+			"event": map[string]any{"type": typ, "user": user, "reaction": "white_check_mark",
+				"item": map[string]string{"type": "message", "channel": channel, "ts": ts}}})
+		return b
+	}
+	if r := post(reaction("reaction_removed", "UBOT", parent), secret, time.Now(), ""); r.StatusCode != 200 {
+		t.Fatalf("the bot's reaction event: %d", r.StatusCode)
+	}
+	// The visitor writes again: reopened, the ✅ comes off, the thread says why.
+	v.typeAndSend("Sorry, one more question")
+	op.waitJS("reopened by the visitor, live", convStatus("open"))
+	op.waitJS("the reopening line", statusLine("\u21a9 Reopened by the visitor\u2019s message"))
+	edgetest.WaitFor(t, "the ✅ off the parent", 10*time.Second, reacted(false))
+	edgetest.WaitFor(t, "the reopening in the thread", 10*time.Second, func() bool {
+		for _, p := range slack.Posts() {
+			if p.ThreadTS == parent && strings.HasPrefix(p.Text, ":leftwards_arrow_with_hook: _Reopened by the visitor's message_\n") &&
+				strings.Contains(p.Text, "Sorry, one more question") {
+				return true
+			}
+		}
+		return false
+	})
+	// A person's ✅ on the parent closes it; taking it off reopens it.
+	post(reaction("reaction_added", "U042", parent), secret, time.Now(), "")
+	op.waitJS("closed by a ✅", convStatus("closed"))
+	op.waitJS("who closed it", statusLine("\u2713 Closed by Slack user U042 in Slack"))
+	post(reaction("reaction_removed", "U042", parent), secret, time.Now(), "")
+	op.waitJS("reopened by removing it", convStatus("open"))
+	op.waitJS("who reopened it", statusLine("\u21a9 Reopened by Slack user U042 in Slack"))
+	op.waitJS("back in the list of open conversations", `document.querySelector('#conversations li[data-id]')`)
+	op.shot("status-from-slack")
+	// Read again from the server, the conversation shows the same four lines in the same places.
+	lines := `Array.from(document.querySelectorAll('#messages .msg.event .text')).map(e => e.textContent.replace(/ \u00b7 .*/, '')).join('|')`
+	live := eval[string](op, lines)
+	op.do("reload", chromedp.Reload())
+	op.waitJS("the lines after a reload", lines+` === `+js(live))
+	if want := "\u2713 Closed by Sam in Slack|\u21a9 Reopened by the visitor\u2019s message|\u2713 Closed by Slack user U042 in Slack|\u21a9 Reopened by Slack user U042 in Slack"; live != want {
+		t.Fatalf("status lines %q, want %q", live, want)
+	}
+	// Status lines are internal: the visitor never sees them.
+	for _, absent := range []string{"Closed by Sam in Slack", "Closed by Slack user U042 in Slack"} {
+		if n := eval[int](v, bubbleCount(absent)); n != 0 {
+			t.Fatalf("the visitor sees %q", absent)
+		}
+	}
 }
 
 // 4. The visitor's connection is cut; the operator replies meanwhile; after the reconnect the

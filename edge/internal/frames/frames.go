@@ -158,10 +158,28 @@ func Seen(b []byte, messageID int64) []byte {
 	return append(b, '}')
 }
 
+// OperatorMessage is a message as operators see it: in the inbox's REST answers and in its
+// websocket's message events.
+type OperatorMessage struct {
+	ID        int64  `json:"id"`
+	Author    string `json:"author"`
+	Name      string `json:"name"`
+	Text      string `json:"text"`
+	Internal  bool   `json:"internal"`
+	CreatedAt int64  `json:"created_at"`
+	// File is the attachment, its url the inbox's own route (/v1/api/files/{id}, with the
+	// operator's session or token).
+	File *schema.File `json:"file,omitempty"`
+	// Kind is what a system message is: closed and reopened are status changes (internal).
+	Kind schema.MessageKind `json:"kind,omitempty"`
+	// Reopened: this visitor's message reopened the closed conversation.
+	Reopened bool `json:"reopened,omitempty"`
+}
+
 // InboxMessage is the operator websocket's message event:
-// {"type":"message","site_id":N,"conversation_id":N[,"first":true],"message":{"id":N,"author":…,"name":…,"text":…,"internal":bool,"created_at":ms}}.
+// {"type":"message","site_id":N,"conversation_id":N[,"first":true],"message":{…OperatorMessage}}.
 // Every message a watched site stores is one of these, so it is built without reflection.
-func InboxMessage(b []byte, siteID, conversationID int64, first bool, id int64, author, name, text string, internal bool, createdAt int64, file *schema.File) []byte {
+func InboxMessage(b []byte, siteID, conversationID int64, first bool, m *OperatorMessage) []byte {
 	b = append(b, `{"type":"message","site_id":`...)
 	b = strconv.AppendInt(b, siteID, 10)
 	b = append(b, `,"conversation_id":`...)
@@ -170,16 +188,24 @@ func InboxMessage(b []byte, siteID, conversationID int64, first bool, id int64, 
 		b = append(b, `,"first":true`...)
 	}
 	b = append(b, `,"message":{"id":`...)
-	b = strconv.AppendInt(b, id, 10)
+	b = strconv.AppendInt(b, m.ID, 10)
 	b = append(b, `,"author":`...)
-	b = fastjson.AppendString(b, author)
+	b = fastjson.AppendString(b, m.Author)
 	b = append(b, `,"name":`...)
-	b = fastjson.AppendString(b, name)
+	b = fastjson.AppendString(b, m.Name)
 	b = append(b, `,"text":`...)
-	b = fastjson.AppendString(b, text)
+	b = fastjson.AppendString(b, m.Text)
 	b = append(b, `,"internal":`...)
-	b = strconv.AppendBool(b, internal)
+	b = strconv.AppendBool(b, m.Internal)
 	b = append(b, `,"created_at":`...)
-	b = strconv.AppendInt(b, createdAt, 10)
-	return append(schema.AppendFile(b, file), `}}`...)
+	b = strconv.AppendInt(b, m.CreatedAt, 10)
+	b = schema.AppendFile(b, m.File)
+	if m.Kind != "" {
+		b = append(b, `,"kind":`...)
+		b = fastjson.AppendString(b, string(m.Kind))
+	}
+	if m.Reopened {
+		b = append(b, `,"reopened":true`...)
+	}
+	return append(b, `}}`...)
 }

@@ -1,6 +1,7 @@
 package inbox
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"strconv"
@@ -72,13 +73,13 @@ func (h *Handler) conv(c *fiber.Ctx) (*store.ConversationSummary, error) {
 	return &cv, nil
 }
 
-func (h *Handler) readMessages(c *fiber.Ctx, convID, after int64, limit int) ([]Message, error) {
+func (h *Handler) readMessages(c *fiber.Ctx, convID, after int64, limit int) ([]frames.OperatorMessage, error) {
 	ctx, cancel := reqCtx(c)
 	defer cancel()
-	out := []Message{}
+	out := []frames.OperatorMessage{}
 	err := h.Store.MessagesAfter(ctx, convID, after, limit, true, func(m *store.Message) error {
-		out = append(out, Message{ID: m.ID, Author: m.Author, Name: m.Name, Text: m.Text, Internal: m.Internal, CreatedAt: m.CreatedAt,
-			File: operatorFile(m.File)})
+		out = append(out, frames.OperatorMessage{ID: m.ID, Author: m.Author, Name: m.Name, Text: m.Text, Internal: m.Internal, CreatedAt: m.CreatedAt,
+			File: operatorFile(m.File), Kind: m.Kind, Reopened: m.Reopened})
 		return nil
 	})
 	return out, err
@@ -174,11 +175,11 @@ func (h *Handler) reply(c *fiber.Ctx) error {
 	ctx, cancel := reqCtx(c)
 	defer cancel()
 	_ = h.Store.Write(ctx, func(tx *store.Tx) error { return tx.MarkRead(w.op.ID, cv.ID, r.MessageID) })
-	return c.Status(fiber.StatusCreated).JSON(fiber.Map{"message": Message{ID: r.MessageID, Author: schema.AuthorOperator,
+	return c.Status(fiber.StatusCreated).JSON(fiber.Map{"message": frames.OperatorMessage{ID: r.MessageID, Author: schema.AuthorOperator,
 		Name: name, Text: req.Text, Internal: req.Internal, CreatedAt: r.CreatedAt}, "duplicate": r.Duplicate})
 }
 
-func (h *Handler) setStatus(status string) fiber.Handler {
+func (h *Handler) setStatus(kind schema.MessageKind) fiber.Handler {
 	return func(c *fiber.Ctx) error {
 		cv, err := h.conv(c)
 		if cv == nil {
@@ -186,14 +187,15 @@ func (h *Handler) setStatus(status string) fiber.Handler {
 		}
 		ctx, cancel := reqCtx(c)
 		defer cancel()
-		if err := h.Store.Write(ctx, func(tx *store.Tx) error { return tx.SetConversationStatus(cv.ID, status) }); err != nil {
+		// The commit tells the inbox's and the visitor's sockets (their hubs read the status
+		// message): nothing to send from here.
+		if _, err := h.Store.SetStatus(ctx, cv.SiteID, cv.ID, kind, displayName(current(c).op), schema.SourceInbox); err != nil {
+			if errors.Is(err, store.ErrBusy) || errors.Is(err, context.DeadlineExceeded) {
+				return fail(c, fiber.StatusServiceUnavailable, schema.CodeUnavailable, "The server is too busy; try again.")
+			}
 			return err
 		}
-		h.Hub.Conversation(cv.SiteID, cv.ID, status)
-		if h.Visitors != nil { // the visitor's window offers a rating when it is closed
-			h.Visitors.Signal(cv.ID, frames.Conversation(nil, status))
-		}
-		return c.JSON(fiber.Map{"id": cv.ID, "status": status})
+		return c.JSON(fiber.Map{"id": cv.ID, "status": kind.Status()})
 	}
 }
 

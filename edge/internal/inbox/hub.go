@@ -261,19 +261,6 @@ func (h *Hub) OperatorTyping(siteID, conversationID, operatorID int64, name stri
 		OperatorID: operatorID, Name: name})
 }
 
-// Message is a message as the inbox API shows it (times in Unix ms).
-type Message struct {
-	ID        int64  `json:"id"`
-	Author    string `json:"author"`
-	Name      string `json:"name"`
-	Text      string `json:"text"`
-	Internal  bool   `json:"internal"`
-	CreatedAt int64  `json:"created_at"`
-	// File is the attachment, its url the inbox's own route (/v1/api/files/{id}, with the
-	// operator's session or token).
-	File *schema.File `json:"file,omitempty"`
-}
-
 // operatorFile is f with the inbox's link, nil for nil.
 func operatorFile(f *schema.File) *schema.File {
 	if f == nil {
@@ -292,9 +279,15 @@ func (h *Hub) Publish(msgs []store.Committed) {
 	for i := range msgs {
 		c := &msgs[i]
 		h.sendFrame(c.SiteID, func() []byte {
-			return frames.InboxMessage(make([]byte, 0, 160+len(c.Text)), c.SiteID, c.ConversationID, c.First,
-				c.MessageID, c.Author, c.Name, c.Text, c.Internal, c.CreatedAt, operatorFile(c.File))
+			return frames.InboxMessage(make([]byte, 0, 160+len(c.Text)), c.SiteID, c.ConversationID, c.First, &frames.OperatorMessage{
+				ID: c.MessageID, Author: c.Author, Name: c.Name, Text: c.Text, Internal: c.Internal, CreatedAt: c.CreatedAt,
+				File: operatorFile(c.File), Kind: c.Kind, Reopened: c.Reopened})
 		})
+		if st := c.Kind.Status(); st != "" {
+			h.Conversation(c.SiteID, c.ConversationID, st)
+		} else if c.Reopened {
+			h.Conversation(c.SiteID, c.ConversationID, "open")
+		}
 	}
 }
 

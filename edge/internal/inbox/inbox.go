@@ -90,8 +90,8 @@ func (h *Handler) Register(app *fiber.App) {
 	g.Get("/conversations/:id", h.conversation)
 	g.Get("/conversations/:id/messages", h.messages)
 	g.Post("/conversations/:id/messages", h.reply)
-	g.Post("/conversations/:id/close", h.setStatus("closed"))
-	g.Post("/conversations/:id/reopen", h.setStatus("open"))
+	g.Post("/conversations/:id/close", h.setStatus(schema.KindClosed))
+	g.Post("/conversations/:id/reopen", h.setStatus(schema.KindReopened))
 	g.Post("/conversations/:id/read", h.markRead)
 	g.Post("/conversations/:id/typing", h.typing)
 	g.Get("/files/:key", h.file) // files.go

@@ -98,6 +98,12 @@ func (h *Hub) Signal(conversationID int64, frame []byte) bool {
 func (h *Hub) Publish(msgs []store.Committed) {
 	for i := range msgs {
 		c := &msgs[i]
+		if st := c.Kind.Status(); st != "" {
+			// A status change reaches the visitor as the conversation's state (the window
+			// offers a rating when it is closed), never as a message.
+			h.Signal(c.ConversationID, frames.Conversation(nil, st))
+			continue
+		}
 		if c.Internal {
 			continue
 		}

@@ -322,11 +322,14 @@ func (p *Publisher) jobs(c *store.Committed) []schema.Job {
 	}
 	var targets []string
 	replyTo := ""
-	if !c.Internal {
+	status := c.Kind.Status() != ""
+	// A status change is hidden from the visitor (internal) but reaches every channel: the
+	// Slack thread's parent shows it, Slack included when it was made from Slack.
+	if !c.Internal || status {
 		if d := p.cfg.Targets(c.SiteID); d != nil {
 			targets = d.Targets(c.First && c.Author == schema.AuthorVisitor)
 		}
-		if c.Source == schema.SourceSlack {
+		if c.Source == schema.SourceSlack && !status {
 			targets = withoutSlack(targets) // a reply from Slack is never posted back to Slack
 		}
 		if c.Author == schema.AuthorOperator && p.cfg.ReplyEmail != nil {
@@ -363,6 +366,7 @@ func (p *Publisher) jobs(c *store.Committed) []schema.Job {
 			CreatedAt:      time.UnixMilli(c.CreatedAt).UTC(),
 			Kind:           c.Kind,
 			First:          c.First,
+			Reopened:       c.Reopened,
 			File:           file,
 			Context:        vc,
 		}

@@ -10,6 +10,12 @@
 // nothing echoes. A reply starting with "note:" is stored as an internal note. The message's
 // client id is "slack:<channel>:<ts>", so a retried event is stored once whatever the path
 // (Slack's retries, two edges, a restart), and the outbox never posts it back to Slack.
+//
+// A reply that is just "/close" or "/reopen", or a ✅ (white_check_mark or heavy_check_mark)
+// added to or removed from the thread's parent post, closes or reopens the conversation
+// through the same writer as the inbox's buttons. The bot's own reactions (it adds ✅ to the
+// parent when a conversation is closed anywhere) are told apart by the event's
+// authorizations and ignored; a change to the status the conversation has is no change.
 package slackevents
 
 import (
@@ -57,6 +63,11 @@ type envelope struct {
 	Challenge string `json:"challenge"`
 	EventID   string `json:"event_id"`
 	Event     event  `json:"event"`
+	// Authorizations name the app's own users: a reaction by one of them is the bot's.
+	Authorizations []struct {
+		UserID string `json:"user_id"`
+		IsBot  bool   `json:"is_bot"`
+	} `json:"authorizations"`
 }
 
 type event struct {
@@ -72,6 +83,21 @@ type event struct {
 		DisplayName string `json:"display_name"`
 		RealName    string `json:"real_name"`
 	} `json:"user_profile"`
+	// reaction_added and reaction_removed
+	Reaction string `json:"reaction"`
+	Item     struct {
+		Type    string `json:"type"`
+		Channel string `json:"channel"`
+		TS      string `json:"ts"`
+	} `json:"item"`
+}
+
+// channel is the channel the event happened in.
+func (e *event) channel() string {
+	if e.Channel != "" {
+		return e.Channel
+	}
+	return e.Item.Channel
 }
 
 func unauthorized(c *fiber.Ctx) error {
@@ -95,13 +121,13 @@ func (h *Handler) serve(c *fiber.Ctx) error {
 		return unauthorized(c)
 	}
 	key := c.Query("site")
-	if key == "" && env.Event.Channel == "" {
+	if key == "" && env.Event.channel() == "" {
 		// Nothing names a site (url_verification has no channel): trying every site's secret
 		// would let anyone make the edge compute one HMAC per site.
 		return c.Status(fiber.StatusBadRequest).JSON(schema.HTTPError{Code: "site_required",
 			Message: "This request names no site: set the Request URL in the Slack app's Event Subscriptions to …/v1/integrations/slack/events?site=<site key>."})
 	}
-	list := h.candidates(key, env.Event.Channel)
+	list := h.candidates(key, env.Event.channel())
 	if len(list) == 0 {
 		return unauthorized(c) // verified against nothing: no site has this key or channel
 	}
@@ -122,6 +148,13 @@ func (h *Handler) serve(c *fiber.Ctx) error {
 	if env.EventID != "" && !h.first(env.EventID) {
 		c.Set("X-Spookat-Duplicate", "1")
 		return c.SendStatus(fiber.StatusOK) // a retry of an event handled already
+	}
+	if env.Event.Type == "reaction_added" || env.Event.Type == "reaction_removed" {
+		for _, a := range env.Authorizations {
+			if a.IsBot && a.UserID == env.Event.User {
+				return c.SendStatus(fiber.StatusOK) // the bot's own ✅: its echo of a change
+			}
+		}
 	}
 	h.wg.Add(1)
 	go func() {
@@ -193,8 +226,13 @@ func (h *Handler) first(id string) bool {
 	return true
 }
 
-// handle turns a human reply in a conversation's thread into an operator message.
+// handle turns a human reply in a conversation's thread into an operator message, or a
+// status command or ✅ into a status change.
 func (h *Handler) handle(site *sites.Site, ev *event) {
+	if ev.Type == "reaction_added" || ev.Type == "reaction_removed" {
+		h.reaction(site, ev)
+		return
+	}
 	if ev.Type != "message" || ev.BotID != "" || (ev.Subtype != "" && ev.Subtype != "thread_broadcast") {
 		return // the bot's own posts, edits, joins…: never echoed
 	}
@@ -202,6 +240,10 @@ func (h *Handler) handle(site *sites.Site, ev *event) {
 		return // not a reply in a thread of this site's channel
 	}
 	text := schema.CleanText(unescape(strings.TrimSpace(ev.Text)))
+	if kind, ok := commands[strings.ToLower(text)]; ok {
+		h.setStatus(site, ev.ThreadTS, kind, name(ev))
+		return
+	}
 	internal := false
 	if len(text) >= 5 && strings.EqualFold(text[:5], "note:") {
 		internal, text = true, strings.TrimSpace(text[5:])
@@ -223,16 +265,9 @@ func (h *Handler) handle(site *sites.Site, ev *event) {
 		h.Log.Info("slack reply in a thread of no conversation; ignored", "site", site.ID, "thread", ev.ThreadTS)
 		return
 	}
-	name := ev.UserProfile.DisplayName
-	if name == "" {
-		name = ev.UserProfile.RealName
-	}
-	if name == "" {
-		name = "Support"
-	}
 	done := make(chan store.MessageResult, 1)
 	if err := h.Store.SubmitMessage(&store.MessageRequest{
-		SiteID: site.ID, ConversationID: convID, Author: schema.AuthorOperator, Name: name, Text: text,
+		SiteID: site.ID, ConversationID: convID, Author: schema.AuthorOperator, Name: name(ev), Text: text,
 		Internal: internal, Source: schema.SourceSlack, ClientID: clientIDPrefix + ev.Channel + ":" + ev.TS,
 		Done: func(r store.MessageResult) { done <- r },
 	}); err != nil {
@@ -247,6 +282,59 @@ func (h *Handler) handle(site *sites.Site, ev *event) {
 	case <-ctx.Done():
 		h.Log.Error("slack reply: store timed out", "site", site.ID)
 	}
+}
+
+// commands are the replies that change a conversation's status. Slack's own composer takes a
+// leading "/" for a slash command: typed with a space before it (" /close") it is sent as a
+// message, and the trimmed text matches.
+var commands = map[string]schema.MessageKind{"/close": schema.KindClosed, "/reopen": schema.KindReopened}
+
+// done is the reaction that marks a conversation done.
+func done(reaction string) bool {
+	return reaction == "white_check_mark" || reaction == "heavy_check_mark"
+}
+
+// reaction closes (✅ added) or reopens (✅ removed) the conversation whose thread's parent
+// post it is on. A ✅ on a reply in the thread is the operator's business: ignored.
+func (h *Handler) reaction(site *sites.Site, ev *event) {
+	if !done(ev.Reaction) || ev.Item.Type != "message" || ev.Item.Channel != site.SlackChannel || ev.User == "" {
+		return
+	}
+	kind := schema.KindClosed
+	if ev.Type == "reaction_removed" {
+		kind = schema.KindReopened
+	}
+	// A reaction's event names only the user's id: the edge makes no call to Slack to
+	// look the name up.
+	h.setStatus(site, ev.Item.TS, kind, "Slack user "+ev.User)
+}
+
+// setStatus changes the status of the conversation whose thread is thread.
+func (h *Handler) setStatus(site *sites.Site, thread string, kind schema.MessageKind, by string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	convID, found, err := h.Store.ConversationByThread(ctx, site.ID, thread)
+	if err != nil {
+		h.Log.Error("slack status: find conversation", "site", site.ID, "thread", thread, "err", err)
+		return
+	}
+	if !found {
+		return // a reaction on another post, or a thread of no conversation
+	}
+	if _, err := h.Store.SetStatus(ctx, site.ID, convID, kind, by, schema.SourceSlack); err != nil {
+		h.Log.Error("slack status: store", "site", site.ID, "conversation", convID, "err", err)
+	}
+}
+
+// name is who wrote a message, as Slack's event shows them.
+func name(ev *event) string {
+	if n := ev.UserProfile.DisplayName; n != "" {
+		return n
+	}
+	if n := ev.UserProfile.RealName; n != "" {
+		return n
+	}
+	return "Support"
 }
 
 // unescape undoes Slack's escaping of &, < and > in message text.

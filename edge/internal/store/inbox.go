@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"golang.org/x/crypto/bcrypt"
+
+	"spookat/schema"
 )
 
 // The operator inbox's reads and writes: login, sessions, API tokens, conversations as the
@@ -227,11 +229,6 @@ func (s *Store) Deliveries(ctx context.Context, conversationID int64) ([]Deliver
 		})
 }
 
-// SetConversationStatus closes or reopens a conversation.
-func (tx *Tx) SetConversationStatus(conversationID int64, status string) error {
-	return tx.exec(`UPDATE conversations SET status = ?, updated_at = ? WHERE id = ?`, status, tx.now, conversationID)
-}
-
 // MarkRead records that an operator has read a conversation up to a message id.
 func (tx *Tx) MarkRead(operatorID, conversationID, messageID int64) error {
 	return tx.exec(`INSERT INTO conversation_reads (conversation_id, operator_id, last_read_id) VALUES (?, ?, ?)
@@ -310,4 +307,32 @@ func (s *Store) ConversationByThread(ctx context.Context, siteID int64, threadTS
 		return err
 	})
 	return id, found, err
+}
+
+// SetStatus closes (schema.KindClosed) or reopens (schema.KindReopened) a conversation
+// through the writer: the change and a status message saying who made it, where, in one
+// commit. The message is internal (the visitor gets the conversation's state instead) and
+// its jobs carry the change to Slack, Discord and webhooks. A conversation that has the
+// status already is left as it is: changed is false, and nothing is stored or sent.
+func (s *Store) SetStatus(ctx context.Context, siteID, conversationID int64, kind schema.MessageKind, by string, source schema.Source) (changed bool, err error) {
+	verb := "Closed"
+	if kind == schema.KindReopened {
+		verb = "Reopened"
+	}
+	text := verb + " by " + by
+	if source == schema.SourceSlack {
+		text += " in Slack"
+	}
+	done := make(chan MessageResult, 1)
+	if err := s.SubmitMessage(&MessageRequest{SiteID: siteID, ConversationID: conversationID, Author: schema.AuthorSystem,
+		Name: by, Text: text, Internal: true, Source: source, Kind: kind,
+		Done: func(r MessageResult) { done <- r }}); err != nil {
+		return false, err
+	}
+	select {
+	case r := <-done:
+		return !r.Unchanged && r.Err == nil, r.Err
+	case <-ctx.Done():
+		return false, ctx.Err()
+	}
 }

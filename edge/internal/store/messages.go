@@ -28,6 +28,17 @@ func (tx *Tx) insertMessage(m *MessageRequest, res *MessageResult) (Committed, e
 			return Committed{}, ErrConversationNotFound
 		}
 	}
+	if st := m.Kind.Status(); st != "" {
+		// A status message records a change: none when the conversation has that status.
+		if err := tx.exec(`UPDATE conversations SET status = ?, updated_at = ? WHERE id = ? AND status != ?`,
+			st, tx.now, res.ConversationID, st); err != nil {
+			return Committed{}, err
+		}
+		if tx.c.Changes() == 0 {
+			res.Duplicate, res.Unchanged = true, true
+			return Committed{}, nil
+		}
+	}
 	if m.Context != nil && m.VisitorID != 0 { // a page the visitor's socket could not store before
 		if err := tx.SetVisitorContext(m.VisitorID, m.Context); err != nil {
 			return Committed{}, err

@@ -52,6 +52,8 @@ type Message struct {
 	Internal  bool
 	CreatedAt int64        // Unix ms
 	File      *schema.File // the attachment, nil for none
+	Kind      schema.MessageKind
+	Reopened  bool // a visitor's message that reopened the closed conversation
 }
 
 // fileColumns are a message's attachment as scan reads it into a **schema.File (last).
@@ -61,7 +63,7 @@ const fileColumns = `f.key, f.name, f.type, f.size`
 // most limit of them. Internal notes are left out unless withInternal.
 func (s *Store) MessagesAfter(ctx context.Context, conversationID, after int64, limit int, withInternal bool, fn func(*Message) error) error {
 	return s.Read(ctx, func(q Querier) error {
-		st, err := q.Stmt(`SELECT m.id, m.author, m.name, m.text, coalesce(m.client_id, ''), m.internal, m.created_at, ` + fileColumns + `
+		st, err := q.Stmt(`SELECT m.id, m.author, m.name, m.text, coalesce(m.client_id, ''), m.internal, m.created_at, m.kind, m.reopened, ` + fileColumns + `
 			FROM messages m LEFT JOIN files f ON f.id = m.file_id
 			WHERE m.conversation_id = ? AND m.id > ? AND (m.internal = 0 OR ?)
 			ORDER BY m.id LIMIT ?`)
@@ -70,7 +72,7 @@ func (s *Store) MessagesAfter(ctx context.Context, conversationID, after int64, 
 		}
 		var m Message
 		return eachRow(st, []any{conversationID, after, withInternal, limit}, func() error {
-			if err := scan(st, &m.ID, &m.Author, &m.Name, &m.Text, &m.ClientID, &m.Internal, &m.CreatedAt, &m.File); err != nil {
+			if err := scan(st, &m.ID, &m.Author, &m.Name, &m.Text, &m.ClientID, &m.Internal, &m.CreatedAt, &m.Kind, &m.Reopened, &m.File); err != nil {
 				return err
 			}
 			return fn(&m)
@@ -85,12 +87,12 @@ func (s *Store) Unpublished(ctx context.Context, after int64, fn func([]Committe
 	total := 0
 	for {
 		batch, err := readList(ctx, s, `SELECT m.id, m.conversation_id, c.site_id, c.visitor_id, m.author, m.name, m.text,
-				m.source, coalesce(m.client_id, ''), m.internal, m.created_at, c.first_message_id = m.id, m.kind, `+fileColumns+`
+				m.source, coalesce(m.client_id, ''), m.internal, m.created_at, c.first_message_id = m.id, m.kind, m.reopened, `+fileColumns+`
 				FROM messages m JOIN conversations c ON c.id = m.conversation_id LEFT JOIN files f ON f.id = m.file_id
 				WHERE m.id > ? ORDER BY m.id LIMIT ?`,
 			[]any{after, page}, func(c *Committed) []any {
 				return []any{&c.MessageID, &c.ConversationID, &c.SiteID, &c.VisitorID, &c.Author, &c.Name,
-					&c.Text, &c.Source, &c.ClientID, &c.Internal, &c.CreatedAt, &c.First, &c.Kind, &c.File}
+					&c.Text, &c.Source, &c.ClientID, &c.Internal, &c.CreatedAt, &c.First, &c.Kind, &c.Reopened, &c.File}
 			})
 		if err != nil {
 			return total, err

@@ -56,6 +56,7 @@ type MessageResult struct {
 	CreatedAt      int64 // Unix ms
 	Duplicate      bool  // the client id was stored before: same message, nothing new stored
 	First          bool  // this message opened the conversation
+	Unchanged      bool  // a status message for the status the conversation had: nothing stored
 	Err            error
 }
 
@@ -75,6 +76,7 @@ type Committed struct {
 	First          bool
 	File           *schema.File // the attachment, nil for none
 	Kind           schema.MessageKind
+	Reopened       bool // a visitor's message that reopened the conversation
 	Origin         any
 }
 
@@ -304,8 +306,16 @@ func (s *Store) finish(batch []request, committed []Committed) {
 // updated once per commit however many of its messages the batch holds.
 type convUpdate struct {
 	first, last int64
-	reopen      bool
+	visitor     bool // a visitor's message is in the batch since its last status change
+	// reopen is the index in committed of the batch's first visitor message while its
+	// reopening is still to run (in the conversation's update at the end), -1 once it ran
+	// or when there is none.
+	reopen int
 }
+
+// convSet is the update of a conversation a commit wrote messages to.
+const convSet = `UPDATE conversations SET last_message_id = ?2, updated_at = ?3,
+	first_message_id = CASE first_message_id WHEN 0 THEN ?4 ELSE first_message_id END`
 
 func (s *Store) runTx(batch []request, start time.Time, persistWatermark bool) (committed []Committed, err error) {
 	now := start.UnixMilli()
@@ -331,6 +341,16 @@ func (s *Store) runTx(batch []request, start time.Time, persistWatermark bool) (
 		if r.msg == nil {
 			continue // answered by an earlier, failed attempt
 		}
+		if u := convs[r.msg.ConversationID]; u != nil && r.msg.Kind.Status() != "" {
+			// A status change after the visitor's message: the visitor reopened it first,
+			// then this change stands, until the visitor's next message.
+			if u.reopen >= 0 {
+				if err := tx.reopenNow(&committed[u.reopen]); err != nil {
+					return nil, err
+				}
+			}
+			u.visitor, u.reopen = false, -1
+		}
 		c, err := tx.insertMessage(r.msg, &r.res)
 		if err != nil {
 			return nil, err
@@ -338,21 +358,46 @@ func (s *Store) runTx(batch []request, start time.Time, persistWatermark bool) (
 		if r.res.Duplicate {
 			continue
 		}
-		committed = append(committed, c)
+		if c.Kind.Status() != "" {
+			// A status change is not the conversation's last message: it neither makes it
+			// unread for the other operators nor replaces the list's preview.
+			committed = append(committed, c)
+			continue
+		}
 		u := convs[c.ConversationID]
 		if u == nil {
-			u = &convUpdate{first: c.MessageID}
+			u = &convUpdate{first: c.MessageID, reopen: -1}
 			convs[c.ConversationID] = u
 		}
 		u.last = c.MessageID
-		u.reopen = u.reopen || c.Author == "visitor"
+		if c.Author == schema.AuthorVisitor && !u.visitor {
+			u.visitor, u.reopen = true, len(committed)
+		}
+		committed = append(committed, c)
 	}
 	for id, u := range convs {
-		if err := tx.exec(`UPDATE conversations SET last_message_id = ?2, updated_at = ?3,
-			first_message_id = CASE first_message_id WHEN 0 THEN ?4 ELSE first_message_id END,
-			status = CASE WHEN ?5 THEN 'open' ELSE status END WHERE id = ?1`,
-			id, u.last, now, u.first, u.reopen); err != nil {
+		if u.reopen < 0 {
+			if err := tx.exec(convSet+` WHERE id = ?1`, id, u.last, now, u.first); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		// Most conversations a visitor writes to are open: the usual update finds that out,
+		// and only a closed one takes a second statement to reopen it.
+		if err := tx.exec(convSet+` WHERE id = ?1 AND status = 'open'`, id, u.last, now, u.first); err != nil {
 			return nil, err
+		}
+		if tx.c.Changes() == 1 {
+			continue
+		}
+		if err := tx.exec(convSet+`, status = 'open' WHERE id = ?1`, id, u.last, now, u.first); err != nil {
+			return nil, err
+		}
+		if c := &committed[u.reopen]; tx.c.Changes() == 1 {
+			c.Reopened = true
+			if err := tx.markReopened(c); err != nil {
+				return nil, err
+			}
 		}
 	}
 	wm, moved := s.watermark()
@@ -371,6 +416,23 @@ func (s *Store) runTx(batch []request, start time.Time, persistWatermark bool) (
 		s.persistedWatermark = wm
 	}
 	return committed, nil
+}
+
+// reopenNow reopens c's closed conversation before the batch's status change for it.
+func (tx *Tx) reopenNow(c *Committed) error {
+	if err := tx.exec(`UPDATE conversations SET status = 'open' WHERE id = ? AND status != 'open'`, c.ConversationID); err != nil {
+		return err
+	}
+	if c.Reopened = tx.c.Changes() == 1; c.Reopened {
+		return tx.markReopened(c)
+	}
+	return nil
+}
+
+// markReopened records on the visitor's message that it reopened the conversation (replay
+// and the inbox read it).
+func (tx *Tx) markReopened(c *Committed) error {
+	return tx.exec(`UPDATE messages SET reopened = 1 WHERE id = ?`, c.MessageID)
 }
 
 // Tx is the writer's transaction as seen by a Write callback.

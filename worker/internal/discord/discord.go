@@ -164,6 +164,16 @@ func header(site *schema.SiteDelivery, j *schema.Job) string {
 }
 
 func line(j *schema.Job) string {
+	switch j.Kind {
+	case schema.KindClosed:
+		return "✅ *" + j.Text + "*"
+	case schema.KindReopened:
+		return "↩️ *" + j.Text + "*"
+	}
+	reopened := ""
+	if j.Reopened {
+		reopened = "↩️ *Reopened by the visitor's message*\n"
+	}
 	name := j.Name
 	if name == "" {
 		name = "Visitor"
@@ -171,7 +181,7 @@ func line(j *schema.Job) string {
 			name = "Operator"
 		}
 	}
-	l := name + ": " + j.Text
+	l := reopened + name + ": " + j.Text
 	if f := j.File; f != nil {
 		// A plain link: Discord shows an image's preview under it.
 		l += "\n📎 " + f.Name + " (" + f.SizeText() + "): " + f.URL

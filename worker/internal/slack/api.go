@@ -13,23 +13,27 @@ import (
 	"spookat/schema/fastjson"
 )
 
-// api calls chat.postMessage, the one Slack method the worker uses, over fasthttp with a JSON
-// body. slack-go did the same through net/http at ~75 µs of CPU per post on its own (form
+// api calls chat.postMessage (and reactions.add / reactions.remove, for a conversation's
+// status) over fasthttp with a JSON body. slack-go did the same through net/http at ~75 µs of CPU per post on its own (form
 // encoding, reflective decoding, net/http's per-request goroutines and allocations); this
 // path costs about half that, most of it the socket write and read. Slack's documented
 // answers are kept: 200 with "ok": false and an error code, 429 with Retry-After, other
 // statuses.
 type api struct {
-	uri  *fasthttp.URI // parsed once; copied into each request
-	http *fasthttp.Client
+	post, react, unreact *fasthttp.URI // parsed once; copied into each request
+	http                 *fasthttp.Client
 }
 
-func newAPI(url string, c *fasthttp.Client) api {
-	u := fasthttp.AcquireURI()
-	if err := u.Parse(nil, []byte(url)); err != nil {
-		panic(err) // the worker checked -slack-api at start
+// newAPI builds the client of the Web API at base (ending in "/").
+func newAPI(base string, c *fasthttp.Client) api {
+	uri := func(method string) *fasthttp.URI {
+		u := fasthttp.AcquireURI()
+		if err := u.Parse(nil, []byte(base+method)); err != nil {
+			panic(err) // the worker checked -slack-api at start
+		}
+		return u
 	}
-	return api{uri: u, http: c}
+	return api{post: uri("chat.postMessage"), react: uri("reactions.add"), unreact: uri("reactions.remove"), http: c}
 }
 
 // NewHTTP is the keep-alive client for Slack: one connection per post in flight (Slack
@@ -67,19 +71,8 @@ var bodies = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }
 // postMessage posts text to channel (in thread when it is not "") and returns the post's ts.
 // ctx is checked first (a hard stop); the post itself ends by deadline.
 func (a *api) postMessage(ctx context.Context, deadline time.Time, token, channel, thread, text string) (string, error) {
-	if err := ctx.Err(); err != nil {
-		return "", err
-	}
-	req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
-	defer fasthttp.ReleaseRequest(req)
-	defer fasthttp.ReleaseResponse(resp)
 	bp := bodies.Get().(*[]byte)
 	defer bodies.Put(bp)
-
-	req.SetURI(a.uri)
-	req.Header.SetMethod(fasthttp.MethodPost)
-	req.Header.SetContentType("application/json; charset=utf-8")
-	req.Header.SetBytesV("Authorization", append(append((*bp)[:0], "Bearer "...), token...)) // copied
 	body := append((*bp)[:0], `{"channel":`...)
 	body = fastjson.AppendString(body, channel)
 	if thread != "" {
@@ -89,26 +82,63 @@ func (a *api) postMessage(ctx context.Context, deadline time.Time, token, channe
 	body = append(body, `,"text":`...)
 	body = fastjson.AppendString(body, text)
 	body = append(body, '}')
-	req.SetBodyRaw(body)
 	*bp = body[:0]
+	r, err := a.call(ctx, deadline, a.post, token, body)
+	return r.TS, err
+}
+
+// reaction adds (on) or removes a reaction of the bot's to the post ts in channel. Adding one
+// there already and removing one not there are done, not errors: a retried job does either.
+func (a *api) reaction(ctx context.Context, deadline time.Time, token, channel, ts, name string, on bool) error {
+	uri, done := a.react, "already_reacted"
+	if !on {
+		uri, done = a.unreact, "no_reaction"
+	}
+	body := append([]byte(`{"channel":`), fastjson.AppendString(nil, channel)...)
+	body = append(append(body, `,"timestamp":`...), fastjson.AppendString(nil, ts)...)
+	body = append(append(body, `,"name":`...), fastjson.AppendString(nil, name)...)
+	body = append(body, '}')
+	_, err := a.call(ctx, deadline, uri, token, body)
+	if ae, ok := err.(*apiError); ok && ae.code == done {
+		return nil
+	}
+	return err
+}
+
+// call sends one JSON request to a Web API method and reads Slack's answer.
+func (a *api) call(ctx context.Context, deadline time.Time, uri *fasthttp.URI, token string, body []byte) (answer, error) {
+	if err := ctx.Err(); err != nil {
+		return answer{}, err
+	}
+	req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
+	defer fasthttp.ReleaseRequest(req)
+	defer fasthttp.ReleaseResponse(resp)
+	req.SetURI(uri)
+	req.Header.SetMethod(fasthttp.MethodPost)
+	req.Header.SetContentType("application/json; charset=utf-8")
+	hp := bodies.Get().(*[]byte)
+	defer bodies.Put(hp)
+	*hp = append(append((*hp)[:0], "Bearer "...), token...)
+	req.Header.SetBytesV("Authorization", *hp) // copied
+	req.SetBodyRaw(body)
 
 	if err := a.http.DoDeadline(req, resp, deadline); err != nil {
-		return "", fmt.Errorf("slack: %w", err)
+		return answer{}, fmt.Errorf("slack: %w", err)
 	}
 	switch status := resp.StatusCode(); status {
 	case fasthttp.StatusOK:
 	case fasthttp.StatusTooManyRequests:
 		after, _ := strconv.Atoi(string(resp.Header.Peek("Retry-After")))
-		return "", &rateLimitedError{after: time.Duration(after) * time.Second}
+		return answer{}, &rateLimitedError{after: time.Duration(after) * time.Second}
 	default:
-		return "", &statusError{status: status}
+		return answer{}, &statusError{status: status}
 	}
 	r, err := decodeAnswer(resp.Body())
 	if err != nil {
-		return "", fmt.Errorf("slack: unreadable answer: %w", err)
+		return answer{}, fmt.Errorf("slack: unreadable answer: %w", err)
 	}
 	if !r.OK {
-		return "", &apiError{code: r.Error}
+		return answer{}, &apiError{code: r.Error}
 	}
-	return r.TS, nil
+	return r, nil
 }

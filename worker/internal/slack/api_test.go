@@ -24,7 +24,7 @@ func TestPostMessageOverTLS(t *testing.T) {
 	roots.AddCert(srv.Certificate())
 	c := NewHTTP(4)
 	c.TLSConfig = &tls.Config{RootCAs: roots}
-	a := newAPI(srv.URL+"/api/chat.postMessage", c)
+	a := newAPI(srv.URL+"/api/", c)
 	ctx, deadline := context.Background(), time.Now().Add(10*time.Second)
 
 	text := "*Ann:* \"quoted\" <b>&amp;</b>\nsecond line \u2028 😀 é"
@@ -48,5 +48,43 @@ func TestPostMessageOverTLS(t *testing.T) {
 	var rl *rateLimitedError
 	if _, err := a.postMessage(ctx, deadline, "xoxb-1", "C1", "", "past the burst"); !errors.As(err, &rl) || rl.after < time.Second {
 		t.Fatalf("past the channel's burst: %v, want a 429 with Retry-After", err)
+	}
+}
+
+// The bot's ✅ on a parent post: adding it twice and removing it twice are both done (a
+// retried job does either), and Slack's refusals come back as errors.
+func TestReaction(t *testing.T) {
+	m := mock.NewSlack(mock.SlackOptions{})
+	srv := httptest.NewServer(m)
+	defer srv.Close()
+	a := newAPI(srv.URL+"/api/", NewHTTP(2))
+	ctx, deadline := context.Background(), time.Now().Add(10*time.Second)
+	ts, err := a.postMessage(ctx, deadline, "xoxb-1", "C1", "", "parent")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		on   bool
+		want bool // the reaction is there after
+	}{{"add", true, true}, {"add again", true, true}, {"remove", false, false}, {"remove again", false, false}} {
+		t.Run(c.name, func(t *testing.T) {
+			if err := a.reaction(ctx, deadline, "xoxb-1", "C1", ts, doneReaction, c.on); err != nil {
+				t.Fatal(err)
+			}
+			if got := m.Reacted("C1", ts, doneReaction); got != c.want {
+				t.Fatalf("reacted %v, want %v", got, c.want)
+			}
+		})
+	}
+	if n := len(m.Reactions()); n != 2 {
+		t.Fatalf("the mock recorded %d reactions, want one add and one remove", n)
+	}
+	var ae *apiError
+	if err := a.reaction(ctx, deadline, "xoxb-1", "C1", "1.000001", doneReaction, true); !errors.As(err, &ae) || ae.code != "message_not_found" || !cosmetic(err) {
+		t.Fatalf("a post that is not there: %v, want message_not_found (cosmetic)", err)
+	}
+	if err := a.reaction(ctx, deadline, "xoxb-revoked", "C1", ts, doneReaction, true); !errors.As(err, &ae) || ae.code != "invalid_auth" || cosmetic(err) {
+		t.Fatalf("a revoked token: %v, want invalid_auth (not cosmetic)", err)
 	}
 }

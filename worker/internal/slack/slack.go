@@ -47,7 +47,7 @@ func New(o Options) *Sender {
 		o.Pace = time.Second
 	}
 	return &Sender{
-		api:     newAPI(base+"chat.postMessage", o.HTTP),
+		api:     newAPI(base, o.HTTP),
 		threads: o.Threads,
 		limits:  deliver.NewLimits(o.Pace, 10*o.Pace),
 		merge:   o.MergeMax,
@@ -79,6 +79,19 @@ func (s *Sender) Send(ctx context.Context, deadline time.Time, site *schema.Site
 		// after storing the thread). Posting it again would put a copy in the thread.
 		return deliver.Outcome{ExternalID: thread, ThreadID: thread}
 	}
+	closed, change := status(jobs)
+	if thread == "" && onlyStatus(jobs) {
+		// Closed or reopened before its first message reached Slack (the channel was set up
+		// later, or that job is in DEAD): there is no thread to mark, and a thread of its
+		// own would say nothing.
+		return deliver.Outcome{}
+	}
+	if change && thread != "" {
+		// Before the post: a failed reaction retries the job with nothing posted twice.
+		if err := s.api.reaction(ctx, deadline, site.SlackToken, site.SlackChannel, thread, doneReaction, closed); err != nil && !cosmetic(err) {
+			return s.classify(site, err)
+		}
+	}
 	var b strings.Builder
 	parent := thread == ""
 	if parent {
@@ -102,8 +115,49 @@ func (s *Sender) Send(ctx context.Context, deadline time.Time, site *schema.Site
 			// parent. Retry the job: a duplicate parent beats a lost thread.
 			return deliver.Fail(fmt.Errorf("store thread: %w", err))
 		}
+		if change && closed {
+			// The post is out: the ✅ is best effort (its line says the same).
+			_ = s.api.reaction(ctx, deadline, site.SlackToken, site.SlackChannel, thread, doneReaction, true)
+		}
 	}
 	return deliver.Outcome{ExternalID: ts, ThreadID: thread}
+}
+
+// doneReaction marks a closed conversation's parent post; an operator's own ✅ there closes it
+// (the edge's Events API endpoint).
+const doneReaction = "white_check_mark"
+
+// status is the conversation's status after jobs, when one of them changes it: a status
+// message, or a visitor's message that reopened the conversation.
+func status(jobs []*schema.Job) (closed, change bool) {
+	for _, j := range jobs {
+		switch {
+		case j.Kind == schema.KindClosed:
+			closed, change = true, true
+		case j.Kind == schema.KindReopened || j.Reopened:
+			closed, change = false, true
+		}
+	}
+	return closed, change
+}
+
+// onlyStatus reports jobs that are all status changes.
+func onlyStatus(jobs []*schema.Job) bool {
+	for _, j := range jobs {
+		if j.Kind.Status() == "" {
+			return false
+		}
+	}
+	return true
+}
+
+// cosmetic reports a failed reaction that must not hold the status line back: the bot lacks
+// the reactions:write scope (an app installed before it was asked for), or the parent post
+// is gone. The thread's line still says the status.
+func cosmetic(err error) bool {
+	var ae *apiError
+	return errors.As(err, &ae) && (ae.code == "missing_scope" || ae.code == "message_not_found" || ae.code == "no_permission" ||
+		ae.code == "not_reactable" || ae.code == "too_many_reactions")
 }
 
 // permanent lists Slack errors retrying cannot fix: the job goes to DEAD at once instead of
@@ -197,6 +251,21 @@ func writeParent(b *strings.Builder, site *schema.SiteDelivery, j *schema.Job) {
 }
 
 func writeLine(b *strings.Builder, j *schema.Job) {
+	switch j.Kind {
+	case schema.KindClosed:
+		b.WriteString(":white_check_mark: _")
+		b.WriteString(escaper.Replace(j.Text))
+		b.WriteByte('_')
+		return
+	case schema.KindReopened:
+		b.WriteString(":leftwards_arrow_with_hook: _")
+		b.WriteString(escaper.Replace(j.Text))
+		b.WriteByte('_')
+		return
+	}
+	if j.Reopened {
+		b.WriteString(":leftwards_arrow_with_hook: _Reopened by the visitor's message_\n")
+	}
 	b.WriteByte('*')
 	b.WriteString(escaper.Replace(who(j)))
 	b.WriteString(":* ")

@@ -26,7 +26,9 @@ import (
 
 // Event is the body posted for each message.
 type Event struct {
-	Type      string    `json:"type"` // message.created
+	// Type is message.created, or conversation.closed / conversation.reopened for a status
+	// change (its data is the status message: who, from where, when).
+	Type      string    `json:"type"`
 	Timestamp time.Time `json:"timestamp"`
 	Data      EventData `json:"data"`
 }
@@ -43,7 +45,9 @@ type EventData struct {
 	Kind      schema.MessageKind `json:"kind,omitempty"`
 	CreatedAt time.Time          `json:"created_at"`
 	First     bool               `json:"first,omitempty"`
-	InboxURL  string             `json:"inbox_url,omitempty"`
+	// Reopened: this visitor's message reopened a closed conversation.
+	Reopened bool   `json:"reopened,omitempty"`
+	InboxURL string `json:"inbox_url,omitempty"`
 	// File is the message's attachment; its url is a signed link that expires (7 days).
 	File *schema.File `json:"file,omitempty"`
 	// Context is where the visitor started the conversation and with what browser, on the
@@ -117,9 +121,14 @@ func (s *Sender) Send(ctx context.Context, deadline time.Time, site *schema.Site
 		return deliver.Permanent(errors.New("webhook: refused: the URL " + err.Error()))
 	}
 	j := jobs[0]
-	body, err := json.Marshal(Event{Type: "message.created", Timestamp: j.CreatedAt, Data: EventData{
+	typ := "message.created"
+	if j.Kind.Status() != "" {
+		typ = "conversation." + string(j.Kind)
+	}
+	body, err := json.Marshal(Event{Type: typ, Timestamp: j.CreatedAt, Data: EventData{
 		SiteID: j.SiteID, ConversationID: j.ConversationID, MessageID: j.MessageID, Author: j.Author,
-		Name: j.Name, Text: j.Text, Kind: j.Kind, CreatedAt: j.CreatedAt, First: j.First, InboxURL: j.InboxURL, File: j.File, Context: j.Context}})
+		Name: j.Name, Text: j.Text, Kind: j.Kind, CreatedAt: j.CreatedAt, First: j.First, Reopened: j.Reopened,
+		InboxURL: j.InboxURL, File: j.File, Context: j.Context}})
 	if err != nil {
 		return deliver.Permanent(err)
 	}

@@ -2,6 +2,7 @@ package webhook
 
 import (
 	"context"
+	"encoding/json"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -60,6 +61,45 @@ func TestSendRefusesAndDoesNotFollow(t *testing.T) {
 			}
 			if n := hits.Load(); n != 0 {
 				t.Fatalf("%d requests reached the loopback server", n)
+			}
+		})
+	}
+}
+
+// A status change is its own event type; a visitor's message that reopened the conversation
+// is a message.created that says so.
+func TestEventTypes(t *testing.T) {
+	got := make(chan Event, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var ev Event
+		if err := json.NewDecoder(r.Body).Decode(&ev); err != nil {
+			t.Error(err)
+		}
+		got <- ev
+	}))
+	defer srv.Close()
+	s := New(egress.Client(nil, 5*time.Second, true), true)
+	site := &schema.SiteDelivery{SiteID: 1, WebhookURL: srv.URL + "/in", WebhookSecret: "whsec_c2VjcmV0"}
+	for _, tc := range []struct {
+		name     string
+		job      schema.Job
+		typ      string
+		reopened bool
+	}{
+		{"message", schema.Job{Author: schema.AuthorVisitor, Text: "hi"}, "message.created", false},
+		{"closed", schema.Job{Author: schema.AuthorSystem, Kind: schema.KindClosed, Text: "Closed by Ann"}, "conversation.closed", false},
+		{"reopened", schema.Job{Author: schema.AuthorSystem, Kind: schema.KindReopened, Text: "Reopened by Ann"}, "conversation.reopened", false},
+		{"reopening message", schema.Job{Author: schema.AuthorVisitor, Text: "back", Reopened: true}, "message.created", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			j := tc.job
+			j.ID, j.SiteID, j.ConversationID, j.MessageID, j.CreatedAt = "m1.webhook", 1, 1, 1, time.Now()
+			if out := s.Send(context.Background(), time.Now().Add(5*time.Second), site, []*schema.Job{&j}); !out.OK() {
+				t.Fatal(out.Err)
+			}
+			ev := <-got
+			if ev.Type != tc.typ || ev.Data.Reopened != tc.reopened || ev.Data.Kind != j.Kind || ev.Data.Text != j.Text {
+				t.Fatalf("event %+v, want type %s, reopened %v", ev, tc.typ, tc.reopened)
 			}
 		})
 	}

@@ -338,16 +338,28 @@
   function addMsg(m) {
     if (S.msgs[m.id]) return;
     S.msgs[m.id] = m;
-    var kind = m.internal ? 'note' : m.author;
-    var who = m.author === 'visitor' ? 'Visitor' : (m.name || m.author) + (m.internal ? ' · internal note' : '');
-    var li = el('li', { class: 'msg ' + kind, 'data-id': m.id }, [
-      el('div', { class: 'meta', text: who + ' · ' + when(m.created_at) }),
-      el('div', { class: 'text', text: m.text }),
-      attachment(m.file),
-      el('div', { class: 'dl' })]);
+    var li;
+    if (m.kind === 'closed' || m.kind === 'reopened') {
+      // A status change is a line across the conversation, not a note from someone.
+      li = el('li', { class: 'msg event ' + m.kind, 'data-id': m.id }, [
+        el('div', { class: 'text', text: (m.kind === 'closed' ? '\u2713 ' : '\u21a9 ') + m.text + ' \u00b7 ' + when(m.created_at) }),
+        el('div', { class: 'dl' })]);
+    } else {
+      var kind = m.internal ? 'note' : m.author;
+      var who = m.author === 'visitor' ? 'Visitor' : (m.name || m.author) + (m.internal ? ' · internal note' : '');
+      li = el('li', { class: 'msg ' + kind, 'data-id': m.id }, [
+        el('div', { class: 'meta', text: who + ' · ' + when(m.created_at) }),
+        el('div', { class: 'text', text: m.text }),
+        attachment(m.file),
+        el('div', { class: 'dl' })]);
+    }
     var at = V.msgs.lastChild;
     while (at && +at.getAttribute('data-id') > m.id) at = at.previousSibling;
     V.msgs.insertBefore(li, at ? at.nextSibling : V.msgs.firstChild);
+    if (m.reopened) {
+      V.msgs.insertBefore(el('li', { class: 'msg event reopened', 'data-id': m.id - 0.5 }, [
+        el('div', { class: 'text', text: '\u21a9 Reopened by the visitor\u2019s message' })]), li);
+    }
     drawDeliveries(m.id);
     V.msgs.scrollTop = V.msgs.scrollHeight;
   }
@@ -364,6 +376,8 @@
   function drawDeliveries(id) {
     var li = V.msgs && V.msgs.querySelector('li[data-id="' + id + '"] .dl');
     if (!li) return;
+    // The chips make the message taller: a list read to its end stays at its end.
+    var atEnd = V.msgs.scrollHeight - V.msgs.scrollTop - V.msgs.clientHeight < 8;
     clear(li);
     var ds = S.deliveries[id] || {};
     Object.keys(ds).sort().forEach(function (t) {
@@ -371,6 +385,7 @@
       var label = d.status === 'delivered' ? name + ' \u2713' : d.status === 'retrying' ? name + ' retrying (' + d.attempts + ')' : name + ' dead';
       li.appendChild(el('span', { class: d.status, 'data-target': t, title: d.last_error || '', text: label + (d.status === 'dead' && d.last_error ? ': ' + d.last_error : '') }));
     });
+    if (atEnd) V.msgs.scrollTop = V.msgs.scrollHeight;
   }
 
   // ---- live
