@@ -160,14 +160,18 @@ func eval[T any](b *Tab, expr string) T {
 }
 
 // waitJS waits until a JavaScript expression is truthy (polled every 50 ms, 20 s at most).
+// An expression that throws (an element not there yet) is not true yet; on a timeout the
+// last exception is reported with it.
 func (b *Tab) waitJS(what, expr string) {
 	b.t.Helper()
 	ctx, cancel := context.WithTimeout(b.ctx, stepTimeout+time.Second)
 	defer cancel()
-	if _, err := chromedp.Run(ctx, chromedp.Poll[chromedp.Void](expr,
+	guarded := "(() => { try { return !!(" + expr + "\n); } catch (e) { window.__pollError = String(e); return false; } })()"
+	if _, err := chromedp.Run(ctx, chromedp.Poll[chromedp.Void](guarded,
 		chromedp.WithPollingInterval(50*time.Millisecond), chromedp.WithPollingTimeout(stepTimeout))); err != nil {
 		b.shot("timeout")
-		b.t.Fatalf("%s: waiting for %s (%s): %v", b.name, what, expr, err)
+		last, _ := chromedp.Run(b.ctx, chromedp.Evaluate[string](`window.__pollError || ''`))
+		b.t.Fatalf("%s: waiting for %s (%s): %v (last exception: %q)", b.name, what, expr, err, last)
 	}
 }
 
