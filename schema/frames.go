@@ -48,16 +48,39 @@ const (
 	KindRating     MessageKind = "rating"     // the visitor rated the conversation
 	KindTranscript MessageKind = "transcript" // the visitor asked for the conversation by email
 	KindClosed     MessageKind = "closed"     // an operator closed the conversation (inbox or Slack)
-	KindReopened   MessageKind = "reopened"   // an operator reopened it (a visitor's message reopens it too: Job.Reopened)
+	KindReopened   MessageKind = "reopened"   // an operator reopened it, or its snooze ended (a visitor's message reopens it too: Job.Reopened)
+	KindSnoozed    MessageKind = "snoozed"    // an operator snoozed it until a time: it reopens by itself then
+	KindAssigned   MessageKind = "assigned"   // an operator assigned it to a teammate, or to nobody (inbox only)
 )
+
+// Conversation statuses. Snoozed is open to the visitor.
+const (
+	ConvOpen    = "open"
+	ConvSnoozed = "snoozed"
+	ConvClosed  = "closed"
+)
+
+// Changes reports a message that records a change of the conversation (status or assignee)
+// rather than something said: it is not the conversation's last message.
+func (k MessageKind) Changes() bool { return k.Status() != "" || k == KindAssigned }
+
+// VisitorStatus is a conversation's status as its visitor sees it: snoozed is open.
+func VisitorStatus(status string) string {
+	if status == ConvSnoozed {
+		return ConvOpen
+	}
+	return status
+}
 
 // Status is the conversation status a status message sets ("" for other kinds).
 func (k MessageKind) Status() string {
 	switch k {
 	case KindClosed:
-		return "closed"
+		return ConvClosed
 	case KindReopened:
-		return "open"
+		return ConvOpen
+	case KindSnoozed:
+		return ConvSnoozed
 	}
 	return ""
 }

@@ -1,7 +1,6 @@
 package inbox
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"strconv"
@@ -35,11 +34,21 @@ func (h *Handler) conversations(c *fiber.Ctx) error {
 	}
 	status := c.Query("status", "open")
 	switch status {
-	case "open", "closed":
+	case schema.ConvOpen, schema.ConvSnoozed, schema.ConvClosed:
 	case "all":
 		status = ""
 	default:
-		return fail(c, fiber.StatusBadRequest, "invalid", "status must be open, closed or all.")
+		return fail(c, fiber.StatusBadRequest, "invalid", "status must be open, snoozed, closed or all.")
+	}
+	assignee := int64(store.AnyAssignee)
+	switch c.Query("assignee", "all") {
+	case "all":
+	case "me":
+		assignee = current(c).op.ID
+	case "unassigned":
+		assignee = store.Unassigned
+	default:
+		return fail(c, fiber.StatusBadRequest, "invalid", "assignee must be me, unassigned or all.")
 	}
 	limit := c.QueryInt("limit", 100)
 	if limit < 1 || limit > 500 {
@@ -47,7 +56,7 @@ func (h *Handler) conversations(c *fiber.Ctx) error {
 	}
 	ctx, cancel := reqCtx(c)
 	defer cancel()
-	list, err := h.Store.Conversations(ctx, current(c).op.ID, s.ID, status, limit)
+	list, err := h.Store.Conversations(ctx, current(c).op.ID, s.ID, status, assignee, limit)
 	if err != nil {
 		return err
 	}
@@ -190,10 +199,7 @@ func (h *Handler) setStatus(kind schema.MessageKind) fiber.Handler {
 		// The commit tells the inbox's and the visitor's sockets (their hubs read the status
 		// message): nothing to send from here.
 		if _, err := h.Store.SetStatus(ctx, cv.SiteID, cv.ID, kind, displayName(current(c).op), schema.SourceInbox); err != nil {
-			if errors.Is(err, store.ErrBusy) || errors.Is(err, context.DeadlineExceeded) {
-				return fail(c, fiber.StatusServiceUnavailable, schema.CodeUnavailable, "The server is too busy; try again.")
-			}
-			return err
+			return busy(c, err)
 		}
 		return c.JSON(fiber.Map{"id": cv.ID, "status": kind.Status()})
 	}

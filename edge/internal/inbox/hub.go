@@ -201,6 +201,14 @@ type conversationEvent struct {
 	SiteID         int64  `json:"site_id"`
 	ConversationID int64  `json:"conversation_id"`
 	Status         string `json:"status"`
+	SnoozedUntil   int64  `json:"snoozed_until,omitempty"` // Unix ms, while snoozed
+}
+
+type assignedEvent struct {
+	Type           string `json:"type"` // "assigned"
+	SiteID         int64  `json:"site_id"`
+	ConversationID int64  `json:"conversation_id"`
+	AssigneeID     int64  `json:"assignee_id"` // 0: nobody
 }
 
 type typingEvent struct {
@@ -283,10 +291,14 @@ func (h *Hub) Publish(msgs []store.Committed) {
 				ID: c.MessageID, Author: c.Author, Name: c.Name, Text: c.Text, Internal: c.Internal, CreatedAt: c.CreatedAt,
 				File: operatorFile(c.File), Kind: c.Kind, Reopened: c.Reopened})
 		})
-		if st := c.Kind.Status(); st != "" {
-			h.Conversation(c.SiteID, c.ConversationID, st)
-		} else if c.Reopened {
-			h.Conversation(c.SiteID, c.ConversationID, "open")
+		switch st := c.Kind.Status(); {
+		case st != "":
+			h.send(c.SiteID, conversationEvent{Type: "conversation", SiteID: c.SiteID, ConversationID: c.ConversationID, Status: st,
+				SnoozedUntil: c.SnoozeUntil})
+		case c.Reopened:
+			h.send(c.SiteID, conversationEvent{Type: "conversation", SiteID: c.SiteID, ConversationID: c.ConversationID, Status: schema.ConvOpen})
+		case c.Kind == schema.KindAssigned:
+			h.send(c.SiteID, assignedEvent{Type: "assigned", SiteID: c.SiteID, ConversationID: c.ConversationID, AssigneeID: c.AssigneeID})
 		}
 	}
 }
@@ -302,9 +314,4 @@ func (h *Hub) Deliveries(results []schema.Result) {
 			Delivery: store.Delivery{MessageID: r.MessageID, Target: r.Target, Status: r.Status, Attempts: r.Attempts,
 				LastError: r.Error, ExternalID: r.ExternalID}})
 	}
-}
-
-// Conversation tells the site's operators that a conversation was closed or reopened.
-func (h *Hub) Conversation(siteID, conversationID int64, status string) {
-	h.send(siteID, conversationEvent{Type: "conversation", SiteID: siteID, ConversationID: conversationID, Status: status})
 }

@@ -92,6 +92,10 @@ func (h *Handler) Register(app *fiber.App) {
 	g.Post("/conversations/:id/messages", h.reply)
 	g.Post("/conversations/:id/close", h.setStatus(schema.KindClosed))
 	g.Post("/conversations/:id/reopen", h.setStatus(schema.KindReopened))
+	g.Post("/conversations/:id/snooze", h.snooze) // assign.go
+	g.Post("/conversations/:id/assign", h.assign) // assign.go
+	g.Get("/sites/:site/members", h.members)      // assign.go
+	g.Get("/unread", h.unread)                    // assign.go
 	g.Post("/conversations/:id/read", h.markRead)
 	g.Post("/conversations/:id/typing", h.typing)
 	g.Get("/files/:key", h.file) // files.go

@@ -50,6 +50,19 @@ func settingsApp(t *testing.T, allowPrivate bool) (app *fiber.App, st *store.Sto
 	return app, st, site, token
 }
 
+// apiRequest sends a JSON request with the operator's API token to the inbox API under test.
+func apiRequest(t *testing.T, app *fiber.App, token, method, path string, body io.Reader) *http.Response {
+	t.Helper()
+	req := httptest.NewRequest(method, path, body)
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := app.Test(req, 10_000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp
+}
+
 // TestSettingsRefuseInternalTargets: the inbox API refuses a webhook or Discord URL the
 // worker would refuse, with a 400 that names the field and shows a valid URL, never the URL
 // given (a Discord webhook's path is its token); nothing is stored.
@@ -125,13 +138,7 @@ func TestSettingsRefuseInternalTargets(t *testing.T) {
 func TestWidgetSettings(t *testing.T) {
 	app, st, site, token := settingsApp(t, false)
 	put := func(body string) (int, schema.HTTPError) {
-		req := httptest.NewRequest(http.MethodPut, "/v1/api/sites/"+site.Key+"/settings", strings.NewReader(body))
-		req.Header.Set("Authorization", "Bearer "+token)
-		req.Header.Set("Content-Type", "application/json")
-		resp, err := app.Test(req, 10_000)
-		if err != nil {
-			t.Fatal(err)
-		}
+		resp := apiRequest(t, app, token, http.MethodPut, "/v1/api/sites/"+site.Key+"/settings", strings.NewReader(body))
 		defer resp.Body.Close()
 		var e schema.HTTPError
 		_ = json.NewDecoder(resp.Body).Decode(&e)

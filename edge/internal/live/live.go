@@ -9,6 +9,7 @@ import (
 	"spookat/edge/internal/files"
 	"spookat/edge/internal/frames"
 	"spookat/edge/internal/store"
+	"spookat/schema"
 )
 
 // Subscriber receives message frames of the conversations it subscribed to. Deliver must not
@@ -100,8 +101,9 @@ func (h *Hub) Publish(msgs []store.Committed) {
 		c := &msgs[i]
 		if st := c.Kind.Status(); st != "" {
 			// A status change reaches the visitor as the conversation's state (the window
-			// offers a rating when it is closed), never as a message.
-			h.Signal(c.ConversationID, frames.Conversation(nil, st))
+			// offers a rating when it is closed), never as a message. Snoozed is the
+			// operators' business: to the visitor it is open.
+			h.Signal(c.ConversationID, frames.Conversation(nil, schema.VisitorStatus(st)))
 			continue
 		}
 		if c.Internal {

@@ -4,6 +4,7 @@ package server
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -72,6 +73,10 @@ type Config struct {
 	SocketRate float64
 	// MetricsAddr serves /metrics on a listener of its own ("": off).
 	MetricsAddr string
+	// SnoozeTick is how often conversations whose snooze has ended are reopened (0: 10 s).
+	SnoozeTick time.Duration
+	// Clock is the time the snooze tick compares snoozes with (nil: time.Now); tests move it.
+	Clock func() time.Time
 	// StopTimeout bounds a graceful stop, every stage together (0: DefaultStopTimeout).
 	StopTimeout time.Duration
 	PublicURL   string // how browsers and operators reach this edge (links in Slack posts)
@@ -320,8 +325,13 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	bg, stopBG := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	// Not signalled early: the recorder keeps recording what the worker reports while it stops.
-	sg.add("results recorder, sweeper, stream stats", nil, func(ctx context.Context) error { stopBG(); return waitGroup(ctx, &wg) })
+	sg.add("results recorder, sweeper, snooze tick, stream stats", nil, func(ctx context.Context) error { stopBG(); return waitGroup(ctx, &wg) })
 	wg.Go(func() { br.WatchStreams(bg, cfg.StreamStatsEvery, m.SetStream) })
+	clock := cfg.Clock
+	if clock == nil {
+		clock = time.Now
+	}
+	wg.Go(func() { wakeSnoozed(bg, st, cmp.Or(cfg.SnoozeTick, 10*time.Second), clock, log) })
 	wg.Go(func() { br.WatchStore(bg, func() { provision("a JetStream restart") }) })
 	rec := &results.Recorder{Store: st, Sites: reg, Metrics: m, Log: log, OnRecorded: inboxHub.Deliveries, Origins: origins}
 	for _, reason := range results.Reasons {
@@ -502,5 +512,33 @@ func waitGroup(ctx context.Context, wg *sync.WaitGroup) error {
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
+	}
+}
+
+// wakeSnoozed is the maintenance tick that reopens, through the writer, the conversations
+// whose snooze has ended.
+func wakeSnoozed(ctx context.Context, st *store.Store, every time.Duration, clock func() time.Time, log *slog.Logger) {
+	const page = 500
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			now := clock()
+			for {
+				n, err := st.WakeSnoozed(ctx, now, page)
+				if err != nil {
+					if ctx.Err() == nil {
+						log.Warn("snoozed conversations not reopened yet; the next tick tries again", "err", err)
+					}
+					break
+				}
+				if n < page {
+					break
+				}
+			}
+		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"crypto/subtle"
 	"errors"
 	"strings"
+	"time"
 
 	"golang.org/x/crypto/bcrypt"
 
@@ -170,30 +171,73 @@ type ConversationSummary struct {
 	VisitorReadID int64  `json:"visitor_read_id"`  // the visitor has seen the messages up to this id
 	Rating        string `json:"rating,omitempty"` // the visitor's: good or bad
 	RatingComment string `json:"rating_comment,omitempty"`
+	AssigneeID    int64  `json:"assignee_id"`             // 0: nobody
+	AssigneeName  string `json:"assignee_name,omitempty"` // the operator's name, else email
+	SnoozedUntil  int64  `json:"snoozed_until,omitempty"` // Unix ms, while snoozed
 	CreatedAt     int64  `json:"created_at"`
 	UpdatedAt     int64  `json:"updated_at"`
 }
 
 const summaryColumns = `c.id, c.site_id, c.status, v.email, v.name, coalesce(v.user_id, ''), v.verified, c.last_message_id, coalesce(m.author, ''),
-	coalesce(m.text, ''), coalesce(m.internal, 0), c.last_message_id > coalesce(r.last_read_id, 0), c.visitor_read_id, c.rating, c.rating_comment, c.created_at, c.updated_at`
+	coalesce(m.text, ''), coalesce(m.internal, 0), c.last_message_id > coalesce(r.last_read_id, 0), c.visitor_read_id, c.rating, c.rating_comment, c.assignee_id, coalesce(nullif(o.name, ''), o.email, ''), c.snoozed_until, c.created_at, c.updated_at`
 
-func (c *ConversationSummary) dest() []any {
-	return []any{&c.ID, &c.SiteID, &c.Status, &c.VisitorEmail, &c.VisitorName, &c.UserID, &c.Verified, &c.LastMessageID, &c.LastAuthor, &c.LastText,
-		&c.LastInternal, &c.Unread, &c.VisitorReadID, &c.Rating, &c.RatingComment, &c.CreatedAt, &c.UpdatedAt}
-}
-
-// Conversations lists a site's conversations, newest activity first. status is open, closed
-// or "" for both. The operator must be a member of the site (checked in the query: no rows).
-func (s *Store) Conversations(ctx context.Context, operatorID, siteID int64, status string, limit int) ([]ConversationSummary, error) {
-	return readList(ctx, s, `SELECT `+summaryColumns+`
-			FROM conversations c
-			JOIN site_members sm ON sm.site_id = c.site_id AND sm.operator_id = ?1
+// summaryJoins are the tables summaryColumns read beside conversations c (?1: the operator).
+const summaryJoins = `JOIN site_members sm ON sm.site_id = c.site_id AND sm.operator_id = ?1
 			JOIN visitors v ON v.id = c.visitor_id
 			LEFT JOIN messages m ON m.id = c.last_message_id
 			LEFT JOIN conversation_reads r ON r.conversation_id = c.id AND r.operator_id = ?1
-			WHERE c.site_id = ?2 AND (?3 = '' OR c.status = ?3)
+			LEFT JOIN operators o ON o.id = c.assignee_id`
+
+func (c *ConversationSummary) dest() []any {
+	return []any{&c.ID, &c.SiteID, &c.Status, &c.VisitorEmail, &c.VisitorName, &c.UserID, &c.Verified, &c.LastMessageID, &c.LastAuthor, &c.LastText,
+		&c.LastInternal, &c.Unread, &c.VisitorReadID, &c.Rating, &c.RatingComment, &c.AssigneeID, &c.AssigneeName, &c.SnoozedUntil, &c.CreatedAt, &c.UpdatedAt}
+}
+
+// Assignee filters of Conversations.
+const (
+	AnyAssignee = -1 // every conversation
+	Unassigned  = 0  // those assigned to nobody
+)
+
+// Conversations lists a site's conversations, newest activity first. status is open,
+// snoozed, closed or "" for all; assignee an operator id, Unassigned or AnyAssignee. The
+// operator must be a member of the site (checked in the query: no rows).
+func (s *Store) Conversations(ctx context.Context, operatorID, siteID int64, status string, assignee int64, limit int) ([]ConversationSummary, error) {
+	return readList(ctx, s, `SELECT `+summaryColumns+`
+			FROM conversations c `+summaryJoins+`
+			WHERE c.site_id = ?2 AND (?3 = '' OR c.status = ?3) AND (?5 < 0 OR c.assignee_id = ?5)
 			ORDER BY c.updated_at DESC, c.id DESC LIMIT ?4`,
-		[]any{operatorID, siteID, status, limit}, (*ConversationSummary).dest)
+		[]any{operatorID, siteID, status, limit, assignee}, (*ConversationSummary).dest)
+}
+
+// SiteUnread counts, per site of the operator's, the open conversations with messages the
+// operator has not read (sites with none are left out).
+func (s *Store) SiteUnread(ctx context.Context, operatorID int64) (map[int64]int, error) {
+	type row struct{ site, n int64 }
+	rows, err := readList(ctx, s, `SELECT c.site_id, count(*) FROM site_members sm
+			JOIN conversations c ON c.site_id = sm.site_id AND c.status = 'open'
+			LEFT JOIN conversation_reads r ON r.conversation_id = c.id AND r.operator_id = ?1
+			WHERE sm.operator_id = ?1 AND c.last_message_id > coalesce(r.last_read_id, 0)
+			GROUP BY c.site_id`, []any{operatorID}, func(r *row) []any { return []any{&r.site, &r.n} })
+	out := make(map[int64]int, len(rows))
+	for _, r := range rows {
+		out[r.site] = int(r.n)
+	}
+	return out, err
+}
+
+// Member is an operator of a site, as teammates see them.
+type Member struct {
+	ID    int64  `json:"id"`
+	Name  string `json:"name"`
+	Email string `json:"email"`
+}
+
+// SiteMembers lists the operators of a site, by name.
+func (s *Store) SiteMembers(ctx context.Context, siteID int64) ([]Member, error) {
+	return readList(ctx, s, `SELECT o.id, o.name, o.email FROM site_members sm JOIN operators o ON o.id = sm.operator_id
+			WHERE sm.site_id = ? ORDER BY coalesce(nullif(o.name, ''), o.email) COLLATE NOCASE, o.id`,
+		[]any{siteID}, func(m *Member) []any { return []any{&m.ID, &m.Name, &m.Email} })
 }
 
 // Conversation reads one conversation the operator may see; ErrNotFound otherwise.
@@ -202,11 +246,7 @@ func (s *Store) Conversation(ctx context.Context, operatorID, conversationID int
 	var found bool
 	err := s.Read(ctx, func(q Querier) error {
 		st, err := q.Stmt(`SELECT ` + summaryColumns + `
-			FROM conversations c
-			JOIN site_members sm ON sm.site_id = c.site_id AND sm.operator_id = ?1
-			JOIN visitors v ON v.id = c.visitor_id
-			LEFT JOIN messages m ON m.id = c.last_message_id
-			LEFT JOIN conversation_reads r ON r.conversation_id = c.id AND r.operator_id = ?1
+			FROM conversations c ` + summaryJoins + `
 			WHERE c.id = ?2`)
 		if err != nil {
 			return err
@@ -323,10 +363,73 @@ func (s *Store) SetStatus(ctx context.Context, siteID, conversationID int64, kin
 	if source == schema.SourceSlack {
 		text += " in Slack"
 	}
+	return s.change(ctx, &MessageRequest{SiteID: siteID, ConversationID: conversationID, Author: schema.AuthorSystem,
+		Name: by, Text: text, Internal: true, Source: source, Kind: kind})
+}
+
+// Snooze snoozes a conversation until a time, as SetStatus closes one: it reopens by itself
+// then (WakeSnoozed), or at the visitor's next message. Snoozing it again moves the time.
+func (s *Store) Snooze(ctx context.Context, siteID, conversationID int64, until time.Time, by string) (changed bool, err error) {
+	return s.change(ctx, &MessageRequest{SiteID: siteID, ConversationID: conversationID, Author: schema.AuthorSystem,
+		Name: by, Text: "Snoozed by " + by + " until " + until.UTC().Format("Mon 2 Jan 15:04 MST"), Internal: true,
+		Source: schema.SourceInbox, Kind: schema.KindSnoozed, SnoozeUntil: until.UnixMilli()})
+}
+
+// Assign assigns a conversation to an operator (0: to nobody) named assignee, through the
+// writer with an internal message of kind assigned that no target gets. The caller checks
+// that the operator is a member of the conversation's site.
+func (s *Store) Assign(ctx context.Context, siteID, conversationID, operatorID int64, assignee, by string) (changed bool, err error) {
+	text := "Unassigned by " + by
+	if operatorID != 0 {
+		text = "Assigned to " + assignee + " by " + by
+	}
+	return s.change(ctx, &MessageRequest{SiteID: siteID, ConversationID: conversationID, Author: schema.AuthorSystem,
+		Name: by, Text: text, Internal: true, Source: schema.SourceInbox, Kind: schema.KindAssigned, AssigneeID: operatorID})
+}
+
+// WakeSnoozed reopens, through the writer, the conversations whose snooze has ended by now,
+// at most limit of them (the edge's tick calls it again for the rest). Each gets a status
+// message "Snooze ended"; one the visitor reopened or an operator snoozed again meanwhile is
+// left as it is.
+func (s *Store) WakeSnoozed(ctx context.Context, now time.Time, limit int) (woken int, err error) {
+	type due struct{ site, id int64 }
+	list, err := readList(ctx, s, `SELECT site_id, id FROM conversations WHERE status = 'snoozed' AND snoozed_until <= ? ORDER BY snoozed_until LIMIT ?`,
+		[]any{now.UnixMilli(), limit}, func(d *due) []any { return []any{&d.site, &d.id} })
+	if err != nil {
+		return 0, err
+	}
+	// Submitted together, committed together.
+	done := make(chan MessageResult, len(list))
+	submitted := 0
+	for _, d := range list {
+		if err = s.SubmitMessage(&MessageRequest{SiteID: d.site, ConversationID: d.id, Author: schema.AuthorSystem,
+			Text: "Snooze ended", Internal: true, Source: schema.SourceInbox, Kind: schema.KindReopened, wakeDue: now.UnixMilli(),
+			Done: func(r MessageResult) { done <- r }}); err != nil {
+			break // the queue is full or the store closed: the next tick does the rest
+		}
+		submitted++
+	}
+	for range submitted {
+		select {
+		case r := <-done:
+			if r.Err != nil && err == nil {
+				err = r.Err
+			}
+			if r.Err == nil && !r.Unchanged {
+				woken++
+			}
+		case <-ctx.Done():
+			return woken, ctx.Err()
+		}
+	}
+	return woken, err
+}
+
+// change submits a status or assignment message and waits for its commit.
+func (s *Store) change(ctx context.Context, req *MessageRequest) (changed bool, err error) {
 	done := make(chan MessageResult, 1)
-	if err := s.SubmitMessage(&MessageRequest{SiteID: siteID, ConversationID: conversationID, Author: schema.AuthorSystem,
-		Name: by, Text: text, Internal: true, Source: source, Kind: kind,
-		Done: func(r MessageResult) { done <- r }}); err != nil {
+	req.Done = func(r MessageResult) { done <- r }
+	if err := s.SubmitMessage(req); err != nil {
 		return false, err
 	}
 	select {

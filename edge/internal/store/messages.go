@@ -9,6 +9,30 @@ import (
 // ErrConversationNotFound is returned for a message to a conversation that does not exist.
 var ErrConversationNotFound = errors.New("conversation not found")
 
+// conversationChange applies the change a status or assignment message records. changed is
+// false when there is none (the conversation has that status, or that assignee, already):
+// the message is then not stored. Other messages change nothing here.
+func (tx *Tx) conversationChange(m *MessageRequest, conversationID int64) (changed bool, err error) {
+	switch st := m.Kind.Status(); {
+	case m.wakeDue != 0:
+		err = tx.exec(`UPDATE conversations SET status = 'open', snoozed_until = 0, updated_at = ?
+			WHERE id = ? AND status = 'snoozed' AND snoozed_until <= ?`, tx.now, conversationID, m.wakeDue)
+	case st != "":
+		until := int64(0)
+		if st == schema.ConvSnoozed {
+			until = m.SnoozeUntil
+		}
+		err = tx.exec(`UPDATE conversations SET status = ?1, snoozed_until = ?2, updated_at = ?3
+			WHERE id = ?4 AND (status != ?1 OR snoozed_until != ?2)`, st, until, tx.now, conversationID)
+	case m.Kind == schema.KindAssigned:
+		err = tx.exec(`UPDATE conversations SET assignee_id = ? WHERE id = ? AND assignee_id != ?`,
+			m.AssigneeID, conversationID, m.AssigneeID)
+	default:
+		return true, nil
+	}
+	return err == nil && tx.c.Changes() == 1, err
+}
+
 // insertMessage stores one message inside the writer's transaction, creating the visitor and
 // the conversation on the visitor's first message. A client id seen before in the
 // conversation returns the stored message instead (idempotent resend).
@@ -28,16 +52,11 @@ func (tx *Tx) insertMessage(m *MessageRequest, res *MessageResult) (Committed, e
 			return Committed{}, ErrConversationNotFound
 		}
 	}
-	if st := m.Kind.Status(); st != "" {
-		// A status message records a change: none when the conversation has that status.
-		if err := tx.exec(`UPDATE conversations SET status = ?, updated_at = ? WHERE id = ? AND status != ?`,
-			st, tx.now, res.ConversationID, st); err != nil {
-			return Committed{}, err
-		}
-		if tx.c.Changes() == 0 {
-			res.Duplicate, res.Unchanged = true, true
-			return Committed{}, nil
-		}
+	if changed, err := tx.conversationChange(m, res.ConversationID); err != nil {
+		return Committed{}, err
+	} else if !changed {
+		res.Duplicate, res.Unchanged = true, true
+		return Committed{}, nil
 	}
 	if m.Context != nil && m.VisitorID != 0 { // a page the visitor's socket could not store before
 		if err := tx.SetVisitorContext(m.VisitorID, m.Context); err != nil {
@@ -91,6 +110,8 @@ func (tx *Tx) insertMessage(m *MessageRequest, res *MessageResult) (Committed, e
 		First:          res.First,
 		File:           file,
 		Kind:           m.Kind,
+		SnoozeUntil:    m.SnoozeUntil,
+		AssigneeID:     m.AssigneeID,
 		Origin:         m.Origin,
 	}, nil
 }

@@ -65,10 +65,12 @@ func (tx *Tx) SetOperatorPassword(operatorID int64, hash string, keepSession []b
 }
 
 // RemoveOperator deletes an operator with their sessions, API tokens, memberships and read
-// marks. Their messages stay: they carry the author's name, not a reference.
+// marks, and unassigns their conversations. Their messages stay: they carry the author's
+// name, not a reference.
 func (tx *Tx) RemoveOperator(operatorID int64) error {
 	for _, sql := range []string{
 		`DELETE FROM conversation_reads WHERE operator_id = ?`,
+		`UPDATE conversations SET assignee_id = 0 WHERE assignee_id = ?`,
 		`DELETE FROM sessions WHERE operator_id = ?`,
 		`DELETE FROM api_tokens WHERE operator_id = ?`,
 		`DELETE FROM site_members WHERE operator_id = ?`,
@@ -110,7 +112,8 @@ func (tx *Tx) AddMember(siteKey string, operatorID int64) (added bool, err error
 }
 
 // RemoveMember ends an operator's membership of a site (by key); removed is false when they
-// were not a member. Their read marks of the site's conversations go with it.
+// were not a member. Their read marks of the site's conversations go with it, and the site's
+// conversations assigned to them are unassigned.
 func (tx *Tx) RemoveMember(siteKey string, operatorID int64) (removed bool, err error) {
 	siteID, err := tx.siteIDByKey(siteKey)
 	if err != nil {
@@ -122,6 +125,9 @@ func (tx *Tx) RemoveMember(siteKey string, operatorID int64) (removed bool, err 
 	removed = tx.c.Changes() == 1
 	if !removed {
 		return false, nil
+	}
+	if err := tx.exec(`UPDATE conversations SET assignee_id = 0 WHERE assignee_id = ? AND site_id = ?`, operatorID, siteID); err != nil {
+		return false, err
 	}
 	return true, tx.exec(`DELETE FROM conversation_reads WHERE operator_id = ?
 		AND conversation_id IN (SELECT id FROM conversations WHERE site_id = ?)`, operatorID, siteID)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"spookat/schema"
 )
@@ -174,5 +175,70 @@ func TestStatusChanges(t *testing.T) {
 	}
 	if st, _ := status(); st != "open" {
 		t.Fatalf("status %q, want open: the visitor wrote after the close", st)
+	}
+}
+
+// The snooze tick reopens what is due by the time it is given, once, and leaves alone what a
+// later snooze moved.
+func TestWakeSnoozed(t *testing.T) {
+	s := openTest(t, t.TempDir(), Options{})
+	defer s.Close()
+	site := addSite(t, s)
+	ctx := context.Background()
+	now := time.Now()
+	conv := func(token string, until time.Duration) int64 {
+		r := submit(t, s, MessageRequest{SiteID: site.ID, TokenHash: []byte(token), Author: "visitor", Text: "hi", ClientID: "c1"})
+		if changed, err := s.Snooze(ctx, site.ID, r.ConversationID, now.Add(until), "Ann"); err != nil || !changed {
+			t.Fatalf("snooze: %v %v", changed, err)
+		}
+		return r.ConversationID
+	}
+	status := func(id int64) (st string) {
+		t.Helper()
+		if err := s.Read(ctx, func(q Querier) error {
+			stmt, err := q.Stmt(`SELECT status FROM conversations WHERE id = ?`)
+			if err != nil {
+				return err
+			}
+			_, err = queryRow(stmt, []any{id}, &st)
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return st
+	}
+	a, b := conv("visitor-a-......................", time.Hour), conv("visitor-b-......................", 3*time.Hour)
+	for _, step := range []struct {
+		name   string
+		at     time.Duration
+		woken  int
+		sa, sb string
+	}{
+		{"before either", 30 * time.Minute, 0, "snoozed", "snoozed"},
+		{"a is due", 2 * time.Hour, 1, "open", "snoozed"},
+		{"again: nothing more", 2 * time.Hour, 0, "open", "snoozed"},
+		{"b is due", 4 * time.Hour, 1, "open", "open"},
+	} {
+		t.Run(step.name, func(t *testing.T) {
+			n, err := s.WakeSnoozed(ctx, now.Add(step.at), 100)
+			if err != nil || n != step.woken {
+				t.Fatalf("woke %d (%v), want %d", n, err, step.woken)
+			}
+			if sa, sb := status(a), status(b); sa != step.sa || sb != step.sb {
+				t.Fatalf("a %s, b %s; want %s, %s", sa, sb, step.sa, step.sb)
+			}
+		})
+	}
+	// Snoozed again to later: a wake-up computed from the old time changes nothing.
+	if _, err := s.Snooze(ctx, site.ID, a, now.Add(5*time.Hour), "Ann"); err != nil {
+		t.Fatal(err)
+	}
+	res := make(chan MessageResult, 1)
+	if err := s.SubmitMessage(&MessageRequest{SiteID: site.ID, ConversationID: a, Author: schema.AuthorSystem, Text: "Snooze ended",
+		Internal: true, Kind: schema.KindReopened, wakeDue: now.Add(2 * time.Hour).UnixMilli(), Done: func(r MessageResult) { res <- r }}); err != nil {
+		t.Fatal(err)
+	}
+	if r := <-res; r.Err != nil || !r.Unchanged || status(a) != "snoozed" {
+		t.Fatalf("a stale wake-up: %+v, status %s; want unchanged and still snoozed", r, status(a))
 	}
 }

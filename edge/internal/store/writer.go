@@ -40,6 +40,14 @@ type MessageRequest struct {
 	// uploaded by this visitor's token); nil for none.
 	File *File
 	Kind schema.MessageKind // what a system message is ("" for a written one)
+	// SnoozeUntil is when a KindSnoozed conversation reopens by itself (Unix ms).
+	SnoozeUntil int64
+	// AssigneeID is the operator a KindAssigned message assigns the conversation to (0:
+	// nobody).
+	AssigneeID int64
+	// wakeDue, on the snooze tick's KindReopened, reopens only a conversation still snoozed
+	// and due by then (Unix ms): one snoozed again meanwhile stays snoozed.
+	wakeDue int64
 	// Context is the page the visitor is on (nil: not known): written on the visitor and on
 	// the conversation that a first message creates, and on the visitor by a later message
 	// whose visitor is already known (a page that could not be stored when it was reported: the
@@ -76,7 +84,9 @@ type Committed struct {
 	First          bool
 	File           *schema.File // the attachment, nil for none
 	Kind           schema.MessageKind
-	Reopened       bool // a visitor's message that reopened the conversation
+	Reopened       bool  // a visitor's message that reopened the conversation
+	SnoozeUntil    int64 // KindSnoozed: when it reopens by itself (Unix ms)
+	AssigneeID     int64 // KindAssigned: the operator it is assigned to, 0 for nobody
 	Origin         any
 }
 
@@ -358,9 +368,9 @@ func (s *Store) runTx(batch []request, start time.Time, persistWatermark bool) (
 		if r.res.Duplicate {
 			continue
 		}
-		if c.Kind.Status() != "" {
-			// A status change is not the conversation's last message: it neither makes it
-			// unread for the other operators nor replaces the list's preview.
+		if c.Kind.Changes() {
+			// A status change or an assignment is not the conversation's last message: it
+			// neither makes it unread for the other operators nor replaces the list's preview.
 			committed = append(committed, c)
 			continue
 		}
@@ -390,7 +400,7 @@ func (s *Store) runTx(batch []request, start time.Time, persistWatermark bool) (
 		if tx.c.Changes() == 1 {
 			continue
 		}
-		if err := tx.exec(convSet+`, status = 'open' WHERE id = ?1`, id, u.last, now, u.first); err != nil {
+		if err := tx.exec(convSet+`, status = 'open', snoozed_until = 0 WHERE id = ?1`, id, u.last, now, u.first); err != nil {
 			return nil, err
 		}
 		if c := &committed[u.reopen]; tx.c.Changes() == 1 {
@@ -420,7 +430,7 @@ func (s *Store) runTx(batch []request, start time.Time, persistWatermark bool) (
 
 // reopenNow reopens c's closed conversation before the batch's status change for it.
 func (tx *Tx) reopenNow(c *Committed) error {
-	if err := tx.exec(`UPDATE conversations SET status = 'open' WHERE id = ? AND status != 'open'`, c.ConversationID); err != nil {
+	if err := tx.exec(`UPDATE conversations SET status = 'open', snoozed_until = 0 WHERE id = ? AND status != 'open'`, c.ConversationID); err != nil {
 		return err
 	}
 	if c.Reopened = tx.c.Changes() == 1; c.Reopened {

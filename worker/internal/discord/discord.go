@@ -169,6 +169,8 @@ func line(j *schema.Job) string {
 		return "✅ *" + j.Text + "*"
 	case schema.KindReopened:
 		return "↩️ *" + j.Text + "*"
+	case schema.KindSnoozed:
+		return "💤 *" + j.Text + "*"
 	}
 	reopened := ""
 	if j.Reopened {

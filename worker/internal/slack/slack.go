@@ -134,8 +134,8 @@ func status(jobs []*schema.Job) (closed, change bool) {
 		switch {
 		case j.Kind == schema.KindClosed:
 			closed, change = true, true
-		case j.Kind == schema.KindReopened || j.Reopened:
-			closed, change = false, true
+		case j.Kind == schema.KindReopened || j.Kind == schema.KindSnoozed || j.Reopened:
+			closed, change = false, true // snoozed is not done: no ✅
 		}
 	}
 	return closed, change
@@ -250,15 +250,15 @@ func writeParent(b *strings.Builder, site *schema.SiteDelivery, j *schema.Job) {
 	writeLine(b, j)
 }
 
+// statusEmoji starts a status change's line in the thread.
+var statusEmoji = map[schema.MessageKind]string{
+	schema.KindClosed: ":white_check_mark:", schema.KindReopened: ":leftwards_arrow_with_hook:", schema.KindSnoozed: ":zzz:",
+}
+
 func writeLine(b *strings.Builder, j *schema.Job) {
-	switch j.Kind {
-	case schema.KindClosed:
-		b.WriteString(":white_check_mark: _")
-		b.WriteString(escaper.Replace(j.Text))
-		b.WriteByte('_')
-		return
-	case schema.KindReopened:
-		b.WriteString(":leftwards_arrow_with_hook: _")
+	if emoji, ok := statusEmoji[j.Kind]; ok {
+		b.WriteString(emoji)
+		b.WriteString(" _")
 		b.WriteString(escaper.Replace(j.Text))
 		b.WriteByte('_')
 		return

@@ -4,7 +4,7 @@
 (function () {
   'use strict';
   var root = document.getElementById('app');
-  var S = { me: null, csrf: '', sites: [], site: null, filter: 'open', conv: null, convs: [], msgs: {}, deliveries: {}, ws: null, wsTry: 0 };
+  var S = { me: null, csrf: '', sites: [], site: null, filter: 'open', assignee: 'all', members: {}, unread: {}, conv: null, convs: [], msgs: {}, deliveries: {}, ws: null, wsTry: 0 };
 
   function el(tag, attrs, kids) {
     var e = document.createElement(tag);
@@ -35,6 +35,8 @@
   }
 
   function when(ms) { var d = new Date(ms); return d.toLocaleString(); }
+  // A time soon, said short: "Fri 09:00".
+  function soon(ms) { return new Date(ms).toLocaleString([], { weekday: 'short', hour: '2-digit', minute: '2-digit' }); }
 
   // ---- login
   function showLogin(msg) {
@@ -73,8 +75,11 @@
       el('span', { class: 'who', text: S.me.name || S.me.email }),
       el('button', { id: 'logout', text: 'Log out', onclick: function () { api('POST', '/logout').then(function () { S.me = null; showLogin(); }); } })]);
     V.siteSel = siteSel;
-    V.filters = el('div', { class: 'filters', role: 'group', 'aria-label': 'Show' }, ['open', 'closed', 'all'].map(function (f) {
+    V.filters = el('div', { class: 'filters', role: 'group', 'aria-label': 'Show' }, ['open', 'snoozed', 'closed', 'all'].map(function (f) {
       return el('button', { 'data-filter': f, 'aria-pressed': 'false', text: f[0].toUpperCase() + f.slice(1), onclick: function () { S.filter = f; loadList(); } });
+    }));
+    V.owners = el('div', { class: 'filters owners', role: 'group', 'aria-label': 'Assigned to' }, [['me', 'Mine'], ['unassigned', 'Unassigned'], ['all', 'Everyone\u2019s']].map(function (f) {
+      return el('button', { 'data-assignee': f[0], 'aria-pressed': 'false', text: f[1], onclick: function () { S.assignee = f[0]; loadList(); } });
     }));
     V.list = el('ul', { class: 'convs', id: 'conversations', 'aria-label': 'Conversations' });
     V.main = el('main', { class: 'main', id: 'main' }, [el('p', { class: 'placeholder', text: 'Pick a conversation.' })]);
@@ -82,7 +87,7 @@
     V.notice = el('p', { class: 'notice', id: 'notice', role: 'alert' });
     root.appendChild(top);
     root.appendChild(V.notice);
-    V.layout = el('div', { class: 'layout' }, [el('nav', { class: 'side', 'aria-label': 'Conversations' }, [V.filters, V.list]), V.main]);
+    V.layout = el('div', { class: 'layout' }, [el('nav', { class: 'side', 'aria-label': 'Conversations' }, [V.filters, V.owners, V.list]), V.main]);
     root.appendChild(V.layout);
     if (!S.sites.length) { clear(V.main); V.main.appendChild(el('p', { class: 'placeholder', text: 'You are not a member of any site yet.' })); }
   }
@@ -114,12 +119,35 @@
       var on = b.getAttribute('data-filter') === S.filter;
       b.classList.toggle('on', on); b.setAttribute('aria-pressed', String(on));
     });
+    Array.prototype.forEach.call(V.owners.children, function (b) {
+      var on = b.getAttribute('data-assignee') === S.assignee;
+      b.classList.toggle('on', on); b.setAttribute('aria-pressed', String(on));
+    });
+    loadUnread();
     var site = S.site;
-    api('GET', '/sites/' + site + '/conversations?status=' + S.filter).then(function (j) {
+    api('GET', '/sites/' + site + '/conversations?status=' + S.filter + '&assignee=' + S.assignee).then(function (j) {
       if (site !== S.site) return;
       S.convs = j.conversations; drawList(); drawTitle();
     }, function (e) { clear(V.list); V.list.appendChild(el('li', { text: e.message })); });
   }
+  // Each site in the picker says how many of its open conversations are unread: "Shop (3)".
+  var unreadTimer = 0;
+  function unreadSoon() { clearTimeout(unreadTimer); unreadTimer = setTimeout(loadUnread, 300); }
+  function loadUnread() {
+    api('GET', '/unread').then(function (j) {
+      (j.sites || []).forEach(function (u) { S.unread[u.site_id] = u.unread; });
+      Array.prototype.forEach.call(V.siteSel.options, function (o) {
+        var s = S.sites.filter(function (x) { return String(x.id) === o.value; })[0], n = S.unread[o.value] || 0;
+        if (s) o.textContent = s.name + (n ? ' (' + n + ')' : '');
+      });
+    }, function () {});
+  }
+  // The site's operators, for the assignee picker (asked once a site).
+  function members(site) {
+    if (!S.members[site]) S.members[site] = api('GET', '/sites/' + site + '/members').then(function (j) { return j.members || []; });
+    return S.members[site];
+  }
+  function opName(m) { return m.name || m.email; }
   function drawList() {
     clear(V.list);
     if (!S.convs.length) V.list.appendChild(el('li', { class: 'empty', text: 'No conversations.' }));
@@ -131,7 +159,9 @@
         el('div', { class: 'row' }, [el('span', { class: 'title', text: c.visitor_name || c.visitor_email || ('Visitor #' + c.id) }),
           unread ? el('span', { class: 'sr', text: ', unread' }) : null, el('span', { class: 'badge ' + c.status, text: c.status })]),
         el('div', { class: 'last', text: last }),
-        el('div', { class: 'row' }, [el('small', { text: when(c.updated_at) })])])]));
+        el('div', { class: 'row' }, [el('small', { text: when(c.updated_at) }),
+          c.status === 'snoozed' ? el('small', { class: 'snz', text: 'until ' + soon(c.snoozed_until) }) : null,
+          el('small', { class: 'owner', text: c.assignee_id ? (c.assignee_id === S.me.id ? 'Mine' : c.assignee_name) : 'Unassigned' })])])]));
     });
     markSel();
   }
@@ -163,9 +193,19 @@
     clear(V.main);
     V.layout.classList.add('has-conv');
     V.status = el('span', { class: 'badge ' + c.status, id: 'conv-status', text: c.status });
-    V.toggle = el('button', { id: 'conv-toggle', text: c.status === 'open' ? 'Close' : 'Reopen', onclick: function () {
-      api('POST', '/conversations/' + c.id + '/' + (S.conv.status === 'open' ? 'close' : 'reopen')).then(function (j) { setStatus(j.status); loadListSoon(); }, showErr);
+    V.toggle = el('button', { id: 'conv-toggle', text: c.status === 'closed' ? 'Reopen' : 'Close', onclick: function () {
+      api('POST', '/conversations/' + c.id + '/' + (S.conv.status === 'closed' ? 'reopen' : 'close')).then(function (j) { setStatus(j.status); loadListSoon(); }, showErr);
     }, title: 'Close or reopen (e)' });
+    V.snooze = snoozeMenu(c);
+    V.assignee = el('select', { id: 'conv-assignee', 'aria-label': 'Assigned to', onchange: function () {
+      var to = +V.assignee.value;
+      api('POST', '/conversations/' + c.id + '/assign', { operator_id: to }).then(function () { S.conv.assignee_id = to; loadListSoon(); },
+        function (e) { V.assignee.value = String(S.conv.assignee_id || 0); showErr(e); });
+    } }, [el('option', { value: '0', text: 'Unassigned' })]);
+    members(c.site_id).then(function (ms) {
+      ms.forEach(function (m) { V.assignee.appendChild(el('option', { value: String(m.id), text: m.id === S.me.id ? opName(m) + ' (me)' : opName(m) })); });
+      V.assignee.value = String(S.conv.assignee_id || 0);
+    }, function () {});
     V.msgs = el('ol', { class: 'msgs', id: 'messages' });
     var text = el('textarea', { id: 'reply', 'aria-label': 'Reply', placeholder: 'Reply to the visitor…', maxlength: 4000 });
     var note = el('input', { type: 'checkbox', id: 'internal' });
@@ -195,7 +235,8 @@
       text: (c.verified ? 'verified user ' : 'unverified user ') + c.user_id }) : null;
     V.rating = el('span', { class: 'rating', id: 'conv-rating' });
     var back = el('a', { class: 'back', href: '#/sites/' + c.site_id, text: '\u2039 All conversations' });
-    V.main.appendChild(el('div', { class: 'head' }, [back, el('h2', { text: who }), ident, V.rating, V.status, V.toggle]));
+    V.main.appendChild(el('div', { class: 'head' }, [back, el('h2', { text: who }), ident, V.rating, V.assignee, V.status, V.snooze, V.toggle]));
+    setStatus(c.status, c.snoozed_until);
     drawRating();
     V.info = el('details', { class: 'info', id: 'visitor-info' });
     V.info.open = window.matchMedia('(min-width: 1100px)').matches; // beside the conversation when there is room
@@ -333,16 +374,43 @@
       el('button', { type: 'button', text: 'Close', onclick: function () { box.parentNode.removeChild(box); } })]);
     document.body.appendChild(box); box.querySelector('button').focus();
   }
-  function setStatus(st) { S.conv.status = st; V.status.textContent = st; V.status.className = 'badge ' + st; V.toggle.textContent = st === 'open' ? 'Close' : 'Reopen'; }
+  function setStatus(st, until) {
+    S.conv.status = st; S.conv.snoozed_until = until || 0;
+    V.status.textContent = st; V.status.className = 'badge ' + st; V.status.title = st === 'snoozed' ? 'Reopens by itself ' + when(until) : '';
+    V.toggle.textContent = st === 'closed' ? 'Reopen' : 'Close';
+    V.snooze.hidden = st === 'closed';
+  }
+  // Snooze: until a time, as an operator says it (in their own time zone); it reopens by
+  // itself then, or when the visitor writes.
+  function snoozeMenu(c) {
+    var box = el('details', { class: 'snooze', id: 'conv-snooze' });
+    function at(d) {
+      api('POST', '/conversations/' + c.id + '/snooze', { until: d.toISOString() }).then(function (j) {
+        box.open = false; setStatus(j.status, j.snoozed_until); loadListSoon();
+      }, showErr);
+    }
+    function nineOn(days) { var d = new Date(); d.setDate(d.getDate() + days); d.setHours(9, 0, 0, 0); return d; }
+    var monday = (8 - new Date().getDay()) % 7 || 7;
+    var custom = el('input', { type: 'datetime-local', id: 'snooze-at', 'aria-label': 'Snooze until' });
+    box.appendChild(el('summary', { text: 'Snooze' }));
+    box.appendChild(el('div', { class: 'menu' }, [
+      el('button', { type: 'button', 'data-snooze': '1h', text: 'For an hour', onclick: function () { at(new Date(Date.now() + 3600e3)); } }),
+      el('button', { type: 'button', 'data-snooze': 'tomorrow', text: 'Until tomorrow, 9:00', onclick: function () { at(nineOn(1)); } }),
+      el('button', { type: 'button', 'data-snooze': 'monday', text: 'Until Monday, 9:00', onclick: function () { at(nineOn(monday)); } }),
+      el('form', { onsubmit: function (e) { e.preventDefault(); if (custom.value) at(new Date(custom.value)); } }, [custom,
+        el('button', { type: 'submit', id: 'snooze-custom', text: 'Snooze' })])]));
+    return box;
+  }
 
+  var EVENT = { closed: '\u2713', reopened: '\u21a9', snoozed: '\u263e', assigned: '\u2192' };
   function addMsg(m) {
     if (S.msgs[m.id]) return;
     S.msgs[m.id] = m;
     var li;
-    if (m.kind === 'closed' || m.kind === 'reopened') {
-      // A status change is a line across the conversation, not a note from someone.
+    if (EVENT[m.kind]) {
+      // A status change or an assignment is a line across the conversation, not a note from someone.
       li = el('li', { class: 'msg event ' + m.kind, 'data-id': m.id }, [
-        el('div', { class: 'text', text: (m.kind === 'closed' ? '\u2713 ' : '\u21a9 ') + m.text + ' \u00b7 ' + when(m.created_at) }),
+        el('div', { class: 'text', text: EVENT[m.kind] + ' ' + m.text + ' \u00b7 ' + when(m.created_at) }),
         el('div', { class: 'dl' })]);
     } else {
       var kind = m.internal ? 'note' : m.author;
@@ -417,7 +485,7 @@
         drawSeen();
         if (!document.hidden) api('POST', '/conversations/' + S.conv.id + '/read', { message_id: f.message.id }).catch(function () {});
       }
-      if (f.site_id === S.site) loadListSoon();
+      if (f.site_id === S.site) loadListSoon(); else unreadSoon();
     } else if (f.type === 'delivery') {
       var d = f.delivery;
       if (S.conv && f.conversation_id === S.conv.id) {
@@ -433,7 +501,10 @@
     } else if (f.type === 'seen') {
       if (S.conv && f.conversation_id === S.conv.id && f.message_id > (S.conv.visitor_read_id || 0)) { S.conv.visitor_read_id = f.message_id; drawSeen(); }
     } else if (f.type === 'conversation') {
-      if (S.conv && f.conversation_id === S.conv.id) setStatus(f.status);
+      if (S.conv && f.conversation_id === S.conv.id) setStatus(f.status, f.snoozed_until);
+      if (f.site_id === S.site) loadListSoon();
+    } else if (f.type === 'assigned') {
+      if (S.conv && f.conversation_id === S.conv.id && V.assignee) { S.conv.assignee_id = f.assignee_id; V.assignee.value = String(f.assignee_id); }
       if (f.site_id === S.site) loadListSoon();
     }
   }
