@@ -220,12 +220,11 @@ func (s *Slack) serveReaction(w http.ResponseWriter, r *http.Request, on bool) {
 	if !answerAfter(r, s.opt.Latency) {
 		return
 	}
-	code := ""
+	code := s.fail(req.Channel, token)
 	switch {
 	case token == "":
 		code = "not_authed"
-	case s.fail(req.Channel, token) != "":
-		code = s.fail(req.Channel, token)
+	case code != "":
 	case req.Channel == "" || req.Timestamp == "":
 		code = "no_item_specified"
 	case req.Name == "" || strings.ContainsAny(req.Name, ": "):

@@ -106,27 +106,14 @@ func (h *Handler) members(c *fiber.Ctx) error {
 	return c.JSON(fiber.Map{"site_id": s.ID, "members": list})
 }
 
-type siteUnread struct {
-	SiteID int64 `json:"site_id"`
-	Unread int   `json:"unread"`
-}
-
 func (h *Handler) unread(c *fiber.Ctx) error {
 	ctx, cancel := reqCtx(c)
 	defer cancel()
-	counts, err := h.Store.SiteUnread(ctx, current(c).op.ID)
+	list, err := h.Store.SiteUnreads(ctx, current(c).op.ID)
 	if err != nil {
 		return err
 	}
-	list, err := h.Store.OperatorSites(ctx, current(c).op.ID)
-	if err != nil {
-		return err
-	}
-	out := make([]siteUnread, 0, len(list))
-	for _, s := range list {
-		out = append(out, siteUnread{SiteID: s.ID, Unread: counts[s.ID]})
-	}
-	return c.JSON(fiber.Map{"sites": out})
+	return c.JSON(fiber.Map{"sites": list})
 }
 
 // busy answers a change the writer could not take in time with 503; other errors go on.

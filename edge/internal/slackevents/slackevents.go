@@ -92,6 +92,9 @@ type event struct {
 	} `json:"item"`
 }
 
+// isReaction reports a reaction_added or reaction_removed event.
+func (e *event) isReaction() bool { return e.Type == "reaction_added" || e.Type == "reaction_removed" }
+
 // channel is the channel the event happened in.
 func (e *event) channel() string {
 	if e.Channel != "" {
@@ -149,7 +152,7 @@ func (h *Handler) serve(c *fiber.Ctx) error {
 		c.Set("X-Spookat-Duplicate", "1")
 		return c.SendStatus(fiber.StatusOK) // a retry of an event handled already
 	}
-	if env.Event.Type == "reaction_added" || env.Event.Type == "reaction_removed" {
+	if env.Event.isReaction() {
 		for _, a := range env.Authorizations {
 			if a.IsBot && a.UserID == env.Event.User {
 				return c.SendStatus(fiber.StatusOK) // the bot's own ✅: its echo of a change
@@ -229,7 +232,7 @@ func (h *Handler) first(id string) bool {
 // handle turns a human reply in a conversation's thread into an operator message, or a
 // status command or ✅ into a status change.
 func (h *Handler) handle(site *sites.Site, ev *event) {
-	if ev.Type == "reaction_added" || ev.Type == "reaction_removed" {
+	if ev.isReaction() {
 		h.reaction(site, ev)
 		return
 	}

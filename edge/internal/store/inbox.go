@@ -210,20 +210,21 @@ func (s *Store) Conversations(ctx context.Context, operatorID, siteID int64, sta
 		[]any{operatorID, siteID, status, limit, assignee}, (*ConversationSummary).dest)
 }
 
-// SiteUnread counts, per site of the operator's, the open conversations with messages the
-// operator has not read (sites with none are left out).
-func (s *Store) SiteUnread(ctx context.Context, operatorID int64) (map[int64]int, error) {
-	type row struct{ site, n int64 }
-	rows, err := readList(ctx, s, `SELECT c.site_id, count(*) FROM site_members sm
-			JOIN conversations c ON c.site_id = sm.site_id AND c.status = 'open'
-			LEFT JOIN conversation_reads r ON r.conversation_id = c.id AND r.operator_id = ?1
-			WHERE sm.operator_id = ?1 AND c.last_message_id > coalesce(r.last_read_id, 0)
-			GROUP BY c.site_id`, []any{operatorID}, func(r *row) []any { return []any{&r.site, &r.n} })
-	out := make(map[int64]int, len(rows))
-	for _, r := range rows {
-		out[r.site] = int(r.n)
-	}
-	return out, err
+// SiteUnread is one of an operator's sites and how many of its open conversations hold
+// messages the operator has not read.
+type SiteUnread struct {
+	SiteID int64 `json:"site_id"`
+	Unread int   `json:"unread"`
+}
+
+// SiteUnreads counts SiteUnread for every site of the operator's (0 for none unread), in
+// the order of OperatorSites.
+func (s *Store) SiteUnreads(ctx context.Context, operatorID int64) ([]SiteUnread, error) {
+	return readList(ctx, s, `SELECT sm.site_id, count(c.id) FROM site_members sm JOIN sites s ON s.id = sm.site_id
+			LEFT JOIN conversations c ON c.site_id = sm.site_id AND c.status = 'open' AND c.last_message_id > coalesce(
+				(SELECT r.last_read_id FROM conversation_reads r WHERE r.conversation_id = c.id AND r.operator_id = ?1), 0)
+			WHERE sm.operator_id = ?1 GROUP BY sm.site_id ORDER BY s.name, s.id`,
+		[]any{operatorID}, func(u *SiteUnread) []any { return []any{&u.SiteID, &u.Unread} })
 }
 
 // Member is an operator of a site, as teammates see them.

@@ -316,10 +316,9 @@ func (s *Store) finish(batch []request, committed []Committed) {
 // updated once per commit however many of its messages the batch holds.
 type convUpdate struct {
 	first, last int64
-	visitor     bool // a visitor's message is in the batch since its last status change
-	// reopen is the index in committed of the batch's first visitor message while its
-	// reopening is still to run (in the conversation's update at the end), -1 once it ran
-	// or when there is none.
+	// reopen is the index in committed of the first visitor message since the batch began
+	// or since its last status change for the conversation, while that message's reopening
+	// is still to run (in the conversation's update at the end); -1 when there is none.
 	reopen int
 }
 
@@ -359,7 +358,7 @@ func (s *Store) runTx(batch []request, start time.Time, persistWatermark bool) (
 					return nil, err
 				}
 			}
-			u.visitor, u.reopen = false, -1
+			u.reopen = -1
 		}
 		c, err := tx.insertMessage(r.msg, &r.res)
 		if err != nil {
@@ -380,8 +379,8 @@ func (s *Store) runTx(batch []request, start time.Time, persistWatermark bool) (
 			convs[c.ConversationID] = u
 		}
 		u.last = c.MessageID
-		if c.Author == schema.AuthorVisitor && !u.visitor {
-			u.visitor, u.reopen = true, len(committed)
+		if c.Author == schema.AuthorVisitor && u.reopen < 0 {
+			u.reopen = len(committed)
 		}
 		committed = append(committed, c)
 	}
