@@ -3,8 +3,15 @@ SHELL := /bin/bash
 GO ?= go
 BIN := $(CURDIR)/bin
 DATA ?= $(CURDIR)/data
-# make run listens on loopback only: it prints a demo login. ADDR=:8080 make run opens it to the network.
+# make run listens on loopback only: it prints a demo login. ADDR=:8080 make run opens it to the
+# network. Every listener has its variable, so a second edge on the box is
+# make run DATA=data2 ADDR=127.0.0.1:8081 METRICS_ADDR=127.0.0.1:9103 NATS_ADDR=127.0.0.1:4223 NATS_MONITOR=
 ADDR ?= 127.0.0.1:8080
+METRICS_ADDR ?= 127.0.0.1:9102
+NATS_ADDR ?= 127.0.0.1:4222
+NATS_MONITOR ?= 127.0.0.1:8222
+# The URL browsers use, when not the address itself (a proxy in front): PUBLIC_URL=https://chat.example
+PUBLIC_URL ?=
 MODULES := schema edge worker loadgen
 export CGO_ENABLED := 0
 
@@ -18,11 +25,11 @@ build:
 	$(GO) build -trimpath -o $(BIN)/nats-server github.com/nats-io/nats-server/v2
 
 # One process: the edge with embedded NATS and the worker in-process. Creates data/, a demo
-# site and a demo operator on first run, prints the URLs.
+# site and a demo operator on first run, and prints them with the addresses it bound once it
+# serves. exec: the edge is make's child, and a SIGTERM to make reaches it.
 run: build
-	@mkdir -p $(DATA)
-	$(BIN)/edge demo -data $(DATA)
-	exec $(BIN)/edge -data $(DATA) -addr $(ADDR)
+	exec $(BIN)/edge -demo -data=$(DATA) -addr=$(ADDR) -metrics-addr=$(METRICS_ADDR) \
+		-nats-listen=$(NATS_ADDR) -nats-monitor=$(NATS_MONITOR) $(if $(PUBLIC_URL),-public-url=$(PUBLIC_URL))
 
 # Tests use the binaries (crash tests run bin/edge as a subprocess, the cluster test three
 # bin/nats-server), so build first; a real browser (Debian's chromium) for the widget and
@@ -39,13 +46,14 @@ fmt:
 	gofmt -l -w $(MODULES)
 
 # A short comparison (one- vs two-process, without and with the Slack mock, and the Bun peer of
-# ../shared/peers, installed with npm into bench/tmp; five stairs, about 6 minutes) whose report
-# is committed under bench/: report.md, report.json and p99.svg.
+# ../shared/peers, installed with npm into bench/tmp; five stairs, about 6 minutes). The report
+# goes to bench/tmp/ (not committed); copy it over bench/report.* to publish it.
 bench: build
-	@mkdir -p bench
+	@mkdir -p bench/tmp
 	$(BIN)/loadgen compare -edge-bin $(BIN)/edge -worker-bin $(BIN)/worker \
 		-stairs 1000,5000,10000,15000,20000 -step 5s -warmup 2s -drain 10s \
-		-dir bench/tmp -out bench/report.json -md bench/report.md -svg bench/p99.svg
+		-dir bench/tmp -out bench/tmp/report.json -md bench/tmp/report.md -svg bench/tmp/p99.svg
+	@echo "report: bench/tmp/report.md (cp bench/tmp/report.* bench/tmp/p99.svg bench/ to publish it)"
 
 # The nats CLI, for `nats stream report` and friends (see ops/RUNBOOK.md).
 nats: $(BIN)/nats

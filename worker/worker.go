@@ -111,7 +111,7 @@ func DefaultConfig() Config {
 
 // RegisterFlags adds the worker's flags to fs (the binary adds -nats-url and -metrics-addr).
 func (c *Config) RegisterFlags(fs *flag.FlagSet) {
-	fs.StringVar(&c.SlackAPI, "slack-api", c.SlackAPI, "Slack Web API base URL (point it at `loadgen mock` for tests)")
+	fs.StringVar(&c.SlackAPI, "slack-api", c.SlackAPI, "Slack Web API base URL (point it at 'loadgen mock' for tests)")
 	fs.StringVar(&c.DiscordAPI, "discord-api", c.DiscordAPI, "replace https://discord.com/api in Discord webhook URLs with this base (tests)")
 	fs.BoolVar(&c.H2C, "h2c", c.H2C, "HTTP/2 without TLS to an http:// -discord-api (mocks that serve it, e.g. loadgen mock); https uses HTTP/2 regardless")
 	fs.BoolVar(&c.AllowPrivateTargets, "allow-private-targets", c.AllowPrivateTargets, "labs and tests only: let webhooks and Discord reach loopback, private, link-local and cloud metadata addresses, over http:// too")

@@ -9,13 +9,17 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
+	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"spookat/edge/internal/admin"
+	"spookat/edge/internal/server"
 	"spookat/edge/internal/store"
 	"spookat/schema"
 	"spookat/schema/natsauth"
@@ -30,8 +34,32 @@ func (m *multi) Set(v string) error { *m = append(*m, v); return nil }
 
 // withAPI runs fn against the edge that holds dataDir, through its admin socket, or, when no
 // edge runs, on the file directly (holding the data directory's lock meanwhile, so an edge
-// starting now waits for us rather than sharing the writer role).
+// starting now waits for us rather than sharing the writer role). A directory that holds no
+// spookat database is refused: a mistyped -data would otherwise get a new database and a
+// new NATS authority that no edge trusts.
 func withAPI(dataDir string, fn func(ctx context.Context, api admin.API) error) error {
+	if err := needData(dataDir); err != nil {
+		return err
+	}
+	return withNewAPI(dataDir, fn)
+}
+
+// needData refuses a data directory without a spookat database.
+func needData(dataDir string) error {
+	if _, err := os.Stat(filepath.Join(dataDir, store.FileName)); err == nil {
+		return nil
+	}
+	abs, err := filepath.Abs(dataDir)
+	if err != nil {
+		abs = dataDir
+	}
+	return fmt.Errorf("-data %s holds no spookat database (%s): name the data directory the edge serves from (-data or SPOOKAT_DATA), or create one by starting the edge there (edge -data %s) or with 'edge demo -data %s'",
+		abs, store.FileName, dataDir, dataDir)
+}
+
+// withNewAPI is withAPI that creates the data directory and its database when missing
+// (demo, seed).
+func withNewAPI(dataDir string, fn func(ctx context.Context, api admin.API) error) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	lock, free, err := admin.Lock(dataDir)
@@ -75,6 +103,7 @@ func siteAdd(args []string) error {
 	fs.StringVar(&s.WebhookSecret, "webhook-secret", "", "webhook signing secret (whsec_…)")
 	fs.StringVar(&s.NotifyEmail, "notify-email", "", "address told of each new conversation")
 	allowPrivate := fs.Bool("allow-private-targets", false, "labs and tests only: take http:// and loopback or private addresses in -webhook-url and -discord-webhook")
+	force := fs.Bool("force", false, "add the site even when one with the same name and origin exists")
 	asJSON := fs.Bool("json", false, "print JSON")
 	if err := parse(fs, args); err != nil {
 		return err
@@ -100,6 +129,16 @@ func siteAdd(args []string) error {
 	if (s.SlackChannel == "") != (s.SlackToken == "") {
 		return errors.New("-slack-token and -slack-channel go together, e.g. -slack-token xoxb-… -slack-channel C0123ABCD")
 	}
+	if s.SlackToken != "" {
+		if err := store.CheckSlackToken(s.SlackToken); err != nil {
+			return fmt.Errorf("-slack-token: %w", err)
+		}
+	}
+	if s.NotifyEmail != "" {
+		if err := store.CheckEmail(s.NotifyEmail); err != nil {
+			return fmt.Errorf("-notify-email %w", err)
+		}
+	}
 	if s.WebhookURL != "" && s.WebhookSecret == "" {
 		return errors.New("-webhook-url needs -webhook-secret")
 	}
@@ -107,6 +146,15 @@ func siteAdd(args []string) error {
 		return err
 	}
 	return withAPI(*dataDir, func(ctx context.Context, api admin.API) error {
+		if !*force {
+			list, err := api.ListSites(ctx)
+			if err != nil {
+				return err
+			}
+			if d := sameSite(list, s); d != nil {
+				return fmt.Errorf("site %d %q already has the origin %s (key %s): pass -force to add another one, or change it in the inbox's settings", d.ID, d.Name, sharedOrigin(d.Origins, s.Origins), d.Key)
+			}
+		}
 		site, err := api.AddSite(ctx, s)
 		if err != nil {
 			return err
@@ -117,6 +165,26 @@ func siteAdd(args []string) error {
 		fmt.Printf("site %d %q added; key %s\n", site.ID, site.Name, site.Key)
 		return nil
 	})
+}
+
+// sameSite is a site of list with s's name (any case) and one of its origins, or nil: most
+// likely the same command run twice.
+func sameSite(list []admin.SiteInfo, s *store.Site) *admin.SiteInfo {
+	for i := range list {
+		if strings.EqualFold(list[i].Name, s.Name) && sharedOrigin(list[i].Origins, s.Origins) != "" {
+			return &list[i]
+		}
+	}
+	return nil
+}
+
+func sharedOrigin(a, b []string) string {
+	for _, o := range a {
+		if slices.Contains(b, o) {
+			return o
+		}
+	}
+	return ""
 }
 
 // checkTargetFlags refuses the targets the worker would refuse (package egress). The error
@@ -215,7 +283,7 @@ func seed(args []string) error {
 	if err := checkTargetFlags(req.WebhookURL, "", *allowPrivate); err != nil {
 		return err
 	}
-	return withAPI(*dataDir, func(ctx context.Context, api admin.API) error {
+	return withNewAPI(*dataDir, func(ctx context.Context, api admin.API) error {
 		start := time.Now()
 		res, err := api.Seed(ctx, req)
 		if err != nil {
@@ -229,30 +297,49 @@ func seed(args []string) error {
 	})
 }
 
-// demo creates the demo site and operator once (their credentials are kept in
-// data/demo.json) and prints how to try them.
+// demoLogin is the demo site and operator, kept in data/demo.json.
+type demoLogin struct {
+	SiteKey  string `json:"site_key"`
+	Email    string `json:"email"`
+	Password string `json:"password"`
+	path     string // the file that keeps them
+	opsCreds string // an SRE's read-only NATS credentials
+}
+
+// demo creates the demo site and operator once and prints how to try them; the listeners
+// are known only to a serving edge, which prints them with -demo (make run).
 func demo(args []string) error {
 	fs := flag.NewFlagSet("edge demo", flag.ContinueOnError)
-	dataDir := fs.String("data", "data", "data directory")
-	public := fs.String("public-url", "http://localhost:8080", "URL of the edge")
+	dataDir := fs.String("data", "data", "data directory (created when new)")
+	public := fs.String("public-url", "http://localhost:8080", "URL browsers use to reach the edge")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	path := filepath.Join(*dataDir, "demo.json")
-	var d struct {
-		SiteKey  string `json:"site_key"`
-		Email    string `json:"email"`
-		Password string `json:"password"`
+	if want, ok := httpURL(*public); !ok {
+		return fmt.Errorf("-public-url must be %s", want)
 	}
-	if b, err := os.ReadFile(path); err == nil {
+	d, err := ensureDemo(*dataDir)
+	if err != nil {
+		return err
+	}
+	printDemo(os.Stdout, d, *public, nil)
+	fmt.Printf("  (edge -demo -data %s prints the addresses it listens on once it serves)\n\n", *dataDir)
+	return nil
+}
+
+// ensureDemo creates the demo site and operator, and an SRE's read-only NATS identity (so
+// that `nats stream report` works from the first run), unless they exist.
+func ensureDemo(dataDir string) (demoLogin, error) {
+	d := demoLogin{path: filepath.Join(dataDir, "demo.json"), opsCreds: filepath.Join(dataDir, "ops.creds")}
+	if b, err := os.ReadFile(d.path); err == nil {
 		if err := json.Unmarshal(b, &d); err != nil {
-			return fmt.Errorf("%s: %w", path, err)
+			return d, fmt.Errorf("%s: %w", d.path, err)
 		}
 	} else {
 		pw := make([]byte, 12)
 		rand.Read(pw)
 		d.Email, d.Password = "demo@spookat.test", base64.RawURLEncoding.EncodeToString(pw)
-		err := withAPI(*dataDir, func(ctx context.Context, api admin.API) error {
+		err := withNewAPI(dataDir, func(ctx context.Context, api admin.API) error {
 			site, err := api.AddSite(ctx, &store.Site{Name: "Demo site", Origins: []string{"*"}})
 			if err != nil {
 				return err
@@ -262,22 +349,26 @@ func demo(args []string) error {
 			return err
 		})
 		if err != nil {
-			return err
+			return d, err
 		}
 		b, _ := json.MarshalIndent(d, "", "  ")
-		if err := os.WriteFile(path, b, 0o600); err != nil {
-			return err
+		if err := os.WriteFile(d.path, b, 0o600); err != nil {
+			return d, err
 		}
 	}
-	// An SRE's read-only NATS identity, so `nats stream report` works from the first run.
-	opsCreds := filepath.Join(*dataDir, "ops.creds")
-	if _, err := os.Stat(opsCreds); errors.Is(err, os.ErrNotExist) {
-		if _, err := issue(*dataDir, schema.RoleOps, "", opsCreds, time.Time{}); err != nil {
-			return err
+	if _, err := os.Stat(d.opsCreds); errors.Is(err, os.ErrNotExist) {
+		if _, err := issue(dataDir, schema.RoleOps, "", d.opsCreds, time.Time{}); err != nil {
+			return d, err
 		}
 	}
-	u := strings.TrimRight(*public, "/")
-	fmt.Printf(`
+	return d, nil
+}
+
+// printDemo prints the demo's logins and URLs under public; with a serving edge's
+// addresses (a), the listeners it bound too.
+func printDemo(w io.Writer, d demoLogin, public string, a *server.Addrs) {
+	u := strings.TrimRight(public, "/")
+	fmt.Fprintf(w, `
 spookat demo
   site key        %s
   operator login  %s  password %s   (kept in %s)
@@ -285,18 +376,45 @@ spookat demo
   widget demo     %s/demo?site=%s
   operator inbox  %s/app
   websocket       %s/v1/widget/ws?site=%s
-  health          %s/readyz   metrics http://127.0.0.1:9102/metrics (-metrics-addr)
-  NATS            nats://127.0.0.1:4222, credentials only (read-only ones in %s):
-                  make nats; bin/nats --creds %s --js-api-prefix %s stream report
+  health          %s/readyz
+`, d.SiteKey, d.Email, d.Password, d.path, u, d.SiteKey, u, strings.Replace(u, "http", "ws", 1), d.SiteKey, u)
+	if a == nil {
+		return
+	}
+	metrics, monitor := "off (-metrics-addr)", "off (-nats-monitor)"
+	if a.Metrics != "" {
+		metrics = "http://" + a.Metrics + "/metrics"
+	}
+	if a.NATSMonitor != "" {
+		monitor = a.NATSMonitor
+	}
+	fmt.Fprintf(w, `  metrics         %s
+  NATS            %s, credentials only (read-only ones in %s):
+                  make nats; bin/nats --server %s --creds %s --js-api-prefix %s stream report
+  NATS monitor    %s
 
-`, d.SiteKey, d.Email, d.Password, path, u, d.SiteKey, u, strings.Replace(u, "http", "ws", 1), d.SiteKey, u,
-		opsCreds, opsCreds, schema.OpsAPIPrefix)
-	return nil
+`, metrics, a.NATS, d.opsCreds, a.NATS, d.opsCreds, schema.OpsAPIPrefix, monitor)
+}
+
+// urlOf is the URL a browser on this machine uses for a bound address: a wildcard host is
+// reached as localhost.
+func urlOf(bound string) string {
+	host, port, err := net.SplitHostPort(bound)
+	if err != nil {
+		return "http://" + bound
+	}
+	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+		host = "localhost"
+	}
+	return "http://" + net.JoinHostPort(host, port)
 }
 
 func needEmail(email string) error {
-	if !strings.Contains(email, "@") {
+	if email == "" {
 		return errors.New("-email is required, e.g. -email ann@shop.example")
+	}
+	if err := store.CheckEmail(email); err != nil {
+		return fmt.Errorf("-email %w", err)
 	}
 	return nil
 }

@@ -9,10 +9,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
 	"spookat/edge/internal/edgetest"
+	"spookat/edge/internal/store"
 )
 
 // runOut runs the CLI in-process and returns what it printed on stdout (help) and its error.
@@ -185,11 +187,13 @@ func TestCLIBusyPortNamesItsFlag(t *testing.T) {
 		{"-nats-monitor", []string{"-addr", edgetest.FreePort(t), "-nats-listen", edgetest.FreePort(t), "-nats-monitor", b}},
 		{"-nats-listen", []string{"-addr", edgetest.FreePort(t), "-nats-listen", b, "-nats-monitor", ""}},
 		{"-addr", []string{"-addr", b, "-nats-listen", edgetest.FreePort(t), "-nats-monitor", ""}},
+		{"-metrics-addr", []string{"-addr", edgetest.FreePort(t), "-metrics-addr", b, "-nats-listen", edgetest.FreePort(t), "-nats-monitor", ""}},
 	} {
 		t.Run(c.flag, func(t *testing.T) {
 			_, err := runOut(t, append([]string{"-data", t.TempDir(), "-worker", "none"}, c.args...)...)
-			if err == nil || !strings.Contains(err.Error(), c.flag+" ") || !strings.Contains(err.Error(), b) {
-				t.Errorf("error %v, want it to name %s %s", err, c.flag, b)
+			env := "SPOOKAT_" + strings.ToUpper(strings.ReplaceAll(c.flag[1:], "-", "_"))
+			if err == nil || !strings.Contains(err.Error(), c.flag+" ") || !strings.Contains(err.Error(), b) || !strings.Contains(err.Error(), env) {
+				t.Errorf("error %v, want it to name %s %s and %s", err, c.flag, b, env)
 			}
 		})
 	}
@@ -229,6 +233,20 @@ func TestCLISiteAndOperatorChecks(t *testing.T) {
 		{[]string{"operator", "passwd", "-password-stdin"}, []string{"-email is required"}},
 		{[]string{"operator", "remove"}, []string{"-email is required"}},
 		{[]string{"site", "member", "remove", "-email", "ann@shop.test"}, []string{"-site is required"}},
+		{[]string{"operator", "add", "-email", "ann@", "-site", "st_x", "-password-stdin"}, []string{"-email", `"ann@" is not an email address`}},
+		{[]string{"operator", "add", "-email", "@shop.example", "-site", "st_x", "-password-stdin"}, []string{"-email", "not an email address"}},
+		{[]string{"operator", "add", "-email", "ann shop@x.y", "-site", "st_x", "-password-stdin"}, []string{"-email", "not an email address"}},
+		{[]string{"operator", "passwd", "-email", "ann@", "-password-stdin"}, []string{"not an email address"}},
+		{[]string{"site", "add", "-name", "Shop", "-origin", "*", "-notify-email", "not-an-email"}, []string{"-notify-email", "not an email address"}},
+		{[]string{"site", "add", "-name", "Shop", "-origin", "*", "-slack-token", "xoxb-…", "-slack-channel", "C0123ABCD"}, []string{"-slack-token", "placeholder"}},
+		{[]string{"site", "add", "-name", "Shop", "-origin", "*", "-slack-token", "xoxb-12 34", "-slack-channel", "C0123ABCD"}, []string{"-slack-token", "not a Slack bot token"}},
+		// A data directory without a database is not made one by a typo in -data.
+		{[]string{"site", "list"}, []string{"-data", "holds no spookat database", "edge demo -data"}},
+		{[]string{"site", "add", "-name", "Shop", "-origin", "*"}, []string{"-data", "holds no spookat database"}},
+		{[]string{"operator", "list"}, []string{"holds no spookat database"}},
+		{[]string{"creds", "worker", "-id", "w1", "-out", "/dev/null"}, []string{"holds no spookat database"}},
+		{[]string{"creds", "list"}, []string{"holds no spookat database"}},
+		{[]string{"creds", "revoke", "-id", "w1"}, []string{"holds no spookat database"}},
 	} {
 		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
 			_, err := runOut(t, append(c.args, "-data", dir)...)
@@ -249,7 +267,7 @@ func TestCLISiteAndOperatorChecks(t *testing.T) {
 
 // The operator commands on a data directory no edge holds (the file is opened directly).
 func TestCLIOperatorLifecycleOnTheFile(t *testing.T) {
-	dir := t.TempDir()
+	dir := newDataDir(t)
 	var site struct {
 		Key string `json:"key"`
 	}
@@ -259,6 +277,12 @@ func TestCLIOperatorLifecycleOnTheFile(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &site); err != nil || site.Key == "" {
 		t.Fatalf("site add printed %q: %v", out, err)
 	}
+	// The same command twice is most likely a mistake: said, and done only with -force.
+	again := []string{"site", "add", "-data", dir, "-name", "shop", "-origin", "https://shop.example", "-json"}
+	if err := run(again); err == nil || !strings.Contains(err.Error(), "-force") || !strings.Contains(err.Error(), site.Key) {
+		t.Errorf("a second site with the same name and origin: %v, want a refusal naming the first and -force", err)
+	}
+	captureStdout(t, func() error { return run(append(again, "-force")) })
 	add := []string{"operator", "add", "-data", dir, "-email", "ann@shop.test", "-site", site.Key, "-password-stdin"}
 	withStdin(t, "first-password\n", func() {
 		if err := run(add); err != nil {
@@ -301,6 +325,20 @@ func TestCLIOperatorLifecycleOnTheFile(t *testing.T) {
 	if strings.TrimSpace(out) != "[]" {
 		t.Errorf("operator list after remove: %q", out)
 	}
+}
+
+// newDataDir is a data directory with a database, as an edge leaves it.
+func newDataDir(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	st, err := store.Open(dir, store.Options{Readers: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return dir
 }
 
 // captureStdout runs fn with os.Stdout going to a file and returns what it wrote.
@@ -356,5 +394,28 @@ func TestCLIBinaryExitCodes(t *testing.T) {
 				t.Errorf("stderr has %d lines, want %d: %q", n, c.stderrLines, e.String())
 			}
 		})
+	}
+}
+
+// Every flag's value placeholder is one word: Go's flag package takes a back-quoted word of
+// the usage as the placeholder, and "-data edge seed" reads as nonsense.
+func TestCLIFlagPlaceholdersAreOneWord(t *testing.T) {
+	placeholder := regexp.MustCompile(`(?m)^  -[a-z-]+ ([^\n]*)$`)
+	cases := [][]string{{"-h"}}
+	for _, c := range commands() {
+		if c.words != "help" {
+			cases = append(cases, append(strings.Fields(c.words), "-h"))
+		}
+	}
+	for _, args := range cases {
+		out, err := runOut(t, args...)
+		if !errors.Is(err, flag.ErrHelp) {
+			t.Errorf("edge %s: %v", strings.Join(args, " "), err)
+		}
+		for _, m := range placeholder.FindAllStringSubmatch(out, -1) {
+			if strings.Contains(m[1], " ") {
+				t.Errorf("edge %s: a flag's placeholder is several words: %q", strings.Join(args, " "), m[0])
+			}
+		}
 	}
 }

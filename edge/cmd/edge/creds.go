@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"path/filepath"
 	"text/tabwriter"
 	"time"
 
@@ -50,6 +51,9 @@ func credsIssue(role schema.Role, args []string) error {
 // credential that exists can always be revoked) and writes its credentials file (owner-only;
 // "-" for standard output).
 func issue(dataDir string, role schema.Role, id, out string, until time.Time) (*natsauth.Identity, error) {
+	if err := needAuthority(dataDir); err != nil {
+		return nil, err
+	}
 	auth, err := natsauth.Open(dataDir)
 	if err != nil {
 		return nil, err
@@ -73,6 +77,9 @@ func credsList(args []string) error {
 	dataDir := fs.String("data", "data", "data directory")
 	asJSON := fs.Bool("json", false, "print JSON")
 	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if err := needAuthority(*dataDir); err != nil {
 		return err
 	}
 	auth, err := natsauth.Open(*dataDir)
@@ -137,6 +144,16 @@ func credsRevoke(args []string) error {
 		}
 		return nil
 	})
+}
+
+// needAuthority refuses a data directory with neither a database nor a NATS authority:
+// credentials signed by a new authority would be trusted by no edge. (nats-config, which a
+// cluster needs before its edge first starts, is the one command that may create it.)
+func needAuthority(dataDir string) error {
+	if _, err := os.Stat(filepath.Join(dataDir, natsauth.DirName)); err == nil {
+		return nil
+	}
+	return needData(dataDir)
 }
 
 // natsConfig writes the part of a nats-server configuration that trusts this edge's

@@ -61,6 +61,7 @@ func serve(args []string) error {
 	workerMode := fs.String("worker", "inproc", "inproc: run the delivery worker in this process; none: run bin/worker separately")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	pprofAddr := fs.String("pprof", "", "serve Go's /debug/pprof on this address (e.g. 127.0.0.1:6060; off when empty)")
+	withDemo := fs.Bool("demo", false, "create the demo site and operator on first start, and print them with the addresses this edge listens on once it serves (make run)")
 	bc := brakes.Defaults()
 	fs.Float64Var(&bc.ConnMsgRate, "conn-msg-rate", bc.ConnMsgRate, "messages per second per connection (0: no limit)")
 	fs.Float64Var(&bc.ConnMsgBurst, "conn-msg-burst", bc.ConnMsgBurst, "burst of -conn-msg-rate")
@@ -132,7 +133,8 @@ func serve(args []string) error {
 	default:
 		return fmt.Errorf("-worker must be inproc or none, not %q", *workerMode)
 	}
-	if cfg.PublicURL == "" {
+	publicGiven := cfg.PublicURL != ""
+	if !publicGiven {
 		port := cfg.Addr[strings.LastIndex(cfg.Addr, ":")+1:]
 		cfg.PublicURL = "http://localhost:" + port
 	}
@@ -143,6 +145,19 @@ func serve(args []string) error {
 	cfg.FileQuota = *fileQuotaMB << 20
 	// Everything the edge writes (database, JetStream, credentials, logs) is its own.
 	syscall.Umask(0o077)
+	if *withDemo {
+		d, err := ensureDemo(cfg.DataDir)
+		if err != nil {
+			return fmt.Errorf("-demo: %w", err)
+		}
+		cfg.Ready = func(a server.Addrs) {
+			public := cfg.PublicURL
+			if !publicGiven {
+				public = urlOf(a.HTTP)
+			}
+			printDemo(os.Stdout, d, public, &a)
+		}
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	return server.Run(ctx, cfg, log)
@@ -162,20 +177,7 @@ func parse(fs *flag.FlagSet, args []string) error {
 		}
 		return usageError{fs.Name(), err}
 	}
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	var err error
-	fs.VisitAll(func(f *flag.Flag) {
-		if set[f.Name] {
-			return
-		}
-		env := "SPOOKAT_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
-		if v, ok := os.LookupEnv(env); ok {
-			if e := fs.Set(f.Name, v); e != nil && err == nil {
-				err = fmt.Errorf("%s: %w", env, e)
-			}
-		}
-	})
+	err := schema.FlagsFromEnv(fs)
 	if fs.NArg() > 0 {
 		return usageError{fs.Name(), fmt.Errorf("unexpected argument %q (flags only here; a flag's value goes right after it, e.g. -data /var/lib/spookat)", fs.Arg(0))}
 	}

@@ -227,14 +227,14 @@ func (b *Broker) embed() error {
 	if port > 0 { // say plainly when the port is taken, rather than time out below
 		ln, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(port)))
 		if err != nil {
-			return fmt.Errorf("embedded NATS cannot listen on -nats-listen %s:%d: %w", host, port, err)
+			return fmt.Errorf("embedded NATS cannot listen on -nats-listen %s:%d (SPOOKAT_NATS_LISTEN; make run NATS_ADDR=…): %w", host, port, err)
 		}
 		ln.Close()
 	}
 	if o.HTTPPort > 0 { // the monitor's own port, named by its own flag
 		ln, err := net.Listen("tcp", net.JoinHostPort(o.HTTPHost, strconv.Itoa(o.HTTPPort)))
 		if err != nil {
-			return fmt.Errorf("embedded NATS monitor cannot listen on -nats-monitor %s: %w (pick another port, or -nats-monitor '' to turn it off)", b.opts.Monitor, err)
+			return fmt.Errorf("embedded NATS monitor cannot listen on -nats-monitor %s (SPOOKAT_NATS_MONITOR; make run NATS_MONITOR=…): %w (pick another port, or -nats-monitor '' to turn it off)", b.opts.Monitor, err)
 		}
 		ln.Close()
 	}
@@ -355,6 +355,17 @@ func (b *Broker) ClientURL() string {
 		return b.srv.ClientURL()
 	}
 	return b.opts.URL
+}
+
+// MonitorURL is the embedded server's monitoring address as a URL ("": none, or external).
+func (b *Broker) MonitorURL() string {
+	if b.srv == nil {
+		return ""
+	}
+	if a := b.srv.MonitorAddr(); a != nil {
+		return "http://" + a.String()
+	}
+	return ""
 }
 
 // Ready reports whether the connection is up.

@@ -414,6 +414,16 @@ func (h *Handler) updateSettings(c *fiber.Ctx) error {
 				return badRequest(sentence(err))
 			}
 		}
+		if u.SlackToken != nil && cur.SlackToken != "" {
+			if err := store.CheckSlackToken(cur.SlackToken); err != nil {
+				return badRequest(sentence(err))
+			}
+		}
+		if u.NotifyEmail != nil && cur.NotifyEmail != "" {
+			if err := store.CheckEmail(cur.NotifyEmail); err != nil {
+				return badRequest("notify_email " + sentence(err))
+			}
+		}
 		switch {
 		case cur.Name == "":
 			return badRequest("A site needs a name.")

@@ -152,6 +152,9 @@ func TestWidgetSettings(t *testing.T) {
 		{`{"widget":{"hours":"weekdays 9-5"}}`, "hours"},
 		{`{"widget":{"time_zone":"Nowhere/Town"}}`, "time_zone"},
 		{`{"widget":{"position":"middle"}}`, "position"},
+		{`{"slack_token":"xoxb-…","slack_channel":"C0123ABCD"}`, "placeholder"},
+		{`{"notify_email":"not-an-email"}`, "notify_email"},
+		{`{"notify_email":"ann@"}`, "not an email address"},
 	} {
 		t.Run(c.names, func(t *testing.T) {
 			code, e := put(c.body)

@@ -16,8 +16,10 @@ import (
 
 // Addrs are the addresses a started edge listens on.
 type Addrs struct {
-	HTTP    string // widget, inbox, API
-	Metrics string // /metrics and pprof ("": off)
+	HTTP        string // widget, inbox, API
+	Metrics     string // /metrics ("": off)
+	NATS        string // the NATS client URL workers and the nats CLI use
+	NATSMonitor string // the embedded NATS's monitoring URL ("": off or external)
 }
 
 // SetupSlots is how many accepted connections may be waiting for their first answer at once
@@ -44,9 +46,11 @@ func listen(cfg Config, log *slog.Logger, m *metrics.Edge) (*sockets.Listener, e
 		return nil, fmt.Errorf("-max-sockets %d is more than this process can hold: its file limit is %d, less %d kept for SQLite, NATS and outbound posts; lower -max-sockets to %d or raise the limit (ulimit -n, LimitNOFILE= in systemd)",
 			maxSockets, limit, int(limit)-budget, budget)
 	}
-	inner, err := net.Listen("tcp", cfg.Addr)
-	if err != nil {
-		return nil, fmt.Errorf("listen -addr %s: %w", cfg.Addr, err)
+	inner := cfg.Listener
+	if inner == nil {
+		if inner, err = net.Listen("tcp", cfg.Addr); err != nil {
+			return nil, fmt.Errorf("listen -addr %s (SPOOKAT_ADDR; make run ADDR=…): %w", cfg.Addr, err)
+		}
 	}
 	m.Gauge("spookat_socket_budget", "Open HTTP and websocket connections allowed (-max-sockets).", func() float64 { return float64(maxSockets) })
 	l := &sockets.Listener{Listener: inner, Max: maxSockets, Log: log,
@@ -65,7 +69,7 @@ func listenMetrics(addr string, m *metrics.Edge) (*http.Server, error) {
 	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return nil, fmt.Errorf("listen -metrics-addr %s: %w", addr, err)
+		return nil, fmt.Errorf("listen -metrics-addr %s (SPOOKAT_METRICS_ADDR; make run METRICS_ADDR=…): %w (another edge on this box? give each its own port, or -metrics-addr '' to turn it off)", addr, err)
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{}))

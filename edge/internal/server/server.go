@@ -47,7 +47,10 @@ import (
 
 // Config is the edge's configuration (flags and env vars, see cmd/edge).
 type Config struct {
-	Addr        string
+	Addr string
+	// Listener, if set, is the public listener already bound (tests; a supervisor's socket
+	// activation), instead of one bound on Addr.
+	Listener    net.Listener
 	DataDir     string
 	NATSListen  string
 	NATSMonitor string
@@ -493,15 +496,21 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	log.Info("edge serving", "addr", ln.Addr().String(), "metrics", metricsAddr(metricsLn), "max_sockets", ln.Max,
 		"nats", br.ClientURL(), "embedded_nats", br.Embedded(), "worker_inproc", cfg.InprocWorker, "data", cfg.DataDir)
 	if cfg.Ready != nil {
-		cfg.Ready(Addrs{HTTP: ln.Addr().String(), Metrics: metricsAddr(metricsLn)})
+		cfg.Ready(Addrs{HTTP: ln.Addr().String(), Metrics: metricsAddr(metricsLn), NATS: br.ClientURL(), NATSMonitor: br.MonitorURL()})
 	}
+	sg.served = true
 
 	select {
 	case <-ctx.Done():
+		return nil
 	case err := <-serveErr:
-		log.Error("http server stopped", "err", err)
+		// A supervisor restarts an edge that exits non-zero; one that said nothing and
+		// exited 0 would stay down. (fasthttp answers a closed listener with nil.)
+		if err == nil {
+			err = errors.New("its listener was closed")
+		}
+		return fmt.Errorf("the HTTP server on -addr %s stopped serving: %w", ln.Addr(), err)
 	}
-	return nil
 }
 
 func waitGroup(ctx context.Context, wg *sync.WaitGroup) error {

@@ -18,8 +18,9 @@ type stage struct {
 
 // stages are the started stages, in order of start.
 type stages struct {
-	list []stage
-	log  *slog.Logger
+	list   []stage
+	log    *slog.Logger
+	served bool // the edge got as far as serving: its stop is news, a failed start's is not
 }
 
 // add records a started stage; stop may be nil when signal is all it needs.
@@ -57,7 +58,9 @@ func (s *stages) stopAll(timeout time.Duration) {
 		}
 	}
 	s.list = nil
-	s.log.Info("edge stopped", "took", time.Since(start).Round(time.Millisecond))
+	if s.served {
+		s.log.Info("edge stopped", "took", time.Since(start).Round(time.Millisecond))
+	}
 }
 
 // within is the part of d left before ctx's deadline.

@@ -1,9 +1,13 @@
 package store
 
 import (
+	"errors"
 	"fmt"
+	"net/mail"
 	"net/url"
 	"strings"
+
+	"spookat/schema"
 )
 
 // Checks of site settings given by people (the CLI and the inbox's settings page): a value
@@ -41,6 +45,33 @@ func CheckSlackChannel(id string) error {
 	}
 	if !ok {
 		return fmt.Errorf("slack channel %q is not a channel id: C, G or D then 8 or more capitals or digits, e.g. C0123ABCD (Slack shows it under the channel's name, About)", id)
+	}
+	return nil
+}
+
+// CheckSlackToken checks the shape of a Slack token: xoxb- (a bot's; xoxp-, xoxe.xoxb-
+// too) then letters, digits and dashes. A placeholder copied from the docs (xoxb-…) or a
+// token with a space pasted in is refused here rather than by Slack at every post.
+func CheckSlackToken(token string) error {
+	rest, ok := strings.CutPrefix(token, "xoxe.")
+	ok = strings.HasPrefix(rest, "xoxb-") || strings.HasPrefix(rest, "xoxp-")
+	body := rest[min(len(rest), 5):]
+	ok = ok && body != "" && strings.Trim(body, "-") != ""
+	for i := 0; ok && i < len(body); i++ {
+		c := body[i]
+		ok = ('a' <= c && c <= 'z') || ('A' <= c && c <= 'Z') || ('0' <= c && c <= '9') || c == '-'
+	}
+	if !ok {
+		return errors.New("slack token is not a Slack bot token: xoxb- then letters, digits and dashes, as Slack shows it under OAuth & Permissions (the docs' xoxb-… is a placeholder)")
+	}
+	return nil
+}
+
+// CheckEmail checks an email address given by a person: local@domain, nothing around it.
+func CheckEmail(addr string) error {
+	a, err := mail.ParseAddress(addr)
+	if err != nil || a.Address != addr || !strings.Contains(addr, "@") || len(addr) > schema.MaxEmailLen {
+		return fmt.Errorf("%q is not an email address: local part, @, domain, e.g. ann@shop.example", addr)
 	}
 	return nil
 }

@@ -4,7 +4,6 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
-	"net/mail"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -95,7 +94,4 @@ func (s *session) identify(f *schema.ClientFrame) {
 	s.c.send(frames.Identified(nil, id.Verified, conversationOf(st)))
 }
 
-func validEmail(addr string) bool {
-	a, err := mail.ParseAddress(addr)
-	return err == nil && a.Address == addr && strings.Contains(addr, "@") && len(addr) <= schema.MaxEmailLen
-}
+func validEmail(addr string) bool { return store.CheckEmail(addr) == nil }

@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 )
 
@@ -38,41 +39,58 @@ var (
 )
 
 func main() {
-	if len(os.Args) < 2 {
-		usage()
-		os.Exit(2)
-	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	var err error
-	switch cmd, args := os.Args[1], os.Args[2:]; cmd {
-	case "run":
-		err = cmdRun(ctx, args)
-	case "flood":
-		err = cmdFlood(ctx, args)
-	case "compare":
-		err = cmdCompare(ctx, args)
-	case "idle":
-		err = cmdIdle(ctx, args)
-	case "mock":
-		if mockRun == nil {
-			err = errors.New("this loadgen was built without the mocks")
-		} else {
-			err = mockRun(args)
-		}
-	case "-h", "-help", "--help", "help":
-		usage()
-		return
-	default:
-		fmt.Fprintf(os.Stderr, "loadgen: unknown command %q\n", cmd)
+	err := dispatch(ctx, os.Args[1:])
+	var unknown unknownCommand
+	switch {
+	case errors.Is(err, flag.ErrHelp): // help was asked for and printed
+	case errors.As(err, &unknown):
+		fmt.Fprintln(os.Stderr, "loadgen:", err)
 		usage()
 		os.Exit(2)
-	}
-	if errors.Is(err, flag.ErrHelp) {
-		os.Exit(2)
-	}
-	if err != nil {
+	case err != nil:
 		fmt.Fprintln(os.Stderr, "loadgen:", err)
 		os.Exit(1)
+	}
+}
+
+// unknownCommand is a command word loadgen does not know.
+type unknownCommand string
+
+func (u unknownCommand) Error() string {
+	if u == "" {
+		return "which command?"
+	}
+	return fmt.Sprintf("unknown command %q", string(u))
+}
+
+// dispatch runs the command args name; `help CMD` is `CMD -h`.
+func dispatch(ctx context.Context, args []string) error {
+	if len(args) == 0 {
+		return unknownCommand("")
+	}
+	switch cmd, args := args[0], args[1:]; cmd {
+	case "run":
+		return cmdRun(ctx, args)
+	case "flood":
+		return cmdFlood(ctx, args)
+	case "compare":
+		return cmdCompare(ctx, args)
+	case "idle":
+		return cmdIdle(ctx, args)
+	case "mock":
+		if mockRun == nil {
+			return errors.New("this loadgen was built without the mocks")
+		}
+		return mockRun(args)
+	case "-h", "-help", "--help", "help":
+		if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+			return dispatch(ctx, []string{args[0], "-h"})
+		}
+		usage()
+		return flag.ErrHelp
+	default:
+		return unknownCommand(cmd)
 	}
 }

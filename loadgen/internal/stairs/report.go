@@ -191,6 +191,18 @@ func fmtPtr(p *float64, f string) string {
 	return fmt.Sprintf(f, *p)
 }
 
+// BrakeHint says why the edge answered rate_limited or braked, when it did: its brakes are
+// on by default and a load test's sockets send faster than a visitor may ("": none of those).
+func BrakeHint(errs map[string]int64) string {
+	n := errs["rate_limited"] + errs["braked"]
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%d messages were refused by the edge's brakes (rate_limited, braked), which are on by default: "+
+		"to measure the edge rather than its brakes, start it with -conn-msg-rate 0 -site-msg-rate 0 -ip-conv-rate 0 -ip-socket-rate 0 -flood-threshold 0 "+
+		"(loadgen compare does).", n)
+}
+
 // FormatErrors lists error counts by code, sorted: "braked:3 rate_limited:1", or "0".
 func FormatErrors(m map[string]int64) string {
 	if len(m) == 0 {
@@ -313,6 +325,9 @@ func (r *Report) WriteTable(w io.Writer) {
 		fmt.Fprintf(w, ", edge metrics saved +%.0f", *r.SavedDelta)
 	}
 	fmt.Fprintln(w)
+	if h := BrakeHint(r.Errors); h != "" {
+		fmt.Fprintln(w, h)
+	}
 	for _, n := range r.Notes {
 		fmt.Fprintln(w, "note:", n)
 	}
@@ -368,6 +383,9 @@ func (r *Report) Markdown() string {
 	fmt.Fprintf(&b, "\nTotal: sent %d, acked %d, unacked %d, errors %s.", r.Sent, r.Acked, r.Unacked, FormatErrors(r.Errors))
 	if r.SavedDelta != nil {
 		fmt.Fprintf(&b, " The edge's `spookat_messages_saved_total` rose by %.0f.", *r.SavedDelta)
+	}
+	if h := BrakeHint(r.Errors); h != "" {
+		b.WriteString(" " + h)
 	}
 	b.WriteString("\n")
 	for _, n := range r.Notes {

@@ -157,3 +157,15 @@ func TestParseSlackCount(t *testing.T) {
 		t.Error("no count: want error")
 	}
 }
+
+// Refusals by the edge's brakes come with what to do about them; other errors do not.
+func TestBrakeHint(t *testing.T) {
+	var sb strings.Builder
+	(&Report{Errors: map[string]int64{"rate_limited": 40, "braked": 2}}).WriteTable(&sb)
+	if !strings.Contains(sb.String(), "42 messages were refused by the edge's brakes") || !strings.Contains(sb.String(), "-conn-msg-rate 0") {
+		t.Errorf("table without the brakes' hint:\n%s", sb.String())
+	}
+	if h := BrakeHint(map[string]int64{"unavailable": 3}); h != "" {
+		t.Errorf("hint for errors that are not brakes: %q", h)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	_ "net/http/pprof" // only served with -pprof
 	"os"
@@ -56,28 +57,25 @@ func main() {
 	}
 }
 
-func env(name, def string) string {
-	if v := os.Getenv(name); v != "" {
-		return v
-	}
-	return def
-}
-
 func run(args []string) error {
 	fs := flag.NewFlagSet("worker", flag.ContinueOnError)
-	natsURL := fs.String("nats-url", env("SPOOKAT_NATS_URL", nats.DefaultURL), "NATS server(s), comma separated")
-	natsCreds := fs.String("nats-creds", env("SPOOKAT_NATS_CREDS", ""), "this worker's NATS credentials (edge creds worker -id ID -out FILE); its id comes from them")
-	tlsCA := fs.String("nats-tls-ca", env("SPOOKAT_NATS_TLS_CA", ""), "verify the NATS server's certificate with this CA (the edge's -nats-tls-cert beyond loopback)")
-	tlsCert := fs.String("nats-tls-cert", env("SPOOKAT_NATS_TLS_CERT", ""), "client certificate, when the server asks for one (edge -nats-tls-ca)")
-	tlsKey := fs.String("nats-tls-key", env("SPOOKAT_NATS_TLS_KEY", ""), "key of -nats-tls-cert")
-	metricsAddr := fs.String("metrics-addr", env("SPOOKAT_WORKER_METRICS", "127.0.0.1:9101"), "serve /metrics here (empty: off)")
+	natsURL := fs.String("nats-url", nats.DefaultURL, "NATS server(s), comma separated")
+	natsCreds := fs.String("nats-creds", "", "this worker's NATS credentials (edge creds worker -id ID -out FILE); its id comes from them")
+	tlsCA := fs.String("nats-tls-ca", "", "verify the NATS server's certificate with this CA (the edge's -nats-tls-cert beyond loopback)")
+	tlsCert := fs.String("nats-tls-cert", "", "client certificate, when the server asks for one (edge -nats-tls-ca)")
+	tlsKey := fs.String("nats-tls-key", "", "key of -nats-tls-cert")
+	metricsAddr := fs.String("metrics-addr", "127.0.0.1:9101", "serve /metrics here (empty: off)")
 	verbose := fs.Bool("v", false, "debug logging")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile here until exit (performance work)")
 	pprofAddr := fs.String("pprof", "", "serve Go's /debug/pprof on this address (e.g. 127.0.0.1:6061; off when empty)")
 	cfg := worker.DefaultConfig()
-	cfg.SMTP.Password = os.Getenv("SPOOKAT_SMTP_PASSWORD")
 	cfg.RegisterFlags(fs)
 	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	// Every flag can come from the environment, as the edge's: -smtp-password from
+	// SPOOKAT_SMTP_PASSWORD (better there than in every ps listing), and so on.
+	if err := schema.FlagsFromEnv(fs); err != nil {
 		return err
 	}
 	level := slog.LevelInfo
@@ -161,15 +159,18 @@ func run(args []string) error {
 	defer nc.Close()
 
 	if *metricsAddr != "" {
+		// Bound before any job is taken: a worker that cannot be watched is stopped, not
+		// left running blind with one log line.
+		ln, err := net.Listen("tcp", *metricsAddr)
+		if err != nil {
+			return fmt.Errorf("listen -metrics-addr %s (%s): %w (the edge's own /metrics is on 9102: give each process its own port, or -metrics-addr '' to turn it off)",
+				*metricsAddr, schema.EnvName("metrics-addr"), err)
+		}
 		mux := http.NewServeMux()
 		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 		mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
-		srv := &http.Server{Addr: *metricsAddr, Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-		go func() {
-			if err := srv.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
-				log.Error("metrics server", "err", err)
-			}
-		}()
+		srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+		go func() { _ = srv.Serve(ln) }()
 		defer srv.Close()
 	}
 	if err := worker.Run(ctx, nc, cfg); err != nil {

@@ -49,7 +49,18 @@ type beat struct {
 // its key so the others take its partitions at once.
 func (g *Group) Run(ctx context.Context, onChange func(live []string)) error {
 	host, _ := os.Hostname()
-	val, _ := json.Marshal(beat{ID: g.ID, Host: host, PID: os.Getpid(), Started: time.Now().UTC()})
+	me := beat{ID: g.ID, Host: host, PID: os.Getpid(), Started: time.Now().UTC()}
+	val, _ := json.Marshal(me)
+	// Two processes on one id (one credentials file started twice) share one membership:
+	// each one's beats stand for the other's and ownership flaps. Said at start when the
+	// other beats fresh, and by both when one sees the other's beat.
+	if e, err := g.kv.Get(ctx, schema.WorkerKey(g.ID)); err == nil && time.Since(e.Created()) < g.ttl {
+		var b beat
+		if json.Unmarshal(e.Value(), &b) == nil {
+			g.warnTwin(b, time.Since(e.Created()))
+		}
+	}
+	twinSaid := false
 	if _, err := g.kv.Put(ctx, schema.WorkerKey(g.ID), val); err != nil {
 		return err
 	}
@@ -140,6 +151,10 @@ func (g *Group) Run(ctx context.Context, onChange func(live []string)) error {
 				live[id] = true
 				if id == g.ID {
 					selfSeen = time.Now()
+					if !twinSaid && (b.Host != me.Host || b.PID != me.PID || !b.Started.Equal(me.Started)) {
+						twinSaid = true
+						g.warnTwin(b, 0)
+					}
 				}
 			} else {
 				delete(live, id)
@@ -153,6 +168,12 @@ func (g *Group) Run(ctx context.Context, onChange func(live []string)) error {
 			}
 		}
 	}
+}
+
+// warnTwin says that another process heartbeats under this worker's id.
+func (g *Group) warnTwin(b beat, age time.Duration) {
+	g.log.Warn("another worker runs with this id: two processes on one id share one membership and their partitions flap; stop one, or issue each its own credentials (edge creds worker -id <new id> -out FILE)",
+		"worker", g.ID, "other_host", b.Host, "other_pid", b.PID, "other_started", b.Started, "heartbeat_age", age.Round(time.Millisecond))
 }
 
 // rewatch puts the heartbeat back and watches the bucket again, retrying every second until

@@ -1,10 +1,13 @@
 package members
 
 import (
+	"bytes"
 	"context"
 	"io"
 	"log/slog"
 	"slices"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -141,3 +144,37 @@ func TestDottedIDsSeeEachOther(t *testing.T) {
 		}
 	}
 }
+
+// A second process on a live worker's id is told, and so is the first.
+func TestTwoProcessesOnOneIDAreTold(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	_, kv := startJS(t, ctx)
+	var logs [2]safeBuffer
+	seen := make(chan []string, 64)
+	go New(kv, "w-1", 2*time.Second, slog.New(slog.NewTextHandler(&logs[0], nil))).Run(ctx, func(live []string) { seen <- live })
+	waitLive(t, seen, []string{"w-1"})
+	go New(kv, "w-1", 2*time.Second, slog.New(slog.NewTextHandler(&logs[1], nil))).Run(ctx, func([]string) {})
+	for i := range logs {
+		deadline := time.Now().Add(10 * time.Second)
+		for !strings.Contains(logs[i].String(), "another worker runs with this id") {
+			if time.Now().After(deadline) {
+				t.Fatalf("process %d was not told of the other one:\n%s", i+1, logs[i].String())
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+}
+
+// safeBuffer is a bytes.Buffer a logger writes while the test reads.
+type safeBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *safeBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+func (s *safeBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
