@@ -138,12 +138,17 @@ type Frame struct {
 	Message        string       `json:"message"`
 	RetryAfterMS   int64        `json:"retry_after_ms"`
 	File           *schema.File `json:"file"`
+	Status         string       `json:"status"`   // hello, presence
+	OpensAt        string       `json:"opens_at"` // hello, presence
 }
 
 // Client is a widget websocket client.
 type Client struct {
 	WS    *fws.Conn
 	Hello Frame
+	// Presence keeps presence frames (the site's operators came or went) in what Read
+	// returns; without it they are skipped, as most tests open an inbox beside a visitor.
+	Presence bool
 }
 
 // Dial opens a widget socket and reads the hello.
@@ -232,15 +237,19 @@ func (c *Client) Read(t testing.TB) Frame {
 // ReadErr reads one frame within timeout.
 func (c *Client) ReadErr(timeout time.Duration) (Frame, error) {
 	_ = c.WS.SetReadDeadline(time.Now().Add(timeout))
-	_, data, err := c.WS.ReadMessage()
-	if err != nil {
-		return Frame{}, err
+	for {
+		_, data, err := c.WS.ReadMessage()
+		if err != nil {
+			return Frame{}, err
+		}
+		var f Frame
+		if err := json.Unmarshal(data, &f); err != nil {
+			return Frame{}, fmt.Errorf("frame %q: %w", data, err)
+		}
+		if f.Type != "presence" || c.Presence {
+			return f, nil
+		}
 	}
-	var f Frame
-	if err := json.Unmarshal(data, &f); err != nil {
-		return Frame{}, fmt.Errorf("frame %q: %w", data, err)
-	}
-	return f, nil
 }
 
 // Message sends a message frame.

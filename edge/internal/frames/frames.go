@@ -128,6 +128,26 @@ func Hello(b []byte, visitor string, c ConversationState, site []byte, status, o
 	return append(b, '}')
 }
 
+// TranscriptDelivery is {"type":"transcript_delivery","status":"delivered"|"failed"}: the
+// transcript email the visitor asked for reached the mail server, or will not (its attempts
+// are used up).
+func TranscriptDelivery(b []byte, delivered bool) []byte {
+	if delivered {
+		return append(b, `{"type":"transcript_delivery","status":"delivered"}`...)
+	}
+	return append(b, `{"type":"transcript_delivery","status":"failed"}`...)
+}
+
+// Presence is {"type":"presence","status":"online"|"away","opens_at":…}: the site's
+// operators came or went since the hello (or its office hours began or ended).
+func Presence(b []byte, status, opensAt string) []byte {
+	b = append(b, `{"type":"presence","status":`...)
+	b = fastjson.AppendString(b, status)
+	b = append(b, `,"opens_at":`...)
+	b = fastjson.AppendString(b, opensAt)
+	return append(b, '}')
+}
+
 // Conversation is {"type":"conversation","status":"open"|"closed"}: an operator closed or
 // reopened the visitor's conversation.
 func Conversation(b []byte, status string) []byte {

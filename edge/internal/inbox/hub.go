@@ -23,6 +23,11 @@ type Hub struct {
 	mu   sync.RWMutex
 	subs map[int64]map[*opConn]struct{}
 	ops  map[int64]map[*opConn]struct{} // by operator id
+
+	// WatchChanged, if set, hears of each site whose inbox the first operator opened or the
+	// last one closed (the visitors' windows say online or away from it). Called outside
+	// the hub's lock; it must not block.
+	WatchChanged func(siteID int64)
 }
 
 // Close codes of the operator websocket (documented in schema/PROTOCOL.md): the reason
@@ -117,22 +122,25 @@ func (h *Hub) Watching(siteID int64) bool {
 }
 
 func (h *Hub) subscribe(c *opConn, sites []int64) {
+	var changed []int64
 	h.mu.Lock()
-	defer h.mu.Unlock()
 	for _, id := range sites {
 		set := h.subs[id]
 		if set == nil {
 			set = make(map[*opConn]struct{})
 			h.subs[id] = set
+			changed = append(changed, id)
 		}
 		set[c] = struct{}{}
 		h.n.Add(1)
 	}
+	h.mu.Unlock()
+	h.watchChanged(changed)
 }
 
 func (h *Hub) unsubscribe(c *opConn, sites []int64) {
+	var changed []int64
 	h.mu.Lock()
-	defer h.mu.Unlock()
 	for _, id := range sites {
 		if set := h.subs[id]; set != nil {
 			if _, ok := set[c]; ok {
@@ -141,8 +149,20 @@ func (h *Hub) unsubscribe(c *opConn, sites []int64) {
 			}
 			if len(set) == 0 {
 				delete(h.subs, id)
+				changed = append(changed, id)
 			}
 		}
+	}
+	h.mu.Unlock()
+	h.watchChanged(changed)
+}
+
+func (h *Hub) watchChanged(sites []int64) {
+	if h.WatchChanged == nil {
+		return
+	}
+	for _, id := range sites {
+		h.WatchChanged(id)
 	}
 }
 

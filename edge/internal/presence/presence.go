@@ -19,6 +19,9 @@ const Recent = 10 * time.Minute
 type Tracker struct {
 	Watching func(siteID int64) bool
 	Now      func() time.Time // nil: time.Now
+	// Came, if set, hears of each site that a reply made online (it was not before). Called
+	// on the writer's goroutine: it must not block.
+	Came func(siteID int64)
 
 	mu      sync.Mutex
 	replied map[int64]time.Time
@@ -38,12 +41,17 @@ func (t *Tracker) Publish(msgs []store.Committed) {
 		if msgs[i].Author != schema.AuthorOperator || msgs[i].Internal {
 			continue
 		}
+		now, site := t.now(), msgs[i].SiteID
 		t.mu.Lock()
 		if t.replied == nil {
 			t.replied = make(map[int64]time.Time)
 		}
-		t.replied[msgs[i].SiteID] = t.now()
+		at, ok := t.replied[site]
+		t.replied[site] = now
 		t.mu.Unlock()
+		if t.Came != nil && (!ok || now.Sub(at) >= Recent) {
+			t.Came(site)
+		}
 	}
 }
 

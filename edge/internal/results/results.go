@@ -38,6 +38,9 @@ type Recorder struct {
 	OnRecorded func([]schema.Result)
 	// Origins, if set, answers the origin check of recent messages without a query.
 	Origins *Origins
+	// OnTranscript, if set, hears the end of each transcript email a visitor asked for:
+	// delivered, or dead (it will not be tried again), after the batch is committed.
+	OnTranscript func(conversationID int64, status string)
 
 	logs    logLimit
 	threads map[int64]struct{} // conversations whose Slack thread is stored (writer's goroutine only)
@@ -119,9 +122,10 @@ func (r *Recorder) record(ctx context.Context, batch []jetstream.Msg) {
 		})
 	}
 	type state struct {
-		status   string
-		attempts int
-		rejected string
+		status     string
+		attempts   int
+		rejected   string
+		transcript bool // the email of a transcript the visitor asked for
 	}
 	stored := make([]state, len(results))
 	err := r.Store.Write(ctx, func(tx *store.Tx) error {
@@ -159,6 +163,7 @@ func (r *Recorder) record(ctx context.Context, batch []jetstream.Msg) {
 				r.threads[res.ConversationID] = struct{}{}
 			}
 			stored[i].status, stored[i].attempts = s, n
+			stored[i].transcript = o.Kind == schema.KindTranscript && res.Target == schema.TargetEmail
 		}
 		return nil
 	})
@@ -180,6 +185,9 @@ func (r *Recorder) record(ctx context.Context, batch []jetstream.Msg) {
 			continue
 		}
 		r.Metrics.ResultsRecords.WithLabelValues(results[i].Target, results[i].Status).Inc()
+		if st := stored[i].status; stored[i].transcript && r.OnTranscript != nil && (st == schema.StatusDelivered || st == schema.StatusDead) {
+			r.OnTranscript(results[i].ConversationID, st)
+		}
 		// The live view shows what is stored: a late "retrying" stays "delivered".
 		results[i].Status, results[i].Attempts = stored[i].status, stored[i].attempts
 		accepted = append(accepted, results[i])

@@ -29,6 +29,7 @@ import (
 	"spookat/edge/internal/broker"
 	"spookat/edge/internal/clientip"
 	"spookat/edge/internal/files"
+	"spookat/edge/internal/frames"
 	"spookat/edge/internal/inbox"
 	"spookat/edge/internal/live"
 	"spookat/edge/internal/metrics"
@@ -141,7 +142,10 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	hub := live.NewHub()
 	hub.Files = signer
 	inboxHub := inbox.NewHub() // operator websockets, per site
-	here := &presence.Tracker{Watching: inboxHub.Watching}
+	// Sites whose operators may have come or gone: open chat windows hear it (widget.RunPresence).
+	presenceChanges := make(chan int64, 256)
+	inboxHub.WatchChanged = func(site int64) { widget.PresenceChanged(presenceChanges, site) }
+	here := &presence.Tracker{Watching: inboxHub.Watching, Came: func(site int64) { widget.PresenceChanged(presenceChanges, site) }}
 	var pub atomic.Pointer[outbox.Publisher]
 	origins := &results.Origins{} // where recent messages belong, for the results' check
 	st, err := store.Open(cfg.DataDir, store.Options{
@@ -336,7 +340,10 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	}
 	wg.Go(func() { wakeSnoozed(bg, st, cmp.Or(cfg.SnoozeTick, 10*time.Second), clock, log) })
 	wg.Go(func() { br.WatchStore(bg, func() { provision("a JetStream restart") }) })
-	rec := &results.Recorder{Store: st, Sites: reg, Metrics: m, Log: log, OnRecorded: inboxHub.Deliveries, Origins: origins}
+	rec := &results.Recorder{Store: st, Sites: reg, Metrics: m, Log: log, OnRecorded: inboxHub.Deliveries, Origins: origins,
+		OnTranscript: func(conv int64, status string) {
+			hub.Signal(conv, frames.TranscriptDelivery(nil, status == schema.StatusDelivered))
+		}}
 	for _, reason := range results.Reasons {
 		m.ResultsRejected.WithLabelValues(reason)
 	}
@@ -443,7 +450,9 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		return c.SendString("ready")
 	})
 	wh := &widget.Handler{Store: st, Sites: reg, Hub: hub, Metrics: m, Brakes: brk, IPs: ips, Log: log,
-		Pace: &widget.Pacer{Rate: cfg.SocketRate}, Operators: inboxHub, Online: here.Online, Files: fileDir, FileQuota: cfg.FileQuota}
+		Pace: &widget.Pacer{Rate: cfg.SocketRate}, Operators: inboxHub, Online: here.Online, PresenceChanges: presenceChanges,
+		Files: fileDir, FileQuota: cfg.FileQuota}
+	wg.Go(func() { wh.RunPresence(bg, widget.PresenceSweep) })
 	wg.Add(1)
 	go func() { // forget idle (site, IP) brake entries
 		defer wg.Done()

@@ -1,8 +1,11 @@
 package server_test
 
 import (
+	"context"
+	"encoding/json"
 	"strconv"
 	"testing"
+	"time"
 
 	"spookat/edge/internal/admin"
 	"spookat/edge/internal/edgetest"
@@ -55,5 +58,27 @@ func TestTranscriptFrame(t *testing.T) {
 	db := edgetest.OpenDB(t, e.DataDir)
 	if n := edgetest.QueryInt(t, db, `SELECT count(*) FROM messages WHERE kind = 'transcript' AND author = 'system' AND conversation_id = ?`, *ack.ConversationID); n != 1 {
 		t.Fatalf("%d transcript messages", n)
+	}
+
+	// transcript_sent says the email is on its way; the window hears how it ended: nothing
+	// while the worker retries, failed once it gives up, delivered when it got through.
+	txID := edgetest.QueryInt(t, db, `SELECT id FROM messages WHERE kind = 'transcript' AND conversation_id = ?`, *ack.ConversationID)
+	js, _ := connectWorker(t, e, "mailer")
+	result := func(status string, attempts int) {
+		t.Helper()
+		b, _ := json.Marshal(schema.Result{JobID: schema.JobID(txID, schema.TargetEmail), Target: schema.TargetEmail, SiteID: site.ID,
+			ConversationID: *ack.ConversationID, MessageID: txID, Status: status, Attempts: attempts, Error: "dial tcp: connection refused", At: time.Now()})
+		if _, err := js.Publish(context.Background(), schema.ResultSubject("mailer"), append(b, '\n')); err != nil {
+			t.Fatal(err)
+		}
+	}
+	result(schema.StatusRetrying, 1)
+	result(schema.StatusDead, 5)
+	if f := c.Read(t); f.Type != "transcript_delivery" || f.Status != "failed" {
+		t.Fatalf("after the retries and the dead letter: %+v, want transcript_delivery failed (and nothing for the retry)", f)
+	}
+	result(schema.StatusDelivered, 6) // asked again and sent
+	if f := c.Read(t); f.Type != "transcript_delivery" || f.Status != "delivered" {
+		t.Fatalf("after delivery: %+v", f)
 	}
 }

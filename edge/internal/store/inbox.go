@@ -167,6 +167,7 @@ type ConversationSummary struct {
 	LastAuthor    string `json:"last_author"`
 	LastText      string `json:"last_text"`
 	LastInternal  bool   `json:"last_internal"`
+	LastFile      string `json:"last_file,omitempty"` // the last message's attachment, by name
 	Unread        bool   `json:"unread"`
 	VisitorReadID int64  `json:"visitor_read_id"`  // the visitor has seen the messages up to this id
 	Rating        string `json:"rating,omitempty"` // the visitor's: good or bad
@@ -179,18 +180,19 @@ type ConversationSummary struct {
 }
 
 const summaryColumns = `c.id, c.site_id, c.status, v.email, v.name, coalesce(v.user_id, ''), v.verified, c.last_message_id, coalesce(m.author, ''),
-	coalesce(m.text, ''), coalesce(m.internal, 0), c.last_message_id > coalesce(r.last_read_id, 0), c.visitor_read_id, c.rating, c.rating_comment, c.assignee_id, coalesce(nullif(o.name, ''), o.email, ''), c.snoozed_until, c.created_at, c.updated_at`
+	coalesce(m.text, ''), coalesce(m.internal, 0), coalesce(f.name, ''), c.last_message_id > coalesce(r.last_read_id, 0), c.visitor_read_id, c.rating, c.rating_comment, c.assignee_id, coalesce(nullif(o.name, ''), o.email, ''), c.snoozed_until, c.created_at, c.updated_at`
 
 // summaryJoins are the tables summaryColumns read beside conversations c (?1: the operator).
 const summaryJoins = `JOIN site_members sm ON sm.site_id = c.site_id AND sm.operator_id = ?1
 			JOIN visitors v ON v.id = c.visitor_id
 			LEFT JOIN messages m ON m.id = c.last_message_id
+			LEFT JOIN files f ON f.id = m.file_id
 			LEFT JOIN conversation_reads r ON r.conversation_id = c.id AND r.operator_id = ?1
 			LEFT JOIN operators o ON o.id = c.assignee_id`
 
 func (c *ConversationSummary) dest() []any {
 	return []any{&c.ID, &c.SiteID, &c.Status, &c.VisitorEmail, &c.VisitorName, &c.UserID, &c.Verified, &c.LastMessageID, &c.LastAuthor, &c.LastText,
-		&c.LastInternal, &c.Unread, &c.VisitorReadID, &c.Rating, &c.RatingComment, &c.AssigneeID, &c.AssigneeName, &c.SnoozedUntil, &c.CreatedAt, &c.UpdatedAt}
+		&c.LastInternal, &c.LastFile, &c.Unread, &c.VisitorReadID, &c.Rating, &c.RatingComment, &c.AssigneeID, &c.AssigneeName, &c.SnoozedUntil, &c.CreatedAt, &c.UpdatedAt}
 }
 
 // Assignee filters of Conversations.

@@ -53,6 +53,9 @@ type Handler struct {
 	Operators Signals
 	// Online says whether a site's operators are around (presence.Tracker); nil: never.
 	Online func(siteID int64) bool
+	// PresenceChanges names sites whose Online may have changed (presence.go); nil: only
+	// RunPresence's sweeps notice.
+	PresenceChanges chan int64
 	// Files keeps the attachments; FileQuota bounds a site's, in bytes (0: DefaultFileQuota).
 	Files     files.Dir
 	FileQuota int64
@@ -64,8 +67,11 @@ type Handler struct {
 
 	mu      sync.Mutex
 	conns   map[*conn]struct{}
-	closing bool           // CloseAll has begun: refuse new sockets
-	active  sync.WaitGroup // handlers still running
+	bySite  map[int64]map[*conn]struct{} // the same sockets by site, for presence (presence.go)
+	closing bool                         // CloseAll has begun: refuse new sockets
+	active  sync.WaitGroup               // handlers still running
+
+	presence presence // presence.go
 }
 
 // CloseAll closes every socket with 1001 (going away), for a graceful stop. Clients
@@ -96,12 +102,18 @@ func (h *Handler) CloseAll(timeout time.Duration) bool {
 	}
 }
 
-// track adds (false once the handler is closing) or removes a socket.
-func (h *Handler) track(c *conn, add bool) bool {
+// track adds (false once the handler is closing) or removes a socket of a site.
+func (h *Handler) track(c *conn, siteID int64, add bool) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if !add {
 		delete(h.conns, c)
+		if set := h.bySite[siteID]; set != nil {
+			delete(set, c)
+			if len(set) == 0 {
+				delete(h.bySite, siteID)
+			}
+		}
 		h.active.Done()
 		return true
 	}
@@ -110,8 +122,15 @@ func (h *Handler) track(c *conn, add bool) bool {
 	}
 	if h.conns == nil {
 		h.conns = make(map[*conn]struct{})
+		h.bySite = make(map[int64]map[*conn]struct{})
 	}
 	h.conns[c] = struct{}{}
+	set := h.bySite[siteID]
+	if set == nil {
+		set = make(map[*conn]struct{})
+		h.bySite[siteID] = set
+	}
+	set[c] = struct{}{}
 	h.active.Add(1)
 	return true
 }
@@ -262,12 +281,12 @@ func (h *Handler) serve(wc *fws.Conn, site *sites.Site, hs upgradeReq) {
 		bucket: brakes.NewBucket(cfg.ConnMsgRate, cfg.ConnMsgBurst), signals: brakes.NewBucket(signalRate, signalBurst)}
 	h.Metrics.OpenSockets.Inc()
 	defer h.Metrics.OpenSockets.Dec()
-	if !h.track(s.c, true) {
+	if !h.track(s.c, site.ID, true) {
 		s.c.closeWith(fws.CloseGoingAway, "server restarting")
 		s.c.finish()
 		return
 	}
-	defer h.track(s.c, false)
+	defer h.track(s.c, site.ID, false)
 	defer s.c.finish()
 	h.setup.acquire()
 	ok := s.hello(hs.visitor)
@@ -358,13 +377,7 @@ func (s *session) hello(token string) bool {
 	if state.ConversationID != 0 {
 		s.h.Hub.Subscribe(state.ConversationID, s.c)
 	}
-	now := time.Now()
-	status, opensAt := "away", ""
-	if open := s.site.Hours.OpenAt(now); open && s.h.Online != nil && s.h.Online(s.site.ID) {
-		status = "online"
-	} else if next := s.site.Hours.NextOpen(now); !open && !next.IsZero() {
-		opensAt = next.UTC().Format(time.RFC3339)
-	}
+	status, opensAt := s.h.presenceOf(s.site, time.Now())
 	return s.c.send(frames.Hello(nil, token, conversationOf(state), s.site.WindowJSON, status, opensAt))
 }
 

@@ -532,6 +532,9 @@
         case 'conversation':
           convStatus = f.status; rateAsk();
           break;
+        case 'presence': // the operators came or went (or the office hours began or ended)
+          opensAt = f.opens_at || ''; applySite(site, f.status !== 'online');
+          break;
         case 'rated':
           rating = f.rating; rateAsk();
           break;
