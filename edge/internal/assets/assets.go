@@ -76,17 +76,22 @@ func (s *Set) KnownSites(known func(key string) bool) *Set {
 
 // New loads and compresses the assets.
 func New() *Set {
-	chatV := version("chat.js")
-	appV := version("app.js", "app.css")
+	chatV := version("chat.js", "when.js")
+	appV := version("app.js", "app.css", "when.js")
+	when, err := files.ReadFile("static/when.js")
+	if err != nil {
+		panic(err)
+	}
+	shared := []string{"/*@when.js*/", string(when)}
 	demo, err := files.ReadFile("static/demo.html")
 	if err != nil {
 		panic(err)
 	}
 	return &Set{
 		Launcher: load("widget.js", "text/javascript; charset=utf-8", "__V__", chatV),
-		Chat:     load("chat.js", "text/javascript; charset=utf-8"),
+		Chat:     load("chat.js", "text/javascript; charset=utf-8", shared...),
 		AppHTML:  load("app.html", "text/html; charset=utf-8", "{{V}}", appV),
-		AppJS:    load("app.js", "text/javascript; charset=utf-8"),
+		AppJS:    load("app.js", "text/javascript; charset=utf-8", shared...),
 		AppCSS:   load("app.css", "text/css; charset=utf-8"),
 		demo:     string(demo),
 	}

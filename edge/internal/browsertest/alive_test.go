@@ -194,9 +194,18 @@ func TestRatingAfterClose(t *testing.T) {
 	v.waitJS("the thanks", W+`.querySelector('li.rate .bubble').textContent === 'Thanks for your feedback!'`)
 	// The closed conversation by email, at the address the visitor left.
 	v.do("ask for the transcript", chromedp.Click(chromedp.JSPath(W+`.querySelector('li.rate .tx')`)))
+	// Stored is not sent: the window says it is on its way until the worker's result says
+	// how it ended (no mail relay here: the worker gives up).
+	v.waitJS("on its way", W+`.querySelector('li.rate .txok') && `+W+`.querySelector('li.rate .txok').textContent === 'On its way to ada@example.com.'`)
+	v.shot("transcript-on-its-way")
+	op.waitJS("the request in the conversation", `Array.from(document.querySelectorAll('#messages .msg .text')).some(e => e.textContent === 'Transcript emailed to ada@example.com')`)
+	tx := edgetest.QueryInt(t, edgetest.OpenDB(t, e.edge.DataDir), `SELECT id FROM messages WHERE kind = 'transcript'`)
+	e.result(schema.Result{Target: schema.TargetEmail, SiteID: site.ID, MessageID: tx, Status: schema.StatusDead, Attempts: 8, Error: "dial tcp: connection refused"})
+	v.waitJS("could not be sent, offered again", W+`.querySelector('li.rate .txfail').textContent === 'We could not send it to ada@example.com.' && `+W+`.querySelector('li.rate .tx:not([disabled])')`)
+	v.shot("transcript-failed")
+	e.result(schema.Result{Target: schema.TargetEmail, SiteID: site.ID, MessageID: tx, Status: schema.StatusDelivered, Attempts: 9})
 	v.waitJS("sent", W+`.querySelector('li.rate .txok') && `+W+`.querySelector('li.rate .txok').textContent === 'Sent to ada@example.com.'`)
 	v.shot("transcript-sent")
-	op.waitJS("the request in the conversation", `Array.from(document.querySelectorAll('#messages .msg .text')).some(e => e.textContent === 'Transcript emailed to ada@example.com')`)
 
 	op.waitJS("the rating in the header", `document.querySelector('#conv-rating').textContent.includes('rated bad') && document.querySelector('#conv-rating').title === 'Nobody answered my question'`)
 	op.waitJS("the rating in the conversation", `Array.from(document.querySelectorAll('#messages .msg .text')).some(e => e.textContent.startsWith('Rated the conversation: bad'))`)

@@ -19,11 +19,15 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"spookat/edge/internal/admin"
 	"spookat/edge/internal/edgetest"
 	"spookat/edge/internal/server"
 	"spookat/edge/internal/store"
+	"spookat/schema"
+	"spookat/schema/natsauth"
 )
 
 // The browser is Debian's chromium (`make chromium` installs it), headless, with a fresh
@@ -303,6 +307,38 @@ func (e *env) apiToken(email, password string) string {
 		e.t.Fatalf("new token: %d", resp.StatusCode)
 	}
 	return tok.Token
+}
+
+// result publishes r on RESULTS as a worker would (a worker identity of the edge's own
+// authority), with its job id, conversation and time filled in from its message.
+func (e *env) result(r schema.Result) {
+	e.t.Helper()
+	auth, err := natsauth.Open(e.edge.DataDir)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	ident, err := auth.Issue(schema.RoleWorker, "browsertest")
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	nc, err := nats.Connect(e.edge.NATSURL, ident.Options()...)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	r.JobID = schema.JobID(r.MessageID, r.Target)
+	r.ConversationID = edgetest.QueryInt(e.t, edgetest.OpenDB(e.t, e.edge.DataDir), `SELECT conversation_id FROM messages WHERE id = ?`, r.MessageID)
+	r.At = time.Now()
+	b, _ := json.Marshal(r)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := js.Publish(ctx, schema.ResultSubject("browsertest"), append(b, '\n')); err != nil {
+		e.t.Fatal(err)
+	}
 }
 
 // ---- a TCP proxy that can cut the visitor's connections

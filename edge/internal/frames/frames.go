@@ -86,10 +86,11 @@ type ConversationState struct {
 	SeenMessageID int64 // the operators'
 	Status        string
 	Rating        string
+	HasEmail      bool // the visitor's email is on record: the window does not ask for it
 }
 
 // appendConversation appends ,"conversation_id":N|null,"last_message_id":N,"read_message_id":N,
-// "seen_message_id":N,"conversation_status":…,"rating":….
+// "seen_message_id":N,"conversation_status":…,"rating":…,"has_email":bool.
 func appendConversation(b []byte, c ConversationState) []byte {
 	b = append(b, `,"conversation_id":`...)
 	if c.ID == 0 {
@@ -107,6 +108,8 @@ func appendConversation(b []byte, c ConversationState) []byte {
 	b = fastjson.AppendString(b, c.Status)
 	b = append(b, `,"rating":`...)
 	b = fastjson.AppendString(b, c.Rating)
+	b = append(b, `,"has_email":`...)
+	b = strconv.AppendBool(b, c.HasEmail)
 	return b
 }
 

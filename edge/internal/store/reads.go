@@ -17,16 +17,17 @@ type VisitorState struct {
 	SeenMessageID  int64  // the highest operator read marker
 	Status         string // the conversation's, "" without one
 	Rating         string
+	HasEmail       bool // the visitor left an email (or the site's identify gave one)
 }
 
 // visitorStateFrom selects a VisitorState (dest, in this order) of visitors v; a WHERE follows.
 const visitorStateFrom = `SELECT v.id, coalesce(c.id, 0), coalesce(c.last_message_id, 0), coalesce(c.visitor_read_id, 0),
 		coalesce((SELECT max(r.last_read_id) FROM conversation_reads r WHERE r.conversation_id = c.id), 0),
-		coalesce(c.status, ''), coalesce(c.rating, '')
+		coalesce(c.status, ''), coalesce(c.rating, ''), v.email != ''
 	FROM visitors v LEFT JOIN conversations c ON c.visitor_id = v.id `
 
 func (v *VisitorState) dest() []any {
-	return []any{&v.VisitorID, &v.ConversationID, &v.LastMessageID, &v.ReadMessageID, &v.SeenMessageID, &v.Status, &v.Rating}
+	return []any{&v.VisitorID, &v.ConversationID, &v.LastMessageID, &v.ReadMessageID, &v.SeenMessageID, &v.Status, &v.Rating, &v.HasEmail}
 }
 
 // VisitorByToken finds a site's visitor by token hash.

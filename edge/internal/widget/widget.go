@@ -384,7 +384,7 @@ func (s *session) hello(token string) bool {
 // conversationOf is the part of a visitor's state that hello and identified send.
 func conversationOf(st store.VisitorState) frames.ConversationState {
 	return frames.ConversationState{ID: st.ConversationID, LastMessageID: st.LastMessageID, ReadMessageID: st.ReadMessageID,
-		SeenMessageID: st.SeenMessageID, Status: schema.VisitorStatus(st.Status), Rating: st.Rating}
+		SeenMessageID: st.SeenMessageID, Status: schema.VisitorStatus(st.Status), Rating: st.Rating, HasEmail: st.HasEmail}
 }
 
 func newToken() string {

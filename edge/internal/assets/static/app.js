@@ -34,7 +34,22 @@
       });
   }
 
-  function when(ms) { var d = new Date(ms); return d.toLocaleString(); }
+/*@when.js*/
+  var WORDS = { today: 'Today', yesterday: 'Yesterday', justNow: 'just now', minAgo: '{n} min ago' };
+  function word(k, v) { return WORDS[k].replace('{n}', v && v.n); }
+  // A full date and time, for a tooltip and for what is not a message's time.
+  function when(ms) { return new Date(ms).toLocaleString(); }
+  // A message's time, as the chat window says it ("just now", "5 min ago", "14:05").
+  function ago(ms) { return whenAgo(ms, undefined, word); }
+  // A conversation's last activity in the list: its time today, else its day.
+  function lastActive(ms) {
+    var d = new Date(ms);
+    return d.toDateString() === new Date().toDateString() ? ago(ms) : whenDay(d, undefined, word);
+  }
+  function timeEl(ms) { return el('time', { datetime: new Date(ms).toISOString(), title: when(ms), text: ago(ms) }); }
+  setInterval(function () {
+    Array.prototype.forEach.call(document.querySelectorAll('.msgs time'), function (t) { t.textContent = ago(Date.parse(t.getAttribute('datetime'))); });
+  }, 30000);
   // A time soon, said short: "Fri 09:00".
   function soon(ms) { return new Date(ms).toLocaleString([], { weekday: 'short', hour: '2-digit', minute: '2-digit' }); }
 
@@ -152,14 +167,15 @@
     clear(V.list);
     if (!S.convs.length) V.list.appendChild(el('li', { class: 'empty', text: 'No conversations.' }));
     S.convs.forEach(function (c) {
-      var last = c.last_internal ? 'Note: ' + c.last_text : (c.last_author === 'operator' ? 'You: ' : '') + c.last_text;
+      var text = c.last_text || (c.last_file ? '\ud83d\udcce ' + c.last_file : '');
+      var last = c.last_internal ? 'Note: ' + text : (c.last_author === 'operator' ? 'You: ' : '') + text;
       var unread = c.unread && (!S.conv || S.conv.id !== c.id);
       // A link: reached with Tab, opened with Enter; j / k and the arrows move between them.
       V.list.appendChild(el('li', { 'data-id': c.id, class: unread ? 'unread' : '' }, [el('a', { class: 'item', href: '#/conversations/' + c.id }, [
         el('div', { class: 'row' }, [el('span', { class: 'title', text: c.visitor_name || c.visitor_email || ('Visitor #' + c.id) }),
           unread ? el('span', { class: 'sr', text: ', unread' }) : null, el('span', { class: 'badge ' + c.status, text: c.status })]),
         el('div', { class: 'last', text: last }),
-        el('div', { class: 'row' }, [el('small', { text: when(c.updated_at) }),
+        el('div', { class: 'row' }, [el('small', { title: when(c.updated_at), text: lastActive(c.updated_at) }),
           c.status === 'snoozed' ? el('small', { class: 'snz', text: 'until ' + soon(c.snoozed_until) }) : null,
           el('small', { class: 'owner', text: c.assignee_id ? (c.assignee_id === S.me.id ? 'Mine' : c.assignee_name) : 'Unassigned' })])])]));
     });
@@ -208,13 +224,14 @@
     }, function () {});
     V.msgs = el('ol', { class: 'msgs', id: 'messages' });
     var text = el('textarea', { id: 'reply', 'aria-label': 'Reply', placeholder: 'Reply to the visitor…', maxlength: 4000 });
-    var note = el('input', { type: 'checkbox', id: 'internal' });
+    var note = el('input', { type: 'checkbox', id: 'internal', onchange: function () { form.classList.toggle('internal', note.checked); } });
     var form = el('form', { class: 'reply', onsubmit: function (e) {
       e.preventDefault();
       var t = text.value; if (!t.trim()) return;
       var btn = form.querySelector('button'); btn.disabled = true;
       api('POST', '/conversations/' + c.id + '/messages', { text: t, internal: note.checked }).then(function (j) {
         text.value = ''; typedAt = 0; btn.disabled = false; addMsg(j.message); drawSeen();
+        note.checked = false; form.classList.remove('internal'); // the next reply goes to the visitor unless ticked again
       }, function (e) { btn.disabled = false; showErr(e); });
     } }, [text, el('label', {}, [note, ' Internal note']), el('button', { class: 'primary', type: 'submit', id: 'send', text: 'Send' })]);
     text.addEventListener('keydown', function (e) {
@@ -364,14 +381,36 @@
     replyKey = false;
     var r = document.getElementById('reply'); if (r) r.focus();
   });
+  // ---- popups (the shortcut list, the alerts panel, the snooze menu): one at a time;
+  // Escape or a click outside closes it, and focus goes back to where it was.
+  var popup = null; // {node, close, from}
+  function openPopup(node, close, from) {
+    closePopup(false);
+    popup = { node: node, close: close, from: from || document.activeElement };
+  }
+  function closePopup(refocus) {
+    var p = popup;
+    popup = null;
+    if (!p) return;
+    p.close();
+    if (refocus !== false && p.from && p.from.focus && document.body.contains(p.from)) p.from.focus();
+  }
+  document.addEventListener('keydown', function (e) {
+    if (e.key === 'Escape' && popup) { e.preventDefault(); e.stopPropagation(); closePopup(); }
+  }, true);
+  document.addEventListener('mousedown', function (e) {
+    if (popup && !popup.node.contains(e.target) && !(popup.from && popup.from.contains && popup.from.contains(e.target))) closePopup(false);
+  }, true);
+
   function keysHelp() {
     var box = document.getElementById('keys');
-    if (box) { box.parentNode.removeChild(box); return; }
+    if (box) { closePopup(); return; }
     box = el('div', { class: 'keys', id: 'keys', role: 'dialog', 'aria-label': 'Keyboard shortcuts' }, [el('h2', { text: 'Keyboard shortcuts' }),
       el('dl', {}, [['j or \u2193', 'next conversation'], ['k or \u2191', 'previous conversation'], ['Enter', 'open the focused conversation'],
         ['r', 'reply'], ['Ctrl+Enter', 'send the reply'], ['Escape', 'from the reply back to the list'], ['e', 'close or reopen'], ['?', 'this list']]
         .map(function (p) { return el('div', {}, [el('dt', {}, [el('kbd', { text: p[0] })]), el('dd', { text: p[1] })]); })),
-      el('button', { type: 'button', text: 'Close', onclick: function () { box.parentNode.removeChild(box); } })]);
+      el('button', { type: 'button', text: 'Close', onclick: function () { closePopup(); } })]);
+    openPopup(box, function () { if (box.parentNode) box.parentNode.removeChild(box); });
     document.body.appendChild(box); box.querySelector('button').focus();
   }
   function setStatus(st, until) {
@@ -384,15 +423,20 @@
   // itself then, or when the visitor writes.
   function snoozeMenu(c) {
     var box = el('details', { class: 'snooze', id: 'conv-snooze' });
+
     function at(d) {
       api('POST', '/conversations/' + c.id + '/snooze', { until: d.toISOString() }).then(function (j) {
-        box.open = false; setStatus(j.status, j.snoozed_until); loadListSoon();
+        closePopup(false); box.open = false; setStatus(j.status, j.snoozed_until); loadListSoon();
       }, showErr);
     }
     function nineOn(days) { var d = new Date(); d.setDate(d.getDate() + days); d.setHours(9, 0, 0, 0); return d; }
     var monday = (8 - new Date().getDay()) % 7 || 7;
     var custom = el('input', { type: 'datetime-local', id: 'snooze-at', 'aria-label': 'Snooze until' });
-    box.appendChild(el('summary', { text: 'Snooze' }));
+    // Its summary's click comes before the menu opens or closes: the popup is known at once.
+    box.appendChild(el('summary', { text: 'Snooze', onclick: function () {
+      if (!box.open) openPopup(box, function () { box.open = false; }, box.querySelector('summary'));
+      else if (popup && popup.node === box) popup = null;
+    } }));
     box.appendChild(el('div', { class: 'menu' }, [
       el('button', { type: 'button', 'data-snooze': '1h', text: 'For an hour', onclick: function () { at(new Date(Date.now() + 3600e3)); } }),
       el('button', { type: 'button', 'data-snooze': 'tomorrow', text: 'Until tomorrow, 9:00', onclick: function () { at(nineOn(1)); } }),
@@ -410,26 +454,39 @@
     if (EVENT[m.kind]) {
       // A status change or an assignment is a line across the conversation, not a note from someone.
       li = el('li', { class: 'msg event ' + m.kind, 'data-id': m.id }, [
-        el('div', { class: 'text', text: EVENT[m.kind] + ' ' + m.text + ' \u00b7 ' + when(m.created_at) }),
+        el('div', { class: 'text' }, [EVENT[m.kind] + ' ' + m.text + ' \u00b7 ', timeEl(m.created_at)]),
         el('div', { class: 'dl' })]);
     } else {
       var kind = m.internal ? 'note' : m.author;
       var who = m.author === 'visitor' ? 'Visitor' : (m.name || m.author) + (m.internal ? ' · internal note' : '');
       li = el('li', { class: 'msg ' + kind, 'data-id': m.id }, [
-        el('div', { class: 'meta', text: who + ' · ' + when(m.created_at) }),
+        el('div', { class: 'meta' }, [who + ' \u00b7 ', timeEl(m.created_at)]),
         el('div', { class: 'text', text: m.text }),
         attachment(m.file),
         el('div', { class: 'dl' })]);
     }
     var at = V.msgs.lastChild;
-    while (at && +at.getAttribute('data-id') > m.id) at = at.previousSibling;
+    while (at && (at.classList.contains('day') || +at.getAttribute('data-id') > m.id)) at = at.previousSibling;
     V.msgs.insertBefore(li, at ? at.nextSibling : V.msgs.firstChild);
     if (m.reopened) {
-      V.msgs.insertBefore(el('li', { class: 'msg event reopened', 'data-id': m.id - 0.5 }, [
+      V.msgs.insertBefore(el('li', { class: 'msg event reopened', 'data-id': m.id - 0.5, 'data-at': m.created_at }, [
         el('div', { class: 'text', text: '\u21a9 Reopened by the visitor\u2019s message' })]), li);
     }
+    li.setAttribute('data-at', m.created_at);
+    drawDays();
     drawDeliveries(m.id);
     V.msgs.scrollTop = V.msgs.scrollHeight;
+  }
+  // A heading over each day's messages, as in the chat window ("Today", "Yesterday", "Fri 4 Dec").
+  function drawDays() {
+    Array.prototype.slice.call(V.msgs.querySelectorAll('li.day')).forEach(function (d) { V.msgs.removeChild(d); });
+    var last = '';
+    Array.prototype.slice.call(V.msgs.children).forEach(function (li) {
+      var d = new Date(+li.getAttribute('data-at')), k = d.toDateString();
+      if (k === last) return;
+      last = k;
+      V.msgs.insertBefore(el('li', { class: 'day', text: whenDay(d, undefined, word) }), li);
+    });
   }
   // An attachment: an image shown (a click opens it full size), any other file a download.
   function attachment(f) {
@@ -461,14 +518,14 @@
     if (S.ws) return;
     var ws = new WebSocket(location.origin.replace(/^http/, 'ws') + '/v1/api/ws?batch=1');
     S.ws = ws;
-    ws.onopen = function () { V.live.textContent = 'live'; V.live.setAttribute('data-state', 'live'); if (S.wsTry > 0) { loadList(); if (S.conv) openConv(S.conv.id); } S.wsTry = 0; };
+    ws.onopen = function () { V.live.textContent = 'Live'; V.live.title = 'Changes arrive as they happen'; V.live.setAttribute('data-state', 'live'); if (S.wsTry > 0) { loadList(); if (S.conv) openConv(S.conv.id); } S.wsTry = 0; };
     ws.onmessage = function (e) {
       var f; try { f = JSON.parse(e.data); } catch (x) { return; }
       (Array.isArray(f) ? f : [f]).forEach(onEvent); // ?batch=1: events a few ms apart share a frame
     };
     ws.onclose = function (e) {
       if (S.ws !== ws) return;
-      S.ws = null; V.live.textContent = 'reconnecting…'; V.live.setAttribute('data-state', 'down');
+      S.ws = null; V.live.textContent = 'Reconnecting\u2026'; V.live.title = 'The live connection dropped: trying again'; V.live.setAttribute('data-state', 'down');
       if (!S.me) return;
       // 4401: this session was ended elsewhere; 4403: a site was taken away (schema/PROTOCOL.md).
       if (e.code === 4401) { S.me = null; showLogin('Your session has ended; log in again.'); return; }
@@ -520,7 +577,7 @@
   function notifyPanel() {
     var open = document.getElementById('alerts');
     var btn = document.getElementById('notify-link');
-    if (open) { open.parentNode.removeChild(open); btn.setAttribute('aria-expanded', 'false'); return; }
+    if (open) { closePopup(); return; }
     var p = notifyPrefs(), msg = el('p', { class: 'hint', id: 'alerts-msg', role: 'status' });
     function box(id, label, on, change) {
       var c = el('input', { type: 'checkbox', id: id }); c.checked = on;
@@ -538,7 +595,8 @@
       }),
       box('notify-sound', 'A sound', p.sound, function (c) { p.sound = c.checked; saveNotifyPrefs(p); if (c.checked) beep(); }),
       box('notify-every', 'For every visitor message (off: new conversations only)', p.every, function (c) { p.every = c.checked; saveNotifyPrefs(p); }),
-      msg, el('button', { type: 'button', text: 'Close', onclick: notifyPanel })]);
+      msg, el('button', { type: 'button', text: 'Close', onclick: function () { closePopup(); } })]);
+    openPopup(panel, function () { if (panel.parentNode) panel.parentNode.removeChild(panel); btn.setAttribute('aria-expanded', 'false'); }, btn);
     document.body.appendChild(panel); btn.setAttribute('aria-expanded', 'true'); panel.querySelector('input').focus();
   }
   // A visitor wrote: notify unless the operator is looking at that very conversation.

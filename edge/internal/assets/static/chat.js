@@ -28,6 +28,7 @@
     '.state button:disabled{opacity:.5;cursor:default}',
     '.empty{color:#6b7280;text-align:center;margin:auto 0}',
     'form{display:flex;gap:8px;padding:10px;border-top:1px solid #e5e7eb}',
+    'textarea::placeholder{white-space:nowrap;overflow:hidden;text-overflow:ellipsis}',
     'textarea,input{flex:1;resize:none;border:1px solid #d1d5db;border-radius:8px;padding:10px;font:inherit;font-size:16px;min-width:0;min-height:44px;box-sizing:border-box;max-height:120px}',
     'form button{border:0;border-radius:8px;background:var(--a,#4f46e5);color:#fff;padding:0 16px;cursor:pointer;font:inherit;min-height:44px;align-self:flex-end}',
     'button:focus-visible,textarea:focus-visible,input:focus-visible{outline:3px solid #a5b4fc;outline-offset:1px}',
@@ -40,7 +41,7 @@
     'li.rate{max-width:90%}li.rate p{margin:0 0 8px}.rrow{display:flex;gap:8px;margin-bottom:8px}',
     '.rbtn,.rsend{min-height:44px;border-radius:8px;border:1px solid #d1d5db;background:#fff;cursor:pointer;font:inherit;padding:0 14px}',
     '.rbtn[aria-pressed=true]{border-color:var(--a,#4f46e5);box-shadow:inset 0 0 0 1px var(--a,#4f46e5)}',
-    '.tx{display:block;width:100%;margin-top:8px}.txok{margin:8px 0 0;font-size:12px;color:#166534}',
+    '.tx{display:block;width:100%;margin-top:8px}.txok{margin:8px 0 0;font-size:12px;color:#166534}.txfail{margin:8px 0 0;font-size:12px;color:#b91c1c}',
     'li.rate textarea{width:100%;margin-bottom:8px}.rsend{background:var(--a,#4f46e5);color:#fff;border:0}.rsend:disabled{opacity:.5;cursor:default}',
     '.email p{margin:0;font-size:12px;color:#4b5563}.email form{border:0;padding:0 0 8px}',
     'li.day{align-self:center;max-width:none;font-size:11px;color:#6b7280;margin:4px 0}',
@@ -78,7 +79,7 @@
       replyTime: 'We usually answer within minutes.', typing: '{name} is typing\u2026', justNow: 'just now', minAgo: '{n} min ago',
       open: 'Open chat', unread: '{label}, {n} unread', noAnswer: 'no answer from the server', reconnecting: 'reconnecting\u2026',
       offlineShort: 'offline', tooLarge: 'the message is longer than 4,000 characters',
-      closedAsk: 'This conversation is closed. How was it?', good: 'Good', bad: 'Bad', comment: 'Tell us more (optional)', rate: 'Send rating', rated: 'Thanks for your feedback!', backAt: 'Away \u00b7 back {when}', attach: 'Attach a file', uploading: 'Uploading\u2026', fileTooLarge: 'the file is larger than {max} MB', transcript: 'Email me this conversation', transcriptSent: 'Sent to {email}.' },
+      closedAsk: 'This conversation is closed. How was it?', good: 'Good', bad: 'Bad', comment: 'Tell us more (optional)', rate: 'Send rating', rated: 'Thanks for your feedback!', backAt: 'Away \u00b7 back {when}', attach: 'Attach a file', uploading: 'Uploading\u2026', fileTooLarge: 'the file is larger than {max} MB', transcript: 'Email me this conversation', transcriptSent: 'Sent to {email}.', transcriptQueued: 'On its way to {email}.', transcriptFailed: 'We could not send it to {email}.' },
     de: { title: 'Schreiben Sie uns', close: 'Chat schlie\u00dfen', offline: 'Offline \u2014 Ihre Nachricht wird gesendet, sobald wir wieder da sind.',
       gone: 'Der Chat ist auf dieser Seite nicht verf\u00fcgbar.', empty: 'Fragen Sie uns, was Sie m\u00f6chten.', save: 'Speichern',
       emailAsk: 'Antwort auch per E-Mail: Vielleicht antworten wir, wenn Sie schon weg sind.', emailLabel: 'Ihre E-Mail-Adresse', send: 'Senden',
@@ -91,7 +92,7 @@
       replyTime: 'Wir antworten meist innerhalb weniger Minuten.', typing: '{name} schreibt\u2026', justNow: 'gerade eben', minAgo: 'vor {n} Min.',
       open: 'Chat \u00f6ffnen', unread: '{label}, {n} ungelesen', noAnswer: 'keine Antwort vom Server', reconnecting: 'verbinde neu\u2026',
       offlineShort: 'offline', tooLarge: 'die Nachricht ist l\u00e4nger als 4.000 Zeichen',
-      closedAsk: 'Dieses Gespr\u00e4ch ist beendet. Wie war es?', good: 'Gut', bad: 'Schlecht', comment: 'Erz\u00e4hlen Sie mehr (optional)', rate: 'Bewertung senden', rated: 'Danke f\u00fcr Ihr Feedback!', backAt: 'Abwesend \u00b7 zur\u00fcck {when}', attach: 'Datei anh\u00e4ngen', uploading: 'Wird hochgeladen\u2026', fileTooLarge: 'die Datei ist gr\u00f6\u00dfer als {max} MB', transcript: 'Dieses Gespr\u00e4ch per E-Mail senden', transcriptSent: 'An {email} gesendet.' },
+      closedAsk: 'Dieses Gespr\u00e4ch ist beendet. Wie war es?', good: 'Gut', bad: 'Schlecht', comment: 'Erz\u00e4hlen Sie mehr (optional)', rate: 'Bewertung senden', rated: 'Danke f\u00fcr Ihr Feedback!', backAt: 'Abwesend \u00b7 zur\u00fcck {when}', attach: 'Datei anh\u00e4ngen', uploading: 'Wird hochgeladen\u2026', fileTooLarge: 'die Datei ist gr\u00f6\u00dfer als {max} MB', transcript: 'Dieses Gespr\u00e4ch per E-Mail senden', transcriptSent: 'An {email} gesendet.', transcriptQueued: 'Unterwegs an {email}.', transcriptFailed: 'Wir konnten es nicht an {email} senden.' },
     fr: { title: '\u00c9crivez-nous', close: 'Fermer le chat', offline: 'Hors ligne \u2014 votre message partira d\u00e8s notre retour.',
       gone: 'Le chat n\u2019est pas disponible sur cette page.', empty: 'Posez-nous vos questions.', save: 'Enregistrer',
       emailAsk: 'Recevez aussi la r\u00e9ponse par e-mail : nous r\u00e9pondrons peut-\u00eatre apr\u00e8s votre d\u00e9part.', emailLabel: 'Votre e-mail', send: 'Envoyer',
@@ -104,7 +105,7 @@
       replyTime: 'Nous r\u00e9pondons g\u00e9n\u00e9ralement en quelques minutes.', typing: '{name} \u00e9crit\u2026', justNow: '\u00e0 l\u2019instant', minAgo: 'il y a {n} min',
       open: 'Ouvrir le chat', unread: '{label}, {n} non lu(s)', noAnswer: 'pas de r\u00e9ponse du serveur', reconnecting: 'reconnexion\u2026',
       offlineShort: 'hors ligne', tooLarge: 'le message d\u00e9passe 4 000 caract\u00e8res',
-      closedAsk: 'Cette conversation est termin\u00e9e. Comment s\u2019est-elle pass\u00e9e ?', good: 'Bien', bad: 'Mal', comment: 'Dites-nous en plus (facultatif)', rate: 'Envoyer la note', rated: 'Merci pour votre avis !', backAt: 'Absent \u00b7 de retour {when}', attach: 'Joindre un fichier', uploading: 'Envoi du fichier\u2026', fileTooLarge: 'le fichier d\u00e9passe {max} Mo', transcript: 'M\u2019envoyer cette conversation par e-mail', transcriptSent: 'Envoy\u00e9e \u00e0 {email}.' },
+      closedAsk: 'Cette conversation est termin\u00e9e. Comment s\u2019est-elle pass\u00e9e ?', good: 'Bien', bad: 'Mal', comment: 'Dites-nous en plus (facultatif)', rate: 'Envoyer la note', rated: 'Merci pour votre avis !', backAt: 'Absent \u00b7 de retour {when}', attach: 'Joindre un fichier', uploading: 'Envoi du fichier\u2026', fileTooLarge: 'le fichier d\u00e9passe {max} Mo', transcript: 'M\u2019envoyer cette conversation par e-mail', transcriptSent: 'Envoy\u00e9e \u00e0 {email}.', transcriptQueued: 'En route vers {email}.', transcriptFailed: 'Impossible de l\u2019envoyer \u00e0 {email}.' },
     es: { title: 'Escr\u00edbenos', close: 'Cerrar el chat', offline: 'Sin conexi\u00f3n \u2014 tu mensaje se enviar\u00e1 cuando volvamos.',
       gone: 'El chat no est\u00e1 disponible en esta p\u00e1gina.', empty: 'Preg\u00fantanos lo que quieras.', save: 'Guardar',
       emailAsk: 'Recibe tambi\u00e9n la respuesta por correo: quiz\u00e1 respondamos cuando ya te hayas ido.', emailLabel: 'Tu correo', send: 'Enviar',
@@ -117,7 +118,7 @@
       replyTime: 'Solemos responder en pocos minutos.', typing: '{name} est\u00e1 escribiendo\u2026', justNow: 'ahora mismo', minAgo: 'hace {n} min',
       open: 'Abrir el chat', unread: '{label}, {n} sin leer', noAnswer: 'sin respuesta del servidor', reconnecting: 'reconectando\u2026',
       offlineShort: 'sin conexi\u00f3n', tooLarge: 'el mensaje supera los 4000 caracteres',
-      closedAsk: 'Esta conversaci\u00f3n est\u00e1 cerrada. \u00bfQu\u00e9 tal fue?', good: 'Bien', bad: 'Mal', comment: 'Cu\u00e9ntanos m\u00e1s (opcional)', rate: 'Enviar valoraci\u00f3n', rated: '\u00a1Gracias por tu opini\u00f3n!', backAt: 'Ausente \u00b7 volvemos {when}', attach: 'Adjuntar un archivo', uploading: 'Subiendo\u2026', fileTooLarge: 'el archivo supera los {max} MB', transcript: 'Enviarme esta conversaci\u00f3n por correo', transcriptSent: 'Enviada a {email}.' },
+      closedAsk: 'Esta conversaci\u00f3n est\u00e1 cerrada. \u00bfQu\u00e9 tal fue?', good: 'Bien', bad: 'Mal', comment: 'Cu\u00e9ntanos m\u00e1s (opcional)', rate: 'Enviar valoraci\u00f3n', rated: '\u00a1Gracias por tu opini\u00f3n!', backAt: 'Ausente \u00b7 volvemos {when}', attach: 'Adjuntar un archivo', uploading: 'Subiendo\u2026', fileTooLarge: 'el archivo supera los {max} MB', transcript: 'Enviarme esta conversaci\u00f3n por correo', transcriptSent: 'Enviada a {email}.', transcriptQueued: 'En camino a {email}.', transcriptFailed: 'No pudimos enviarla a {email}.' },
     pt: { title: 'Fale conosco', close: 'Fechar o chat', offline: 'Sem conex\u00e3o \u2014 sua mensagem ser\u00e1 enviada quando voltarmos.',
       gone: 'O chat n\u00e3o est\u00e1 dispon\u00edvel nesta p\u00e1gina.', empty: 'Pergunte o que quiser.', save: 'Salvar',
       emailAsk: 'Receba a resposta tamb\u00e9m por e-mail: podemos responder depois que voc\u00ea sair.', emailLabel: 'Seu e-mail', send: 'Enviar',
@@ -130,7 +131,33 @@
       replyTime: 'Costumamos responder em poucos minutos.', typing: '{name} est\u00e1 digitando\u2026', justNow: 'agora mesmo', minAgo: 'h\u00e1 {n} min',
       open: 'Abrir o chat', unread: '{label}, {n} n\u00e3o lida(s)', noAnswer: 'sem resposta do servidor', reconnecting: 'reconectando\u2026',
       offlineShort: 'sem conex\u00e3o', tooLarge: 'a mensagem tem mais de 4.000 caracteres',
-      closedAsk: 'Esta conversa foi encerrada. Como foi?', good: 'Boa', bad: 'Ruim', comment: 'Conte mais (opcional)', rate: 'Enviar avalia\u00e7\u00e3o', rated: 'Obrigado pelo seu retorno!', backAt: 'Ausente \u00b7 voltamos {when}', attach: 'Anexar um arquivo', uploading: 'Enviando arquivo\u2026', fileTooLarge: 'o arquivo tem mais de {max} MB', transcript: 'Enviar esta conversa por e-mail', transcriptSent: 'Enviada para {email}.' }
+      closedAsk: 'Esta conversa foi encerrada. Como foi?', good: 'Boa', bad: 'Ruim', comment: 'Conte mais (opcional)', rate: 'Enviar avalia\u00e7\u00e3o', rated: 'Obrigado pelo seu retorno!', backAt: 'Ausente \u00b7 voltamos {when}', attach: 'Anexar um arquivo', uploading: 'Enviando arquivo\u2026', fileTooLarge: 'o arquivo tem mais de {max} MB', transcript: 'Enviar esta conversa por e-mail', transcriptSent: 'Enviada para {email}.', transcriptQueued: 'A caminho de {email}.', transcriptFailed: 'N\u00e3o conseguimos enviar para {email}.' },
+    ar: { title: 'تحدّث معنا', close: 'إغلاق المحادثة', offline: 'غير متصل — ستُرسَل رسالتك عند عودتنا.',
+      gone: 'المحادثة غير متاحة في هذه الصفحة.', empty: 'اسألنا عن أي شيء.', save: 'حفظ',
+      emailAsk: 'احصل على الرد عبر البريد الإلكتروني أيضًا: قد نجيب بعد مغادرتك.', emailLabel: 'بريدك الإلكتروني', send: 'إرسال',
+      placeholder: 'اكتب رسالة…', message: 'رسالة', dismiss: 'إخفاء', today: 'اليوم', yesterday: 'أمس',
+      support: 'الدعم', sent: 'أُرسلت', seen: 'شوهدت', sending: 'جارٍ الإرسال…', pending: 'قيد الانتظار', notSent: 'لم تُرسَل', retry: 'أعد المحاولة',
+      emailThanks: 'شكرًا! سنراسلك على {email} إذا غادرت.', emailEarly: 'سنحفظ {email} مع رسالتك الأولى.',
+      braked: 'تتلقى هذه المحادثة رسائل كثيرة جدًا الآن.', tooFast: 'أنت ترسل الرسائل بسرعة كبيرة.',
+      sendAgain: 'يمكنك الإرسال مجددًا بعد {n} ث.', away: 'غير متواجدين', online: 'متصلون',
+      awayMessage: 'نحن غير متواجدين الآن. اترك رسالة وبريدك الإلكتروني وسنرد عليك عبر البريد.',
+      replyTime: 'نرد عادةً خلال دقائق.', typing: '{name} يكتب…', justNow: 'الآن', minAgo: 'قبل {n} د',
+      open: 'فتح المحادثة', unread: '{label}، {n} غير مقروءة', noAnswer: 'لا رد من الخادم', reconnecting: 'جارٍ إعادة الاتصال…',
+      offlineShort: 'غير متصل', tooLarge: 'الرسالة أطول من 4000 حرف',
+      closedAsk: 'أُغلقت هذه المحادثة. كيف كانت؟', good: 'جيدة', bad: 'سيئة', comment: 'أخبرنا بالمزيد (اختياري)', rate: 'إرسال التقييم', rated: 'شكرًا على ملاحظاتك!', backAt: 'غير متواجدين · نعود {when}', attach: 'إرفاق ملف', uploading: 'جارٍ الرفع…', fileTooLarge: 'الملف أكبر من {max} ميغابايت', transcript: 'أرسل لي هذه المحادثة بالبريد', transcriptSent: 'أُرسلت إلى {email}.', transcriptQueued: 'في الطريق إلى {email}.', transcriptFailed: 'تعذّر إرسالها إلى {email}.' },
+    he: { title: 'דברו איתנו', close: 'סגירת הצ׳אט', offline: 'אין חיבור — ההודעה תישלח כשנחזור.',
+      gone: 'הצ׳אט אינו זמין בדף זה.', empty: 'שאלו אותנו כל דבר.', save: 'שמירה',
+      emailAsk: 'קבלו את התשובה גם בדוא״ל: ייתכן שנענה אחרי שתצאו.', emailLabel: 'כתובת הדוא״ל שלך', send: 'שליחה',
+      placeholder: 'כתבו הודעה…', message: 'הודעה', dismiss: 'הסתרה', today: 'היום', yesterday: 'אתמול',
+      support: 'תמיכה', sent: 'נשלחה', seen: 'נקראה', sending: 'שולח…', pending: 'ממתינה', notSent: 'לא נשלחה', retry: 'ניסיון נוסף',
+      emailThanks: 'תודה! נכתוב אליך לכתובת {email} אם תצאו.', emailEarly: 'נשמור את {email} עם ההודעה הראשונה.',
+      braked: 'הצ׳אט מקבל כרגע יותר מדי הודעות.', tooFast: 'ההודעות נשלחות מהר מדי.',
+      sendAgain: 'אפשר לשלוח שוב בעוד {n} שנ׳.', away: 'לא זמינים', online: 'מחוברים',
+      awayMessage: 'אנחנו לא זמינים כרגע. השאירו הודעה וכתובת דוא״ל ונענה בדוא״ל.',
+      replyTime: 'בדרך כלל אנחנו עונים תוך דקות.', typing: '{name} מקליד/ה…', justNow: 'הרגע', minAgo: 'לפני {n} דק׳',
+      open: 'פתיחת הצ׳אט', unread: '{label}, {n} שלא נקראו', noAnswer: 'אין תשובה מהשרת', reconnecting: 'מתחבר מחדש…',
+      offlineShort: 'לא מחובר', tooLarge: 'ההודעה ארוכה מ־4,000 תווים',
+      closedAsk: 'השיחה הזאת נסגרה. איך היה?', good: 'טוב', bad: 'לא טוב', comment: 'ספרו לנו עוד (לא חובה)', rate: 'שליחת הדירוג', rated: 'תודה על המשוב!', backAt: 'לא זמינים · נחזור {when}', attach: 'צירוף קובץ', uploading: 'מעלה…', fileTooLarge: 'הקובץ גדול מ־{max} MB', transcript: 'שלחו לי את השיחה בדוא״ל', transcriptSent: 'נשלחה אל {email}.', transcriptQueued: 'בדרך אל {email}.', transcriptFailed: 'לא הצלחנו לשלוח אל {email}.' }
   };
   var RTL = { ar: 1, he: 1, fa: 1, ur: 1 };
 
@@ -150,6 +177,7 @@
     v.appendChild(p); return v;
   }
 
+/*@when.js*/
   function rid() {
     var a = new Uint8Array(12);
     (window.crypto || window.msCrypto).getRandomValues(a);
@@ -204,7 +232,7 @@
     emailBtn.type = 'submit'; emailForm.appendChild(emailInput); emailForm.appendChild(emailBtn); emailBox.appendChild(emailForm);
     var form = el('form'), input = el('textarea'), sendBtn = el('button'), attachBtn = el('button', 'att'), picker = el('input');
     attachBtn.appendChild(clip());
-    input.rows = 1; input.maxLength = 4000;
+    input.rows = 1; input.maxLength = 4000; input.dir = 'auto'; emailInput.dir = 'auto';
     attachBtn.type = 'button'; picker.type = 'file'; picker.hidden = true; picker.tabIndex = -1;
     sendBtn.type = 'submit'; form.appendChild(attachBtn); form.appendChild(picker); form.appendChild(input); form.appendChild(sendBtn);
     panel.appendChild(header); panel.appendChild(gone); panel.appendChild(offlineNote); panel.appendChild(banner); panel.appendChild(list); panel.appendChild(typingNote); panel.appendChild(emailOk); panel.appendChild(emailBox); panel.appendChild(form);
@@ -213,7 +241,7 @@
     // Shown while the window is closed: the unread count on the launcher and the last unread reply.
     var badge = el('span', 'badge'); badge.setAttribute('aria-hidden', 'true');
     var preview = el('div', 'preview'), previewWho = el('b'), previewText = el('p'), previewClose = el('button', '', '\u00d7');
-    previewClose.type = 'button';
+    previewClose.type = 'button'; previewText.dir = 'auto';
     preview.appendChild(previewWho); preview.appendChild(previewText); preview.appendChild(previewClose);
     o.root.appendChild(badge); o.root.appendChild(preview);
     [panel, preview, badge].forEach(function (e) { e.classList.toggle('left', !!o.left); }); // by the launcher
@@ -239,40 +267,28 @@
     var sentRead = 0;              // the last marker sent to the server
     var seenId = 0;                // the operators' read marker: "Seen" under the visitor's messages up to it
     var rateCard = null, convStatus = '', rating = '', heldHello = null, opensAt = '';
-    var lastHello = 0, away = true, lastUnread = 0, identity = null;
+    var lastHello = 0, away = true, lastUnread = 0, identity = null, hasEmail = false;
     function emit(e, v) { if (o.emit) o.emit(e, v); }
     var typingTimer = 0, typedAt = 0, lastDay = '', dismissed = 0;
     var baseTitle = null, ourTitle = null;
 
     function scroll() { list.scrollTop = list.scrollHeight; }
 
-    function dayLabel(d) {
-      var today = new Date(), y = new Date(); y.setDate(today.getDate() - 1);
-      if (d.toDateString() === today.toDateString()) return t('today');
-      if (d.toDateString() === y.toDateString()) return t('yesterday');
-      return d.toLocaleDateString(lang, { weekday: 'short', day: 'numeric', month: 'short', year: d.getFullYear() === today.getFullYear() ? undefined : 'numeric' });
-    }
     // when is a coming time as a visitor reads it: the hour today, else the weekday and hour.
     function when(ms) {
       var d = new Date(ms), hm = { hour: '2-digit', minute: '2-digit' };
       return d.toDateString() === new Date().toDateString() ? d.toLocaleTimeString(lang, hm)
         : d.toLocaleString(lang, { weekday: 'short', hour: '2-digit', minute: '2-digit' });
     }
-    function ago(ms) {
-      var s = (Date.now() - ms) / 1000;
-      if (s < 60) return t('justNow');
-      if (s < 3600) return t('minAgo', { n: Math.floor(s / 60) });
-      return new Date(ms).toLocaleTimeString(lang, { hour: '2-digit', minute: '2-digit' });
-    }
     function stamp(li, at) {
       var ms = at ? Date.parse(at) : Date.now(), d = new Date(ms);
       var k = d.toDateString();
-      if (k !== lastDay) { lastDay = k; list.appendChild(el('li', 'day', dayLabel(d))); }
-      var tm = el('time', '', ago(ms)); tm.dateTime = d.toISOString(); tm.title = d.toLocaleString(lang);
+      if (k !== lastDay) { lastDay = k; list.appendChild(el('li', 'day', whenDay(d, lang, t))); }
+      var tm = el('time', '', whenAgo(ms, lang, t)); tm.dateTime = d.toISOString(); tm.title = d.toLocaleString(lang);
       li.appendChild(tm);
     }
     setInterval(function () {
-      Array.prototype.forEach.call(list.querySelectorAll('time'), function (e) { e.textContent = ago(Date.parse(e.dateTime)); });
+      Array.prototype.forEach.call(list.querySelectorAll('time'), function (e) { e.textContent = whenAgo(Date.parse(e.dateTime), lang, t); });
     }, 30000);
 
     function addLi(li, at) {
@@ -303,6 +319,7 @@
     function bubble(text, file, url) {
       var img = file && /^image\/(png|jpeg|gif|webp)$/.test(file.type);
       var b = el('div', img && !text ? 'bubble pic' : 'bubble');
+      b.dir = 'auto'; // a Latin message in a right-to-left window (and the other way) keeps its order
       if (file) {
         var a = el('a', img ? '' : 'chip');
         if (!img) { a.appendChild(clip()); a.appendChild(document.createTextNode(' ' + fileName(file))); }
@@ -538,8 +555,11 @@
         case 'rated':
           rating = f.rating; rateAsk();
           break;
-        case 'transcript_sent':
-          transcriptTo = f.email; rateAsk();
+        case 'transcript_sent': // stored: the email is on its way, not yet sent
+          transcriptTo = f.email; transcriptState = 'queued'; rateAsk();
+          break;
+        case 'transcript_delivery': // delivered, or failed for good
+          if (transcriptTo) { transcriptState = f.status; rateAsk(); }
           break;
         case 'identified':
           heldHello = null; adopt(f);
@@ -548,7 +568,7 @@
           if (f.message_id > seenId) { seenId = f.message_id; marks(); }
           break;
         case 'email_saved':
-          saved.email = f.email; save(); emailBox.classList.remove('on');
+          saved.email = f.email; hasEmail = true; save(); emailBox.classList.remove('on');
           emailOk.textContent = t('emailThanks', { email: f.email }); emailOk.classList.add('on');
           break;
         case 'error':
@@ -589,7 +609,7 @@
       sentRead = Math.max(sentRead, f.read_message_id || 0);
       if (f.seen_message_id > seenId) seenId = f.seen_message_id;
       if (convId && saved.conv !== convId) { saved.conv = convId; save(); }
-      convStatus = f.conversation_status || ''; rating = f.rating || '';
+      convStatus = f.conversation_status || ''; rating = f.rating || ''; hasEmail = !!f.has_email;
       applySite(site, away); rateAsk();
       if (convId) {
         showEmail();
@@ -600,7 +620,7 @@
 
     function showEmail() {
       var ask = site.ask_email || 'after';
-      emailBox.classList.toggle('on', away && !saved.email && !(identity && identity.email) && ask !== 'never' && (!!convId || ask === 'before'));
+      emailBox.classList.toggle('on', away && !saved.email && !hasEmail && !(identity && identity.email) && ask !== 'never' && (!!convId || ask === 'before'));
       if (convId && emailInput.value.trim() && !saved.email && ws && ws.readyState === 1 && emailBox.getAttribute('data-early')) {
         emailBox.removeAttribute('data-early');
         ws.send(JSON.stringify({ type: 'email', email: emailInput.value.trim() }));
@@ -622,6 +642,7 @@
       // (data-color, data-position: drawn before any request), and the window opens by the launcher.
       var a = /^#[0-9a-fA-F]{6}$/.test(w.accent || '') ? w.accent : o.color;
       o.root.host.style.setProperty('--a', a || '#4f46e5');
+      if (a) o.button.style.background = a; // the embed's colour drew it; the site's current one wins
       showEmail(); unread(false);
     }
     function clear(e) { while (e.firstChild) e.removeChild(e.firstChild); }
@@ -646,11 +667,14 @@
       rateCard.appendChild(box); list.appendChild(rateCard); scroll();
     }
     // A closed conversation can be had by email when the visitor left an address.
-    var transcriptTo = '';
+    var transcriptTo = '', transcriptState = '';
     function transcriptOffer(box) {
-      var to = saved.email || identity && identity.email;
-      if (!to) return;
-      if (transcriptTo) { box.appendChild(el('p', 'txok', t('transcriptSent', { email: transcriptTo }))); return; }
+      if (!saved.email && !(identity && identity.email) && !hasEmail) return;
+      if (transcriptTo && transcriptState !== 'failed') {
+        box.appendChild(el('p', 'txok', t(transcriptState === 'delivered' ? 'transcriptSent' : 'transcriptQueued', { email: transcriptTo })));
+        return;
+      }
+      if (transcriptState === 'failed') box.appendChild(el('p', 'txfail', t('transcriptFailed', { email: transcriptTo })));
       var b = el('button', 'rbtn tx', t('transcript')); b.type = 'button';
       b.onclick = function () { if (ws && ws.readyState === 1) { b.disabled = true; ws.send(JSON.stringify({ type: 'transcript' })); } };
       box.appendChild(b);
@@ -749,7 +773,11 @@
       if (!items.length) return;
       e.preventDefault(); send('', items[0]);
     });
-    function grow() { input.style.height = 'auto'; input.style.height = Math.min(input.scrollHeight + 2, 120) + 'px'; }
+    // The box grows with what is typed, never with its placeholder (a long one is cut, not wrapped).
+    function grow() {
+      input.style.height = 'auto';
+      if (input.value) input.style.height = Math.min(input.scrollHeight + 2, 120) + 'px';
+    }
     input.addEventListener('input', grow);
     // Focus stays in the window while it is open: Tab from the last control goes to the first.
     panel.addEventListener('keydown', function (e) {
@@ -780,9 +808,13 @@
       ws.send(JSON.stringify({ type: 'email', email: v }));
     });
 
+    // While the window is open the launcher shows a close mark, as people expect of it.
+    var launcherIcon = o.button.querySelector('path'), chatIcon = launcherIcon && launcherIcon.getAttribute('d');
+    var CLOSE_ICON = 'M6.4 5L12 10.6 17.6 5 19 6.4 13.4 12 19 17.6 17.6 19 12 13.4 6.4 19 5 17.6 10.6 12 5 6.4z';
     function toggle(open) {
       var on = open == null ? !panel.classList.contains('open') : open;
       panel.classList.toggle('open', on);
+      if (launcherIcon) launcherIcon.setAttribute('d', on ? CLOSE_ICON : chatIcon);
       o.button.setAttribute('aria-expanded', on ? 'true' : 'false');
       if (on) { connect(); scroll(); input.focus(); }
       if (on !== wasOpen) { wasOpen = on; emit(on ? 'open' : 'close'); }
@@ -802,6 +834,7 @@
       else if (c === 'identify') {
         if (!v || typeof v.user_id !== 'string' && typeof v.user_id !== 'number') { console.warn('spookat: identify needs {user_id, user_hash, email, name}'); return; }
         identity = { type: 'identify', user_id: String(v.user_id), email: v.email || '', name: v.name || '', user_hash: v.user_hash || '' };
+        showEmail(); // the page gave the email: never ask for it
         if (ws && ws.readyState === 1) ws.send(JSON.stringify(identity)); // else after the next hello
       }
       else console.warn('spookat: unknown command ' + c + ': use open, close, send, on or shutdown');
@@ -815,7 +848,7 @@
       Array.prototype.slice.call(list.children).forEach(function (li) { if (li !== empty) list.removeChild(li); });
       if (!empty.parentNode) list.appendChild(empty);
       identity = null;
-      seen = {}; pending = {}; order = []; transcriptTo = ''; lastId = 0; lastHello = 0; convId = null; readId = 0; sentRead = 0; seenId = 0; lastDay = '';
+      seen = {}; pending = {}; order = []; transcriptTo = ''; transcriptState = ''; hasEmail = false; lastId = 0; lastHello = 0; convId = null; readId = 0; sentRead = 0; seenId = 0; lastDay = '';
       emailBox.classList.remove('on'); emailOk.classList.remove('on'); applySite(site, away);
     }
     return { toggle: toggle, call: call, _ws: function () { return ws; } };
