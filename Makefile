@@ -26,9 +26,10 @@ build:
 
 # One process: the edge with embedded NATS and the worker in-process. Creates data/, a demo
 # site and a demo operator on first run, and prints them with the addresses it bound once it
-# serves. exec: the edge is make's child, and a SIGTERM to make reaches it.
+# serves. The edge stays make's child: make passes SIGTERM on, and -follow-parent stops the
+# edge on the other stop signals sent to make alone (INT, HUP, QUIT), which make does not.
 run: build
-	exec $(BIN)/edge -demo -data=$(DATA) -addr=$(ADDR) -metrics-addr=$(METRICS_ADDR) \
+	exec $(BIN)/edge -demo -follow-parent -data=$(DATA) -addr=$(ADDR) -metrics-addr=$(METRICS_ADDR) \
 		-nats-listen=$(NATS_ADDR) -nats-monitor=$(NATS_MONITOR) $(if $(PUBLIC_URL),-public-url=$(PUBLIC_URL))
 
 # Tests use the binaries (crash tests run bin/edge as a subprocess, the cluster test three

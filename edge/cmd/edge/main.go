@@ -61,6 +61,7 @@ func serve(args []string) error {
 	workerMode := fs.String("worker", "inproc", "inproc: run the delivery worker in this process; none: run bin/worker separately")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	pprofAddr := fs.String("pprof", "", "serve Go's /debug/pprof on this address (e.g. 127.0.0.1:6060; off when empty)")
+	followParentFlag := fs.Bool("follow-parent", false, "stop when the parent process is told to stop, even by a signal it does not pass on (make run; Linux)")
 	withDemo := fs.Bool("demo", false, "create the demo site and operator on first start, and print them with the addresses this edge listens on once it serves (make run)")
 	bc := brakes.Defaults()
 	fs.Float64Var(&bc.ConnMsgRate, "conn-msg-rate", bc.ConnMsgRate, "messages per second per connection (0: no limit)")
@@ -158,8 +159,11 @@ func serve(args []string) error {
 			printDemo(os.Stdout, d, public, &a)
 		}
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt, syscall.SIGHUP)
 	defer stop()
+	if *followParentFlag {
+		go followParent(ctx, stop, log)
+	}
 	return server.Run(ctx, cfg, log)
 }
 

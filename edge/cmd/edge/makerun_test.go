@@ -125,21 +125,27 @@ func TestMakeRunPrintsWhatItBinds(t *testing.T) {
 			}
 		}
 	}
-	// A supervisor stops `make run` with SIGTERM to make's PID alone.
-	edgePID := childOf(t, first.cmd.Process.Pid)
-	if err := first.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
+	// A supervisor stops `make run` with a signal to make's PID alone: make passes SIGTERM on,
+	// and waits for its child on SIGINT (the edge follows its parent).
+	for _, c := range []struct {
+		r   *makeRun
+		sig syscall.Signal
+	}{{first, syscall.SIGTERM}, {second, syscall.SIGINT}} {
+		edgePID := childOf(t, c.r.cmd.Process.Pid)
+		if err := c.r.cmd.Process.Signal(c.sig); err != nil {
+			t.Fatal(err)
+		}
+		exited := make(chan error, 1)
+		go func() { exited <- c.r.cmd.Wait() }()
+		select {
+		case <-exited:
+		case <-time.After(20 * time.Second):
+			t.Fatalf("make run did not return within 20s of %v", c.sig)
+		}
+		edgetest.WaitFor(t, "the edge to exit", 5*time.Second, func() bool {
+			return syscall.Kill(edgePID, 0) != nil
+		})
 	}
-	exited := make(chan error, 1)
-	go func() { exited <- first.cmd.Wait() }()
-	select {
-	case <-exited:
-	case <-time.After(20 * time.Second):
-		t.Fatal("make run did not return within 20s of SIGTERM")
-	}
-	edgetest.WaitFor(t, "the edge to exit", 5*time.Second, func() bool {
-		return syscall.Kill(edgePID, 0) != nil
-	})
 }
 
 // childOf is the PID of pid's only child.
