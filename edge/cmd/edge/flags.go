@@ -92,8 +92,10 @@ var serveRules = map[string]rule{
 		want, ok := intIn(1, 5)(v)
 		return want + " (3 on a NATS cluster)", ok
 	},
-	"write-queue":   intIn(1, 0),
-	"wal-max-pages": intIn(64, 0),
+	"write-queue":      intIn(1, 0),
+	"request-timeout":  positiveDuration,
+	"opening-per-addr": intIn(-1, 0),
+	"wal-max-pages":    intIn(64, 0),
 	// brakes
 	"conn-msg-rate":   nonNegative,
 	"conn-msg-burst":  nonNegative,

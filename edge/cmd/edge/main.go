@@ -81,6 +81,8 @@ func serve(args []string) error {
 	trustedProxies := fs.String("trusted-proxies", "", "CIDRs or addresses of the proxies allowed to set -proxy-header, comma-separated (e.g. 127.0.0.1,10.0.0.0/8)")
 	fs.Float64Var(&cfg.SocketRate, "socket-rate", 1000, "new widget sockets a second, all sites together; more wait their turn (up to 5 s, then 503 busy), so a reconnect storm leaves CPU for open sockets (0: unpaced)")
 	fs.IntVar(&cfg.MaxSockets, "max-sockets", 0, "open HTTP and websocket connections past which new ones get 503 (0: the file limit less a reserve for SQLite, NATS and outbound posts)")
+	fs.DurationVar(&cfg.RequestTimeout, "request-timeout", server.DefaultRequestTimeout, "a new connection's first byte must come within this, and its request be read within it (an attachment's upload: 2 min); silent connections never hold the socket budget longer")
+	fs.IntVar(&cfg.OpeningPerAddr, "opening-per-addr", 32, "connections one client address may hold before their first answer (trusted proxies: no cap; -1: no cap)")
 	fs.StringVar(&cfg.MetricsAddr, "metrics-addr", "127.0.0.1:9102", "serve /metrics on this address, apart from -addr (empty: off)")
 	// Disk is a budget: each stream's bytes on disk (see ops/RUNBOOK.md "Disk budget").
 	cfg.StreamLimits = schema.StreamLimits{}.WithDefaults()

@@ -9,6 +9,7 @@ import (
 	"github.com/gofiber/contrib/websocket"
 	"github.com/gofiber/fiber/v2"
 
+	"spookat/edge/internal/sockets"
 	"spookat/edge/internal/store"
 )
 
@@ -137,7 +138,7 @@ func (h *Handler) ws() fiber.Handler {
 			select {
 			case <-c.gone:
 				_ = ws.WriteControl(fws.CloseMessage, fws.FormatCloseMessage(c.code, c.reason), time.Now().Add(time.Second))
-				_ = ws.NetConn().Close()
+				_ = sockets.CloseNow(ws.NetConn())
 				<-readDone
 				return
 			case b := <-c.out:

@@ -1,10 +1,12 @@
 package server
 
 import (
+	"cmp"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"runtime"
 	"time"
 
@@ -53,10 +55,27 @@ func listen(cfg Config, log *slog.Logger, m *metrics.Edge) (*sockets.Listener, e
 		}
 	}
 	m.Gauge("spookat_socket_budget", "Open HTTP and websocket connections allowed (-max-sockets).", func() float64 { return float64(maxSockets) })
+	perAddr := cfg.OpeningPerAddr
+	switch {
+	case perAddr == 0:
+		perAddr = 32
+	case perAddr < 0:
+		perAddr = 0
+	}
 	l := &sockets.Listener{Listener: inner, Max: maxSockets, Log: log,
 		Refused:      m.SocketRefusals.Inc,
 		AcceptFailed: m.AcceptErrors.Inc,
 		Setup:        SetupSlots,
+		FirstByte:    cmp.Or(cfg.RequestTimeout, DefaultRequestTimeout),
+		PerAddr:      perAddr,
+		Shared: func(a netip.Addr) bool {
+			for _, p := range cfg.TrustedProxies {
+				if p.Contains(a) {
+					return true
+				}
+			}
+			return false
+		},
 	}
 	m.Gauge("spookat_connections_open", "Open HTTP and websocket connections (widget and inbox).", func() float64 { return float64(l.Open()) })
 	return l, nil

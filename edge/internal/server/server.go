@@ -75,6 +75,15 @@ type Config struct {
 	// SocketRate paces new widget sockets, all sites together (a second; 0: unpaced; the
 	// edge's flag defaults to 1,000); see widget.Pacer.
 	SocketRate float64
+	// RequestTimeout bounds how long a connection may stay silent before its first byte and
+	// then take to send a request (an attachment's upload gets UploadTimeout); 0: 10 s.
+	RequestTimeout time.Duration
+	// FirstFrame is how long a widget socket may stay silent after its hello (0:
+	// widget.FirstFrameTimeout).
+	FirstFrame time.Duration
+	// OpeningPerAddr caps the connections one client address holds before their first answer
+	// (trusted proxies are not capped); 0: 32, -1: no cap.
+	OpeningPerAddr int
 	// MetricsAddr serves /metrics on a listener of its own ("": off).
 	MetricsAddr string
 	// SnoozeTick is how often conversations whose snooze has ended are reopened (0: 10 s).
@@ -101,6 +110,13 @@ type Config struct {
 	// FileQuota bounds the attachments a site holds on disk, in bytes (0: widget.DefaultFileQuota).
 	FileQuota int64
 }
+
+// DefaultRequestTimeout is Config.RequestTimeout's default: seconds, not minutes, so that
+// silent connections never hold the socket budget for long.
+const DefaultRequestTimeout = 10 * time.Second
+
+// UploadTimeout bounds the reading of an attachment's request (up to 100 MB on a slow phone).
+const UploadTimeout = 2 * time.Minute
 
 // DefaultStopTimeout bounds a graceful stop when Config.StopTimeout is 0.
 const DefaultStopTimeout = 10 * time.Second
@@ -403,7 +419,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	ips := &clientip.Resolver{Header: cfg.ProxyHeader, Trusted: cfg.TrustedProxies}
 	app := fiber.New(fiber.Config{
 		DisableStartupMessage: true,
-		ReadTimeout:           30 * time.Second,
+		ReadTimeout:           cmp.Or(cfg.RequestTimeout, DefaultRequestTimeout),
 		IdleTimeout:           120 * time.Second,
 		BodyLimit:             1 << 20,
 		// Frees a connection's 4 KiB read buffer once a request is read when nothing else is
@@ -426,7 +442,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	// body stays under BodyLimit.
 	app.Server().HeaderReceived = func(h *fasthttp.RequestHeader) fasthttp.RequestConfig {
 		if h.IsPost() && bytes.HasPrefix(h.RequestURI(), []byte(widget.UploadPath)) {
-			return fasthttp.RequestConfig{MaxRequestBodySize: schema.MaxFileMaxMB<<20 + 64<<10}
+			return fasthttp.RequestConfig{MaxRequestBodySize: schema.MaxFileMaxMB<<20 + 64<<10, ReadTimeout: UploadTimeout}
 		}
 		return fasthttp.RequestConfig{}
 	}
@@ -450,7 +466,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		return c.SendString("ready")
 	})
 	wh := &widget.Handler{Store: st, Sites: reg, Hub: hub, Metrics: m, Brakes: brk, IPs: ips, Log: log,
-		Pace: &widget.Pacer{Rate: cfg.SocketRate}, Operators: inboxHub, Online: here.Online, PresenceChanges: presenceChanges,
+		Pace: &widget.Pacer{Rate: cfg.SocketRate}, Operators: inboxHub, Online: here.Online, PresenceChanges: presenceChanges, FirstFrame: cfg.FirstFrame,
 		Files: fileDir, FileQuota: cfg.FileQuota}
 	wg.Go(func() { wh.RunPresence(bg, widget.PresenceSweep) })
 	wg.Add(1)

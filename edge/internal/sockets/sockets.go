@@ -8,6 +8,7 @@ import (
 	"errors"
 	"log/slog"
 	"net"
+	"net/netip"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -41,6 +42,16 @@ var Refusal = []byte("HTTP/1.1 503 Service Unavailable\r\n" +
 	"Connection: close\r\n" +
 	"Content-Length: " + strconv.Itoa(len(refusalBody)) + "\r\n\r\n" + refusalBody)
 
+const crowdBody = `{"code":"rate_limited","message":"too many connections from this address are still opening; retry in a few seconds"}`
+
+// Crowded is what a client gets when its address already holds PerAddr connections that have
+// not yet had their first answer.
+var Crowded = []byte("HTTP/1.1 429 Too Many Requests\r\n" +
+	"Content-Type: application/json\r\n" +
+	"Retry-After: 5\r\n" +
+	"Connection: close\r\n" +
+	"Content-Length: " + strconv.Itoa(len(crowdBody)) + "\r\n\r\n" + crowdBody)
+
 // refusing bounds the refusals being written at once: each holds a descriptor beyond the
 // cap for up to a second, and past this many a refused client is just closed.
 const refusing = 64
@@ -66,10 +77,22 @@ type Listener struct {
 	// SetupHold is how long one connection may hold its setup slot (default 1 s): a client
 	// that sends nothing does not keep others out.
 	SetupHold time.Duration
+	// FirstByte, when above 0, is how long a new connection may stay silent: its first byte
+	// must come within it, or it is closed. (The HTTP server times a request only once its
+	// first byte came: without this a connection that sends nothing is held for ever, and a
+	// few hundred of them fill the budget.)
+	FirstByte time.Duration
+	// PerAddr, when above 0, caps the connections one client address holds before their first
+	// answer (a response, an upgrade); past it a connection from that address gets Crowded.
+	// Addresses that Shared says are shared by many clients (trusted proxies) are not capped.
+	PerAddr int
+	Shared  func(netip.Addr) bool
 
 	open     atomic.Int64
 	refusing atomic.Int64
-	slots    chan struct{} // setup slots, made on the first Accept
+	addrMu   sync.Mutex
+	opening  map[netip.Addr]int // PerAddr's count by client address
+	slots    chan struct{}      // setup slots, made on the first Accept
 	slotOnce sync.Once
 	lastLog  atomic.Int64 // unix nanos of the last "accept failing" log line
 	closedMu sync.Mutex
@@ -106,11 +129,21 @@ func (l *Listener) Accept() (net.Conn, error) {
 			l.refuse(c)
 			continue
 		}
+		addr, counted := l.admitAddr(c)
+		if !counted && addr.IsValid() {
+			l.giveSlot(held)
+			l.turnAway(c, Crowded)
+			continue
+		}
 		l.open.Add(1)
-		cc := &conn{Conn: c, l: l}
+		cc := &conn{Conn: c, l: l, addr: addr}
+		cc.opening.Store(counted && l.PerAddr > 0)
+		if l.FirstByte > 0 {
+			_ = c.SetReadDeadline(time.Now().Add(l.FirstByte))
+		}
 		if held {
-			// The timer before the flag: setupDone reads hold only after it took the flag.
-			cc.hold = time.AfterFunc(cmp.Or(l.SetupHold, time.Second), cc.setupDone)
+			// The timer before the flag: releaseSlot reads hold only after it took the flag.
+			cc.hold = time.AfterFunc(cmp.Or(l.SetupHold, time.Second), cc.releaseSlot)
 			cc.setup.Store(true)
 		}
 		return cc, nil
@@ -155,11 +188,52 @@ func (l *Listener) isClosed() bool {
 	return l.closed
 }
 
+// admitAddr counts a new connection against its address's PerAddr. It returns the address
+// and whether the connection may go on; an invalid address means no cap applies.
+func (l *Listener) admitAddr(c net.Conn) (netip.Addr, bool) {
+	if l.PerAddr <= 0 {
+		return netip.Addr{}, true
+	}
+	ap, err := netip.ParseAddrPort(c.RemoteAddr().String())
+	if err != nil {
+		return netip.Addr{}, true
+	}
+	addr := ap.Addr().Unmap()
+	if l.Shared != nil && l.Shared(addr) {
+		return netip.Addr{}, true
+	}
+	l.addrMu.Lock()
+	defer l.addrMu.Unlock()
+	if l.opening[addr] >= l.PerAddr {
+		return addr, false
+	}
+	if l.opening == nil {
+		l.opening = make(map[netip.Addr]int)
+	}
+	l.opening[addr]++
+	return addr, true
+}
+
+func (l *Listener) leaveAddr(addr netip.Addr) {
+	l.addrMu.Lock()
+	defer l.addrMu.Unlock()
+	if l.opening[addr] <= 1 {
+		delete(l.opening, addr)
+	} else {
+		l.opening[addr]--
+	}
+}
+
 func (l *Listener) refuse(c net.Conn) {
+	l.logOnce("connection refused: the socket budget is full", "max", l.Max)
+	l.turnAway(c, Refusal)
+}
+
+// turnAway answers c with a complete HTTP refusal and closes it.
+func (l *Listener) turnAway(c net.Conn, answer []byte) {
 	if l.Refused != nil {
 		l.Refused()
 	}
-	l.logOnce("connection refused: the socket budget is full", "max", l.Max)
 	if l.refusing.Add(1) > refusing {
 		l.refusing.Add(-1)
 		_ = c.Close()
@@ -173,7 +247,7 @@ func (l *Listener) refuse(c net.Conn) {
 		_ = c.SetDeadline(time.Now().Add(time.Second))
 		buf := make([]byte, 4096)
 		_, _ = c.Read(buf)
-		_, _ = c.Write(Refusal)
+		_, _ = c.Write(answer)
 	}()
 }
 
@@ -200,13 +274,24 @@ func (l *Listener) sleep(d time.Duration) {
 
 type conn struct {
 	net.Conn
-	l     *Listener
-	once  sync.Once
-	setup atomic.Bool // holds a setup slot
-	hold  *time.Timer // gives the slot back after SetupHold
+	l       *Listener
+	once    sync.Once
+	setup   atomic.Bool // holds a setup slot
+	hold    *time.Timer // gives the slot back after SetupHold
+	addr    netip.Addr  // the client's, when PerAddr counts it
+	opening atomic.Bool // counted in PerAddr until its first answer
 }
 
+// setupDone: the connection had its first answer (or closed): its slot and its place in its
+// address's PerAddr go.
 func (c *conn) setupDone() {
+	c.releaseSlot()
+	if c.opening.CompareAndSwap(true, false) {
+		c.l.leaveAddr(c.addr)
+	}
+}
+
+func (c *conn) releaseSlot() {
 	if c.setup.CompareAndSwap(true, false) {
 		c.hold.Stop()
 		<-c.l.slots
@@ -217,4 +302,14 @@ func (c *conn) Close() error {
 	c.once.Do(func() { c.l.open.Add(-1) })
 	c.setupDone()
 	return c.Conn.Close()
+}
+
+// CloseNow closes a connection the HTTP server handed over to a handler (a websocket) at
+// once. fasthttp's hijacked connection ignores Close until the handler returns, so a socket
+// the edge gives up on (a reader too slow to keep) would stay open, its reader still reading.
+func CloseNow(c net.Conn) error {
+	if u, ok := c.(interface{ UnsafeConn() net.Conn }); ok {
+		c = u.UnsafeConn()
+	}
+	return c.Close()
 }

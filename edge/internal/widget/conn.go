@@ -5,6 +5,8 @@ import (
 	"time"
 
 	fws "github.com/fasthttp/websocket"
+
+	"spookat/edge/internal/sockets"
 )
 
 const (
@@ -107,10 +109,12 @@ func (c *conn) sendQueued() {
 }
 
 // trySend queues a frame without waiting. A socket whose queue is full is too slow to keep
-// and is closed: the client resumes from its last message id when it reconnects.
+// and is closed (1013, try again later): the client reconnects and resumes from its last
+// message id. The close frame is written on a goroutine of its own: trySend runs on the
+// writer's goroutine, and a reader that stopped reading may hold the write for a second.
 func (c *conn) trySend(frame []byte) {
 	if _, full := c.enqueue(frame); full {
-		c.close()
+		go c.closeWith(fws.CloseTryAgainLater, "too slow: reconnect and resume")
 	}
 }
 
@@ -137,7 +141,7 @@ func (c *conn) close() {
 	c.once.Do(func() { close(c.gone) })
 	c.life.Lock()
 	if !c.finished {
-		_ = c.ws.NetConn().Close()
+		_ = sockets.CloseNow(c.ws.NetConn())
 	}
 	c.life.Unlock()
 }

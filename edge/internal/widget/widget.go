@@ -3,6 +3,7 @@
 package widget
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -10,6 +11,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"net"
 	"net/netip"
 	"strconv"
 	"strings"
@@ -29,12 +31,17 @@ import (
 	"spookat/edge/internal/live"
 	"spookat/edge/internal/metrics"
 	"spookat/edge/internal/sites"
+	"spookat/edge/internal/sockets"
 	"spookat/edge/internal/store"
 	"spookat/schema"
 )
 
 // resumePage is how many messages one resume query reads at a time.
 const resumePage = 200
+
+// FirstFrameTimeout is how long a widget socket may stay silent after its hello (the window
+// sends its page at once).
+const FirstFrameTimeout = 30 * time.Second
 
 // UploadPath takes a visitor's attachments (upload.go).
 const UploadPath = "/v1/widget/files"
@@ -53,6 +60,8 @@ type Handler struct {
 	Operators Signals
 	// Online says whether a site's operators are around (presence.Tracker); nil: never.
 	Online func(siteID int64) bool
+	// FirstFrame is how long a socket may send nothing after its hello (0: FirstFrameTimeout).
+	FirstFrame time.Duration
 	// PresenceChanges names sites whose Online may have changed (presence.go); nil: only
 	// RunPresence's sweeps notice.
 	PresenceChanges chan int64
@@ -183,7 +192,7 @@ func (h *Handler) upgrade(c *fiber.Ctx) error {
 		defer func() {
 			if p := recover(); p != nil {
 				h.Log.Error("widget socket failed", "site", site.ID, "panic", p)
-				_ = wc.NetConn().Close()
+				_ = sockets.CloseNow(wc.NetConn())
 			}
 		}()
 		h.serve(wc, site, hs)
@@ -299,13 +308,25 @@ func (h *Handler) serve(wc *fws.Conn, site *sites.Site, hs upgradeReq) {
 			h.Hub.Unsubscribe(id, s.c)
 		}
 	}()
+	// A window says where it is (a page frame) right after its hello: a socket that says
+	// nothing within FirstFrame is not a visitor's window, and gives its place back.
+	_ = wc.SetReadDeadline(time.Now().Add(cmp.Or(h.FirstFrame, FirstFrameTimeout)))
+	first := true
 	for {
 		typ, r, err := wc.NextReader()
 		if err != nil {
-			if errors.Is(err, fws.ErrReadLimit) {
+			var ne net.Error
+			switch {
+			case errors.Is(err, fws.ErrReadLimit):
 				s.c.close() // the library has sent close 1009
+			case first && errors.As(err, &ne) && ne.Timeout():
+				s.c.closeWith(fws.ClosePolicyViolation, "no frame after the hello")
 			}
 			return
+		}
+		if first {
+			first = false
+			_ = wc.SetReadDeadline(time.Time{})
 		}
 		if typ != fws.TextMessage {
 			s.fail("", schema.CodeInvalid, "Frames must be JSON text frames.", 0)

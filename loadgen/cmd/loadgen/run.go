@@ -150,6 +150,7 @@ func (f *runFlags) config(ctx context.Context) (stairs.Config, error) {
 		}
 	}
 	return stairs.Config{
+		Page:       true, // an edge: it closes a socket that says nothing after its hello
 		EdgeURL:    f.edge,
 		MetricsURL: f.edgeMetrics,
 		Keys:       stairs.Keys(sites),

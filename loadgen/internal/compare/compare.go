@@ -338,6 +338,7 @@ func runSetup(ctx context.Context, cfg Config, s Setup) (res Result) {
 		return fail(err)
 	}
 	rc := cfg.Run
+	rc.Page = true // the edge closes a socket that says nothing after its hello
 	if s.Inboxes > 0 {
 		if rc.Operators, err = stairs.SeedOperators(ctx, cfg.EdgeBin, data, stairs.Keys(sites), rc.Sockets, s.Inboxes); err != nil {
 			return fail(err)

@@ -2,6 +2,7 @@ package stairs
 
 import (
 	"bytes"
+	"encoding/json"
 	"strconv"
 )
 
@@ -128,4 +129,10 @@ func appendMessageFrame(dst, prefix []byte, seq uint64, text []byte) []byte {
 	dst = append(dst, text...)
 	dst = append(dst, `"}`...)
 	return dst
+}
+
+// pageFrame is the page frame a widget sends after each hello: the origin's front page.
+func pageFrame(origin string) []byte {
+	b, _ := json.Marshal(map[string]string{"type": "page", "url": origin + "/", "title": "loadgen", "language": "en"})
+	return b
 }

@@ -45,8 +45,11 @@ type Config struct {
 	Tick       time.Duration // pacing batch interval (default 1 ms)
 	Senders    int           // sender goroutines, each owning a share of the sockets (default 4)
 	Origin     string        // Origin header (default http://loadgen.test)
-	TextBytes  int           // length of each message's text (default 48)
-	EdgePID    int           // 0: no edge CPU/RSS figures
+	// Page sends a page frame after each hello, as the widget does: the edge closes a socket
+	// that says nothing after its hello. Off for a server that does not know the frame.
+	Page      bool
+	TextBytes int // length of each message's text (default 48)
+	EdgePID   int // 0: no edge CPU/RSS figures
 	// ServerName names EdgePID's figures in the report ("": edge); a server other than the
 	// edge (a peer) has no /metrics, so ServerName set also means none is scraped.
 	ServerName string
@@ -455,6 +458,13 @@ func (r *runner) connect(ctx context.Context) error {
 				return
 			}
 			c.SetReadDeadline(time.Time{})
+			if r.cfg.Page {
+				if err := c.WriteMessage(websocket.TextMessage, pageFrame(r.cfg.Origin)); err != nil {
+					c.Close()
+					errs[i] = fmt.Errorf("page frame: %w", err)
+					return
+				}
+			}
 			socks[i] = &socket{
 				idx:     i,
 				c:       c,

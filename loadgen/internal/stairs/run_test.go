@@ -55,6 +55,9 @@ func (f *fakeEdge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if err := c.ReadJSON(&fr); err != nil {
 			return
 		}
+		if fr.Type == schema.FramePage { // the window's page: no answer, as the edge
+			continue
+		}
 		n++
 		if n%50 == 0 {
 			f.refused.Add(1)
@@ -72,6 +75,7 @@ func TestRunAgainstFakeEdge(t *testing.T) {
 	defer srv.Close()
 	keys := []string{"a", "b", "c"}
 	rep, err := Run(context.Background(), Config{
+		Page:    true,
 		EdgeURL: srv.URL,
 		Keys:    keys,
 		Sockets: 20,

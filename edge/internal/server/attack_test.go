@@ -1,0 +1,147 @@
+package server_test
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	fws "github.com/fasthttp/websocket"
+
+	"spookat/edge/internal/edgetest"
+	"spookat/edge/internal/server"
+	"spookat/edge/internal/store"
+)
+
+// dialFrom opens a TCP connection to addr from a given loopback address (127.0.0.2: another
+// client than the test's own 127.0.0.1).
+func dialFrom(local, addr string) (net.Conn, error) {
+	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(local)}, Timeout: 2 * time.Second}
+	return d.Dial("tcp", addr)
+}
+
+// Issue 29, point 1: connections that never send a byte are closed within the request
+// timeout, one address holds at most a few connections still opening, and a socket that
+// says nothing after its hello is closed. A silent flood four times the socket budget, from
+// one address, never keeps another client out for longer than the timeout.
+func TestSilentConnectionsDoNotHoldTheBudget(t *testing.T) {
+	const timeout = 2 * time.Second
+	e := edgetest.Start(t, "", server.Config{MaxSockets: 40, RequestTimeout: timeout, OpeningPerAddr: 16, FirstFrame: timeout})
+	site := edgetest.AddSite(t, e.DataDir, &store.Site{Name: "flooded", Origins: []string{"*"}})
+
+	var silent []net.Conn
+	for range 160 {
+		c, err := dialFrom("127.0.0.2", e.Addr)
+		if err != nil {
+			continue // refused outright: fine
+		}
+		silent = append(silent, c)
+	}
+	t.Cleanup(func() {
+		for _, c := range silent {
+			c.Close()
+		}
+	})
+	// Another client keeps connecting and chatting while the flood stands: a 503 now and then
+	// is allowed, never for longer than the timeout.
+	start := time.Now()
+	var refusedSince time.Time
+	for sent := 0; time.Since(start) < 3*timeout; sent++ {
+		c, resp, err := edgetest.DialRaw(e.Addr, site.Key, "", "http://site.test")
+		switch {
+		case err == nil:
+			refusedSince = time.Time{}
+			v := &edgetest.Client{WS: c}
+			if f := v.Read(t); f.Type != "hello" {
+				t.Fatalf("first frame %+v", f)
+			}
+			if _, err := v.SendAck(fmt.Sprint("c", sent), "still here?"); err != nil {
+				t.Fatal(err)
+			}
+			c.Close()
+		case resp != nil && resp.StatusCode == http.StatusServiceUnavailable:
+			if refusedSince.IsZero() {
+				refusedSince = time.Now()
+			}
+			if d := time.Since(refusedSince); d > timeout+time.Second {
+				t.Fatalf("503 busy for %s while silent connections hold the budget", d)
+			}
+			time.Sleep(50 * time.Millisecond)
+		default:
+			t.Fatalf("dial: %v (%v)", err, resp)
+		}
+	}
+	// Every silent connection was closed by the edge (or turned away with an answer).
+	for i, c := range silent {
+		c.SetReadDeadline(time.Now().Add(timeout))
+		buf := make([]byte, 512)
+		n, err := c.Read(buf)
+		if err == nil && n > 0 && !strings.HasPrefix(string(buf[:n]), "HTTP/1.1 429") && !strings.HasPrefix(string(buf[:n]), "HTTP/1.1 503") {
+			t.Fatalf("silent connection %d got %q", i, buf[:n])
+		}
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() {
+			t.Fatalf("silent connection %d still open after %s", i, 4*timeout)
+		}
+	}
+
+	// A websocket that says nothing after its hello is closed with 1008.
+	ws := edgetest.Dial(t, e.Addr, site.Key, "")
+	_, err := ws.ReadErr(3 * timeout)
+	var ce *fws.CloseError
+	if !errors.As(err, &ce) || ce.Code != fws.ClosePolicyViolation {
+		t.Fatalf("a silent socket after its hello: %v, want close 1008", err)
+	}
+}
+
+// Issue 29, point 2: a visitor socket that stops reading is closed for real once its queue
+// is full (1013, then the TCP connection), not left open with its reader still storing.
+func TestSlowReaderIsDisconnected(t *testing.T) {
+	e := edgetest.Start(t, "", server.Config{})
+	site := edgetest.AddSite(t, e.DataDir, &store.Site{Name: "slow", Origins: []string{"*"}})
+	d := fws.Dialer{HandshakeTimeout: 5 * time.Second, NetDial: func(network, addr string) (net.Conn, error) {
+		nd := net.Dialer{Control: func(_, _ string, rc syscall.RawConn) error {
+			return rc.Control(func(fd uintptr) { syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 2048) })
+		}}
+		return nd.Dial(network, addr)
+	}}
+	ws, _, err := d.Dial("ws://"+e.Addr+"/v1/widget/ws?site="+site.Key, http.Header{"Origin": {"http://site.test"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.Close()
+	// Many messages, no reading: the acks pile up until the edge gives up on the socket.
+	for i := range 3000 {
+		ws.SetWriteDeadline(time.Now().Add(5 * time.Second))
+		if err := ws.WriteJSON(map[string]string{"type": "message", "client_id": fmt.Sprint("s", i), "text": "are you reading?"}); err != nil {
+			break // closed under us: what we wait for
+		}
+	}
+	// Without reading a byte, the client sees the edge let go of its socket: the edge's open
+	// connections fall back to none (before, the socket stayed, its reader storing on).
+	edgetest.WaitFor(t, "the edge to close the slow reader's connection", 10*time.Second, func() bool {
+		n, ok := edgetest.Metric(e.MetricsAddr, "spookat_connections_open")
+		return ok && n == 0
+	})
+	// Then what came: the frames that got through and a close frame saying 1013.
+	ws.SetReadDeadline(time.Now().Add(5 * time.Second))
+	for {
+		_, _, err := ws.ReadMessage()
+		if err == nil {
+			continue
+		}
+		var ce *fws.CloseError
+		if errors.As(err, &ce) && ce.Code != fws.CloseTryAgainLater {
+			t.Fatalf("closed with %d, want 1013 (try again later: the widget reconnects and resumes)", ce.Code)
+		}
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() {
+			t.Fatal("no end of the socket after the edge closed it")
+		}
+		return
+	}
+}
