@@ -145,3 +145,40 @@ func TestSlowReaderIsDisconnected(t *testing.T) {
 		return
 	}
 }
+
+// Issue 29, point 8: a client that stops reading in the middle of a resume holds no one
+// else's hello: the hello and resume gate covers reading the history, never sending it.
+func TestStuckResumeHoldsNoHello(t *testing.T) {
+	e := edgetest.Start(t, "", server.Config{})
+	site := edgetest.AddSite(t, e.DataDir, &store.Site{Name: "long", Origins: []string{"*"}})
+	v := edgetest.Dial(t, e.Addr, site.Key, "")
+	long := strings.Repeat("a long message, read slowly. ", 130) // ~3.8 kB
+	for i := range 1500 { // more than the kernel's socket buffers hold (tcp_wmem's 4 MB)
+		if _, err := v.SendAck(fmt.Sprint("h", i), long); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The same visitor again, on a connection with a tiny receive buffer that never reads.
+	d := fws.Dialer{HandshakeTimeout: 5 * time.Second, NetDial: func(network, addr string) (net.Conn, error) {
+		nd := net.Dialer{Control: func(_, _ string, rc syscall.RawConn) error {
+			return rc.Control(func(fd uintptr) { syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 2048) })
+		}}
+		return nd.Dial(network, addr)
+	}}
+	stuck, _, err := d.Dial("ws://"+e.Addr+"/v1/widget/ws?site="+site.Key+"&visitor="+v.Hello.Visitor, http.Header{"Origin": {"http://site.test"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stuck.Close()
+	if err := stuck.WriteJSON(map[string]any{"type": "resume", "after_message_id": 0}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond) // let the resume fill what the socket can take
+	for i := range 3 {
+		start := time.Now()
+		edgetest.Dial(t, e.Addr, site.Key, "")
+		if took := time.Since(start); took > 2*time.Second {
+			t.Fatalf("hello %d took %s while another client's resume is stuck", i, took)
+		}
+	}
+}

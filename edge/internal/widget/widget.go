@@ -297,10 +297,7 @@ func (h *Handler) serve(wc *fws.Conn, site *sites.Site, hs upgradeReq) {
 	}
 	defer h.track(s.c, site.ID, false)
 	defer s.c.finish()
-	h.setup.acquire()
-	ok := s.hello(hs.visitor)
-	h.setup.release()
-	if !ok {
+	if !s.hello(hs.visitor) {
 		return
 	}
 	defer func() {
@@ -378,7 +375,9 @@ func (s *session) hello(token string) bool {
 		s.tokenHash = sum[:]
 		var err error
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		s.h.setup.acquire() // the gate bounds the reads, never a send (a client may not read)
 		state, found, err = s.h.Store.VisitorByToken(ctx, s.site.ID, s.tokenHash)
+		s.h.setup.release()
 		cancel()
 		if err != nil {
 			s.h.Log.Error("visitor lookup", "err", err)
@@ -622,8 +621,6 @@ func (s *session) resume(after int64) {
 		s.fail("", schema.CodeInvalid, "after_message_id must be 0 or more.", 0)
 		return
 	}
-	s.h.setup.acquire()
-	defer s.h.setup.release()
 	convID := s.convID.Load()
 	if convID == 0 {
 		return // nothing stored yet: nothing to replay
@@ -644,34 +641,41 @@ func (s *session) resume(after int64) {
 		c.resuming = false
 		c.mu.Unlock()
 	}()
+	type sent struct {
+		id    int64
+		frame []byte
+	}
+	page := make([]sent, 0, resumePage)
 	for {
-		n := 0
+		// A page is read under the gate, then sent without it: a client that stops reading
+		// waits for room in its own queue, never holding every other socket's hello.
+		page = page[:0]
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		s.h.setup.acquire()
 		err := s.h.Store.MessagesAfter(ctx, convID, after, resumePage, false, func(m *store.Message) error {
-			n++
 			after = m.ID
-			if !c.send(frames.Message(nil, m.ID, m.Author, m.Name, m.Text, frames.VisitorClientID(m.Author, m.ClientID), m.CreatedAt,
-				s.h.Hub.Files.ForVisitor(m.File, time.Now()))) {
-				return errGone
-			}
-			c.mu.Lock()
-			c.lastSent = max(c.lastSent, m.ID)
-			c.mu.Unlock()
+			page = append(page, sent{m.ID, frames.Message(nil, m.ID, m.Author, m.Name, m.Text, frames.VisitorClientID(m.Author, m.ClientID),
+				m.CreatedAt, s.h.Hub.Files.ForVisitor(m.File, time.Now()))})
 			return nil
 		})
+		s.h.setup.release()
 		cancel()
-		if errors.Is(err, errGone) {
-			return
-		}
 		if err != nil {
 			s.h.Log.Error("resume", "err", err)
 			s.fail("", schema.CodeUnavailable, "History could not be read; send resume again.", 1000)
 			return
 		}
-		if n < resumePage {
+		for _, m := range page {
+			if !c.send(m.frame) {
+				return // gone
+			}
+			c.mu.Lock()
+			c.lastSent = max(c.lastSent, m.id)
+			c.mu.Unlock()
+		}
+		if len(page) < resumePage {
 			return
 		}
 	}
 }
 
-var errGone = errors.New("socket gone")
