@@ -48,10 +48,13 @@ const (
 	MaxFileNameRunes = 200
 	// CodeFileTooLarge: the file is over the site's limit; CodeFileRefused: its content is not
 	// what its name or type says, or a type that is not taken; CodeQuota: the site's storage
-	// for attachments is full.
+	// for attachments is full; CodeDiskFull: the server's disk is at its reserve;
+	// CodeNotConnected: the token is no connected visitor's of the site.
 	CodeFileTooLarge = "file_too_large"
 	CodeFileRefused  = "file_refused"
 	CodeQuota        = "quota_exceeded"
+	CodeDiskFull     = "disk_full"
+	CodeNotConnected = "not_connected"
 	// VisitorHeader carries the visitor's token on the widget's file requests (never in a URL,
 	// which proxies log).
 	VisitorHeader = "X-Spookat-Visitor"

@@ -63,9 +63,9 @@ func (w *WidgetSettings) FileLimit() int64 {
 	case mb < 0:
 		return 0
 	case mb == 0:
-		return DefaultFileMaxMB << 20
+		return DefaultFileMaxMB * 1_000_000
 	default:
-		return min(mb, MaxFileMaxMB) << 20
+		return min(mb, MaxFileMaxMB) * 1_000_000
 	}
 }
 

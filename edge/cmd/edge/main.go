@@ -53,7 +53,8 @@ func serve(args []string) error {
 	fs.StringVar(&cfg.NATSTLS.CA, "nats-tls-ca", "", "embedded NATS: clients must present a certificate from this CA; external: verify the server with this CA")
 	fs.BoolVar(&cfg.NATSInsecure, "nats-insecure", false, "labs only: allow the embedded NATS beyond loopback without TLS, and an external NATS that asks for no credentials")
 	fs.IntVar(&cfg.Replicas, "nats-replicas", 1, "replicas of the streams and buckets (3 on a NATS cluster)")
-	fileQuotaMB := fs.Int64("file-quota-mb", widget.DefaultFileQuota>>20, "attachments a site may hold on disk, MB")
+	fileQuotaMB := fs.Int64("file-quota-mb", widget.DefaultFileQuota/1_000_000, "attachments a site may hold on disk, MB (1 MB = 1,000,000 bytes, as the messages count them)")
+	diskReserveMB := fs.Int64("disk-reserve-mb", widget.DefaultDiskReserve/1_000_000, "attachments stop when the disk of the data directory has less than this free, MB")
 	fs.StringVar(&cfg.PublicURL, "public-url", "", "URL browsers use to reach this edge (default http://localhost:<port>)")
 	fs.IntVar(&cfg.WriteQueue, "write-queue", 50_000, "writes that may wait for the SQLite writer; past it a message is refused with \"unavailable\" at once instead of waiting")
 	fs.IntVar(&cfg.WALPages, "wal-max-pages", 4096, "SQLite WAL size in 4 KiB pages past which the writer copies it back into the database itself between two commits, so that it starts again from its beginning (4096: 16 MiB)")
@@ -145,7 +146,14 @@ func serve(args []string) error {
 	if *fileQuotaMB < 1 {
 		return fmt.Errorf("-file-quota-mb must be 1 or more, not %d", *fileQuotaMB)
 	}
-	cfg.FileQuota = *fileQuotaMB << 20
+	cfg.FileQuota = *fileQuotaMB * 1_000_000
+	if *diskReserveMB < 0 {
+		return fmt.Errorf("-disk-reserve-mb must be 0 or more, not %d", *diskReserveMB)
+	}
+	cfg.DiskReserve = max(*diskReserveMB*1_000_000, -1) // 0 MB: no reserve (-1 to the handler)
+	if *diskReserveMB == 0 {
+		cfg.DiskReserve = -1
+	}
 	// Everything the edge writes (database, JetStream, credentials, logs) is its own.
 	syscall.Umask(0o077)
 	if *withDemo {

@@ -12,6 +12,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"syscall"
 )
 
 // Dir is the folder of the attachments: <data>/files/<first two characters of the key>/<key>.
@@ -100,4 +101,22 @@ func (d Dir) Remove(key string) error {
 		return nil
 	}
 	return err
+}
+
+// Free is the space left on the disk that holds the files, in bytes (for an unprivileged
+// user: what a write may still take).
+func (d Dir) Free() (int64, error) {
+	path := d.Root
+	for {
+		var st syscall.Statfs_t
+		err := syscall.Statfs(path, &st)
+		if err == nil {
+			return int64(st.Bavail) * st.Bsize, nil
+		}
+		if parent := filepath.Dir(path); parent != path && errors.Is(err, syscall.ENOENT) {
+			path = parent // not made yet: the disk it will be made on
+			continue
+		}
+		return 0, err
+	}
 }

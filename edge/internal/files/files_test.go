@@ -75,9 +75,29 @@ func TestCleanName(t *testing.T) {
 		"":                              "file",
 		"..":                            "file",
 		strings.Repeat("x", 300) + ".p": strings.Repeat("x", 198) + ".p",
+		"my %22best%22 shot.png":        "my best shot.png", // as a browser's form sends my "best" shot.png
+		"two%0D%0Alines.txt":            "twolines.txt",
 	} {
 		if got := CleanName(in); got != want {
 			t.Errorf("CleanName(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// A stored name says what the content is: a name never disagrees with what is served.
+func TestNameFor(t *testing.T) {
+	for _, tc := range []struct{ name, typ, want string }{
+		{"x.html", "image/png", "x.png"},
+		{"evil.html", "text/plain", "evil.txt"},
+		{"photo.JPEG", "image/jpeg", "photo.JPEG"},
+		{"scan", "application/pdf", "scan.pdf"},
+		{"notes.md", "text/plain", "notes.md"},
+		{"page.svg", "application/octet-stream", "page.bin"},
+		{"archive.tar", "application/octet-stream", "archive.tar"},
+		{".png", "image/png", ".png"},
+	} {
+		if got := NameFor(tc.name, tc.typ); got != tc.want {
+			t.Errorf("NameFor(%q, %s) = %q, want %q", tc.name, tc.typ, got, tc.want)
 		}
 	}
 }

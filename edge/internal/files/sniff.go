@@ -50,6 +50,42 @@ func Sniff(name, claimed string, head []byte) (string, *Refusal) {
 	return "application/octet-stream", nil
 }
 
+// extensions are the names' endings that agree with each stored type; the first is given to
+// a name that has none of them.
+var extensions = map[string][]string{
+	"image/png": {".png"}, "image/jpeg": {".jpg", ".jpeg"}, "image/gif": {".gif"}, "image/webp": {".webp"},
+	"application/pdf": {".pdf"}, "text/plain": {".txt", ".log", ".csv", ".md", ".json"}, "application/zip": {".zip"},
+}
+
+// risky are endings an operator's computer may open with something that runs what it holds.
+var risky = map[string]bool{".html": true, ".htm": true, ".xhtml": true, ".shtml": true, ".svg": true, ".svgz": true,
+	".xml": true, ".xsl": true, ".js": true, ".mjs": true, ".hta": true, ".mht": true, ".mhtml": true, ".url": true}
+
+// NameFor is the name an upload is stored and served under: its name with an ending that
+// says what its content is. x.html holding a PNG is x.png; notes.html holding text is
+// notes.txt; a risky ending on other content becomes .bin. So a name never disagrees with
+// what is served.
+func NameFor(name, typ string) string {
+	ext := filepath.Ext(name)
+	base := strings.TrimSuffix(name, ext)
+	if base == "" {
+		base = "file"
+	}
+	low := strings.ToLower(ext)
+	if want, ok := extensions[typ]; ok {
+		for _, e := range want {
+			if low == e {
+				return name
+			}
+		}
+		return base + want[0]
+	}
+	if risky[low] {
+		return base + ".bin"
+	}
+	return name
+}
+
 func article(typ string) string {
 	switch typ {
 	case "application/pdf":
@@ -66,9 +102,14 @@ func looksLikeSVG(head []byte) bool {
 	return strings.Contains(s, "<svg") || strings.Contains(s, "<!doctype") || strings.Contains(s, "<script")
 }
 
+var formEscapes = strings.NewReplacer("%22", `"`, "%0D", "\r", "%0A", "\n", "%0d", "\r", "%0a", "\n")
+
 // CleanName keeps the last element of a file name, without control or path characters, at
 // most 200 characters ("file" if nothing is left).
 func CleanName(name string) string {
+	// Browsers send a multipart file name with ", CR and LF written %22, %0D and %0A (the
+	// WHATWG form encoding): read them back, so they are dropped below, not escaped twice.
+	name = formEscapes.Replace(name)
 	name = filepath.Base(strings.ReplaceAll(name, "\\", "/"))
 	name = strings.Map(func(r rune) rune {
 		if r < 0x20 || r == 0x7f || r == '/' || r == '"' || r >= 0x202a && r <= 0x202e || r >= 0x2066 && r <= 0x2069 {

@@ -15,6 +15,7 @@ import (
 	"spookat/edge/internal/edgetest"
 	"spookat/edge/internal/server"
 	"spookat/edge/internal/store"
+	"spookat/schema"
 )
 
 // dialFrom opens a TCP connection to addr from a given loopback address (127.0.0.2: another
@@ -153,7 +154,7 @@ func TestStuckResumeHoldsNoHello(t *testing.T) {
 	site := edgetest.AddSite(t, e.DataDir, &store.Site{Name: "long", Origins: []string{"*"}})
 	v := edgetest.Dial(t, e.Addr, site.Key, "")
 	long := strings.Repeat("a long message, read slowly. ", 130) // ~3.8 kB
-	for i := range 1500 { // more than the kernel's socket buffers hold (tcp_wmem's 4 MB)
+	for i := range 1500 {                                        // more than the kernel's socket buffers hold (tcp_wmem's 4 MB)
 		if _, err := v.SendAck(fmt.Sprint("h", i), long); err != nil {
 			t.Fatal(err)
 		}
@@ -180,5 +181,50 @@ func TestStuckResumeHoldsNoHello(t *testing.T) {
 		if took := time.Since(start); took > 2*time.Second {
 			t.Fatalf("hello %d took %s while another client's resume is stuck", i, took)
 		}
+	}
+}
+
+// Issue 29, points 3 and 4: an upload needs a visitor whose window is connected (a made-up
+// token, or the token of one who left, fills nobody's quota), each visitor has a brake of
+// its own, the disk is a budget, and a file is stored under a name that says what it holds.
+func TestAnonymousUploadsRefused(t *testing.T) {
+	e := edgetest.Start(t, "", server.Config{})
+	site := edgetest.AddSite(t, e.DataDir, &store.Site{Name: "quota", Origins: []string{"http://site.test"}})
+	const origin = "http://site.test"
+
+	made := strings.Repeat("a", schema.VisitorTokenLen) // well formed, no one's
+	if r := upload(t, e.Addr, site.Key, origin, made, "a.png", "image/png", onePixelPNG); r.status != http.StatusForbidden || r.err.Code != schema.CodeNotConnected {
+		t.Fatalf("a made-up token: %d %+v, want 403 not_connected", r.status, r.err)
+	}
+	c := edgetest.Dial(t, e.Addr, site.Key, "")
+	token := c.Hello.Visitor
+	r := upload(t, e.Addr, site.Key, origin, token, "x.html", "text/html", onePixelPNG)
+	if r.status != http.StatusCreated || r.file.Name != "x.png" || r.file.Type != "image/png" {
+		t.Fatalf("a PNG named x.html: %d %+v %+v, want it stored as x.png", r.status, r.file, r.err)
+	}
+	if r := upload(t, e.Addr, site.Key, origin, token, `say %22hi%22.txt`, "text/plain", []byte("hello there")); r.status != http.StatusCreated || r.file.Name != "say hi.txt" {
+		t.Fatalf("a browser-escaped name: %d %+v", r.status, r.file)
+	}
+	for i := range 10 {
+		r := upload(t, e.Addr, site.Key, origin, token, "a.png", "image/png", onePixelPNG)
+		if r.status == http.StatusTooManyRequests && r.err.Code == schema.CodeRateLimited && r.header.Get("Retry-After") != "" {
+			break
+		}
+		if i == 9 {
+			t.Fatalf("12 uploads from one visitor at once: never braked (%d %+v)", r.status, r.err)
+		}
+	}
+	c.WS.Close()
+	edgetest.WaitFor(t, "the visitor gone", 5*time.Second, func() bool {
+		r := upload(t, e.Addr, site.Key, origin, token, "a.png", "image/png", onePixelPNG)
+		return r.status == http.StatusForbidden && r.err.Code == schema.CodeNotConnected
+	})
+
+	// The disk: an edge whose reserve is more than the disk has takes no file.
+	full := edgetest.Start(t, "", server.Config{DiskReserve: 1 << 62})
+	s2 := edgetest.AddSite(t, full.DataDir, &store.Site{Name: "disk", Origins: []string{origin}})
+	c2 := edgetest.Dial(t, full.Addr, s2.Key, "")
+	if r := upload(t, full.Addr, s2.Key, origin, c2.Hello.Visitor, "a.png", "image/png", onePixelPNG); r.status != http.StatusInsufficientStorage || r.err.Code != schema.CodeDiskFull {
+		t.Fatalf("at the disk's reserve: %d %+v, want 507 disk_full", r.status, r.err)
 	}
 }

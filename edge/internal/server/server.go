@@ -109,6 +109,8 @@ type Config struct {
 
 	// FileQuota bounds the attachments a site holds on disk, in bytes (0: widget.DefaultFileQuota).
 	FileQuota int64
+	// DiskReserve is what attachments leave free on their disk (0: widget.DefaultDiskReserve).
+	DiskReserve int64
 }
 
 // DefaultRequestTimeout is Config.RequestTimeout's default: seconds, not minutes, so that
@@ -467,7 +469,9 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	})
 	wh := &widget.Handler{Store: st, Sites: reg, Hub: hub, Metrics: m, Brakes: brk, IPs: ips, Log: log,
 		Pace: &widget.Pacer{Rate: cfg.SocketRate}, Operators: inboxHub, Online: here.Online, PresenceChanges: presenceChanges, FirstFrame: cfg.FirstFrame,
-		Files: fileDir, FileQuota: cfg.FileQuota}
+		Files: fileDir, FileQuota: cfg.FileQuota, DiskReserve: cfg.DiskReserve}
+	wg.Go(func() { expireUnsentFiles(bg, st, fileDir, log) })
+	warnQuotas(reg, fileDir, cmp.Or(cfg.FileQuota, widget.DefaultFileQuota), log)
 	wg.Go(func() { wh.RunPresence(bg, widget.PresenceSweep) })
 	wg.Add(1)
 	go func() { // forget idle (site, IP) brake entries
@@ -547,6 +551,49 @@ func waitGroup(ctx context.Context, wg *sync.WaitGroup) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// expireUnsentFiles is the maintenance tick that deletes the uploads no message carried
+// within store.UnsentFileTTL, rows first, then files.
+func expireUnsentFiles(ctx context.Context, st *store.Store, dir files.Dir, log *slog.Logger) {
+	t := time.NewTicker(10 * time.Minute)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			for {
+				keys, err := st.ExpireUnsentFiles(ctx, time.Now().Add(-store.UnsentFileTTL), 500)
+				if err != nil {
+					if ctx.Err() == nil {
+						log.Warn("unsent uploads not expired yet; the next tick tries again", "err", err)
+					}
+					break
+				}
+				for _, k := range keys {
+					if err := dir.Remove(k); err != nil {
+						log.Warn("remove an expired upload", "err", err)
+					}
+				}
+				if len(keys) < 500 {
+					break
+				}
+			}
+		}
+	}
+}
+
+// warnQuotas says at start when the sites' attachment quotas together exceed the free disk:
+// uploads then stop at the disk's reserve, before the quotas.
+func warnQuotas(reg *sites.Registry, dir files.Dir, quota int64, log *slog.Logger) {
+	n := int64(len(reg.All()))
+	free, err := dir.Free()
+	if err != nil || n*quota <= free {
+		return
+	}
+	log.Warn("the sites' attachment quotas together exceed the free disk: uploads stop at the disk's reserve (-file-quota-mb, -disk-reserve-mb)",
+		"sites", n, "quota_each", quota, "free", free)
 }
 
 // wakeSnoozed is the maintenance tick that reopens, through the writer, the conversations

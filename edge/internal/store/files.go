@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"time"
 
 	"spookat/schema"
 )
@@ -56,15 +57,51 @@ func (s *Store) FileByKey(ctx context.Context, key string) (f File, found bool, 
 	return f, found, err
 }
 
-// SiteFileBytes is the size of every attachment a site holds (for its quota).
-func (s *Store) SiteFileBytes(ctx context.Context, siteID int64) (n int64, err error) {
+// UnsentFileTTL is how long an upload no message carries is kept (and counted in its site's
+// quota): a visitor sends the file with a message at once; one never sent is expired.
+const UnsentFileTTL = time.Hour
+
+// SiteFileBytes is the size of the attachments a site holds, for its quota: every file a
+// message carries, and the uploads made since `since` that none carries yet.
+func (s *Store) SiteFileBytes(ctx context.Context, siteID int64, since time.Time) (n int64, err error) {
 	err = s.Read(ctx, func(q Querier) error {
-		st, err := q.Stmt(`SELECT coalesce(sum(size), 0) FROM files WHERE site_id = ?`)
+		st, err := q.Stmt(`SELECT coalesce(sum(size), 0) FROM files f
+			WHERE f.site_id = ? AND (f.created_at >= ? OR EXISTS (SELECT 1 FROM messages m WHERE m.file_id = f.id))`)
 		if err != nil {
 			return err
 		}
-		_, err = queryRow(st, []any{siteID}, &n)
+		_, err = queryRow(st, []any{siteID, since.UnixMilli()}, &n)
 		return err
 	})
 	return n, err
+}
+
+// ExpireUnsentFiles deletes up to limit uploads made before `before` that no message
+// carries, and returns their keys: the caller removes the files from disk (a row without
+// its file is never served; a file without its row is never reached).
+func (s *Store) ExpireUnsentFiles(ctx context.Context, before time.Time, limit int) (keys []string, err error) {
+	type unsent struct {
+		id  int64
+		key string
+	}
+	list, err := readList(ctx, s, `SELECT f.id, f.key FROM files f WHERE f.created_at < ?
+			AND NOT EXISTS (SELECT 1 FROM messages m WHERE m.file_id = f.id) ORDER BY f.created_at LIMIT ?`,
+		[]any{before.UnixMilli(), limit}, func(u *unsent) []any { return []any{&u.id, &u.key} })
+	if err != nil || len(list) == 0 {
+		return nil, err
+	}
+	err = s.Write(ctx, func(tx *Tx) error {
+		keys = keys[:0]
+		for _, u := range list {
+			// A message that took the file since it was read keeps it.
+			if err := tx.exec(`DELETE FROM files WHERE id = ? AND NOT EXISTS (SELECT 1 FROM messages WHERE file_id = ?)`, u.id, u.id); err != nil {
+				return err
+			}
+			if tx.c.Changes() > 0 {
+				keys = append(keys, u.key)
+			}
+		}
+		return nil
+	})
+	return keys, err
 }

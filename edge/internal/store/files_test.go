@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"strconv"
 	"testing"
+	"time"
 
 	"spookat/schema"
 )
@@ -37,8 +38,29 @@ func TestFilesAndTranscript(t *testing.T) {
 	if got, _, _ = s.FileByKey(ctx, f.Key); got.MessageID != sent.MessageID || got.ConversationID != conv {
 		t.Fatalf("sent upload: %+v, message %d", got, sent.MessageID)
 	}
-	if n, err := s.SiteFileBytes(ctx, site.ID); err != nil || n != 1234 {
+	if n, err := s.SiteFileBytes(ctx, site.ID, time.Now().Add(-UnsentFileTTL)); err != nil || n != 1234 {
 		t.Fatalf("site bytes %d %v", n, err)
+	}
+	// An upload no message carries counts while it is recent, then is expired; a sent one stays.
+	unsent := &File{Key: "BBBBBBBBBBBBBBBBBBBBBB", SiteID: site.ID, TokenHash: th[:], Name: "never.png", Type: "image/png", Size: 500, SHA256: make([]byte, 32)}
+	if err := s.Write(ctx, func(tx *Tx) error { return tx.InsertFile(unsent) }); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := s.SiteFileBytes(ctx, site.ID, time.Now().Add(-UnsentFileTTL)); n != 1734 {
+		t.Fatalf("site bytes with a recent unsent upload: %d, want 1734", n)
+	}
+	later := time.Now().Add(UnsentFileTTL + time.Minute)
+	if n, _ := s.SiteFileBytes(ctx, site.ID, later.Add(-UnsentFileTTL)); n != 1234 {
+		t.Fatalf("site bytes once the unsent upload is old: %d, want 1234", n)
+	}
+	if keys, err := s.ExpireUnsentFiles(ctx, later.Add(-UnsentFileTTL), 10); err != nil || len(keys) != 1 || keys[0] != unsent.Key {
+		t.Fatalf("expired %v %v, want the unsent upload alone", keys, err)
+	}
+	if _, found, _ := s.FileByKey(ctx, unsent.Key); found {
+		t.Fatal("an expired upload is still named")
+	}
+	if _, found, _ := s.FileByKey(ctx, f.Key); !found {
+		t.Fatal("a sent file was expired")
 	}
 	var withFile *schema.File
 	if err := s.MessagesAfter(ctx, conv, 0, 10, false, func(m *Message) error {

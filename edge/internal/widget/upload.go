@@ -17,7 +17,7 @@ import (
 
 // DefaultFileQuota is what a site's attachments may hold on disk, all together, when the
 // edge's -file-quota-mb says nothing.
-const DefaultFileQuota = 1 << 30
+const DefaultFileQuota = 1_000_000_000 // 1 GB, counted as the messages say it
 
 // upload answers POST /v1/widget/files?site=<key>: a multipart form with the visitor's token
 // (field "visitor", as the hello gave it) and one file (field "file"). The file is checked
@@ -63,6 +63,15 @@ func (h *Handler) upload(c *fiber.Ctx) error {
 	if fh.Size == 0 {
 		return h.refuseFile(c, fiber.StatusBadRequest, schema.CodeInvalid, "The file is empty.")
 	}
+	th := sha256.Sum256([]byte(token))
+	known, ok, wait := h.admitUpload(site.ID, th, time.Now())
+	if !known {
+		return h.refuseFile(c, fiber.StatusForbidden, schema.CodeNotConnected,
+			"Files are taken from a visitor whose chat window is connected: open the chat and send the file from it.")
+	}
+	if !ok {
+		return h.refuseLater(c, schema.CodeRateLimited, "You are sending files too fast; wait", wait)
+	}
 	ip := h.IPs.IP(c)
 	if ok, wait := h.Brakes.Upload(site.ID, ip); !ok {
 		return h.refuseLater(c, schema.CodeRateLimited, "You are sending files too fast; wait", wait)
@@ -72,7 +81,7 @@ func (h *Handler) upload(c *fiber.Ctx) error {
 	}
 	ctx, cancel := context.WithTimeout(c.UserContext(), 10*time.Second)
 	defer cancel()
-	used, err := h.Store.SiteFileBytes(ctx, site.ID)
+	used, err := h.Store.SiteFileBytes(ctx, site.ID, time.Now().Add(-store.UnsentFileTTL))
 	if err != nil {
 		h.Log.Error("attachment quota", "site", site.ID, "err", err)
 		return h.refuseFile(c, fiber.StatusServiceUnavailable, schema.CodeUnavailable, "The file could not be saved now; send it again.")
@@ -81,6 +90,13 @@ func (h *Handler) upload(c *fiber.Ctx) error {
 		h.Log.Warn("attachment quota reached", "site", site.ID, "used", used)
 		return h.refuseFile(c, fiber.StatusInsufficientStorage, schema.CodeQuota,
 			"This site's storage for attachments is full: the file was not sent. Describe it in a message instead.")
+	}
+	// The disk is a budget: uploads stop at a reserve that the database, the log and the
+	// other sites' files keep, before the machine's own limit.
+	if free, err := h.Files.Free(); err == nil && free-fh.Size < h.diskReserve() {
+		h.Log.Warn("attachment refused: the disk is at its reserve", "site", site.ID, "free", free, "reserve", h.diskReserve())
+		return h.refuseFile(c, fiber.StatusInsufficientStorage, schema.CodeDiskFull,
+			"The server's disk is nearly full: the file was not sent. Describe it in a message instead.")
 	}
 	data, err := readUpload(fh, limit)
 	if err != nil {
@@ -96,8 +112,7 @@ func (h *Handler) upload(c *fiber.Ctx) error {
 		h.Log.Error("write attachment", "site", site.ID, "err", err)
 		return h.refuseFile(c, fiber.StatusServiceUnavailable, schema.CodeUnavailable, "The file could not be saved now; send it again.")
 	}
-	th := sha256.Sum256([]byte(token))
-	row := &store.File{Key: key, SiteID: site.ID, TokenHash: th[:], Name: files.CleanName(fh.Filename), Type: typ,
+	row := &store.File{Key: key, SiteID: site.ID, TokenHash: th[:], Name: files.NameFor(files.CleanName(fh.Filename), typ), Type: typ,
 		Size: int64(len(data)), SHA256: sum}
 	if err := h.Store.Write(ctx, func(tx *store.Tx) error { return tx.InsertFile(row) }); err != nil {
 		_ = h.Files.Remove(key)
@@ -106,6 +121,19 @@ func (h *Handler) upload(c *fiber.Ctx) error {
 	}
 	h.Metrics.FilesStored.Inc()
 	return c.Status(fiber.StatusCreated).JSON(row.Wire())
+}
+
+// DefaultDiskReserve is what uploads leave free on the disk when DiskReserve says nothing.
+const DefaultDiskReserve = 1_000_000_000
+
+func (h *Handler) diskReserve() int64 {
+	switch {
+	case h.DiskReserve < 0:
+		return 0
+	case h.DiskReserve > 0:
+		return h.DiskReserve
+	}
+	return DefaultDiskReserve
 }
 
 func (h *Handler) quota() int64 {

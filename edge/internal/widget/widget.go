@@ -68,6 +68,8 @@ type Handler struct {
 	// Files keeps the attachments; FileQuota bounds a site's, in bytes (0: DefaultFileQuota).
 	Files     files.Dir
 	FileQuota int64
+	// DiskReserve is what uploads leave free on the files' disk (0: DefaultDiskReserve; -1: none).
+	DiskReserve int64
 
 	upgrader      fws.FastHTTPUpgrader // set by Register
 	setup         gate                 // hellos and resumes at once (gate.go)
@@ -80,7 +82,8 @@ type Handler struct {
 	closing bool                         // CloseAll has begun: refuse new sockets
 	active  sync.WaitGroup               // handlers still running
 
-	presence presence // presence.go
+	presence  presence               // presence.go
+	uploaders map[[32]byte]*uploader // uploaders.go, under mu
 }
 
 // CloseAll closes every socket with 1001 (going away), for a graceful stop. Clients
@@ -300,6 +303,8 @@ func (h *Handler) serve(wc *fws.Conn, site *sites.Site, hs upgradeReq) {
 	if !s.hello(hs.visitor) {
 		return
 	}
+	h.connected(site.ID, s.tokenHash, true)
+	defer h.connected(site.ID, s.tokenHash, false)
 	defer func() {
 		if id := s.convID.Load(); id != 0 {
 			h.Hub.Unsubscribe(id, s.c)
@@ -678,4 +683,3 @@ func (s *session) resume(after int64) {
 		}
 	}
 }
-

@@ -454,7 +454,7 @@
       addLi(li);
       var p = { cid: cid, text: text, li: li, blob: blob };
       pending[cid] = p; order.push(cid);
-      var max = (site.file_max_mb || 10) * 1048576;
+      var max = (site.file_max_mb || 10) * 1e6; // MB as the server counts them
       if (blob && (site.file_max_mb < 0 || blob.size > max)) { refuse(p, t('fileTooLarge', { max: Math.max(site.file_max_mb, 0) })); return; }
       transmit(p);
     }
