@@ -13,6 +13,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -21,6 +22,7 @@ import (
 	"spookat/edge/internal/clientip"
 	"spookat/edge/internal/files"
 	"spookat/edge/internal/live"
+	"spookat/edge/internal/metrics"
 	"spookat/edge/internal/sites"
 	"spookat/edge/internal/store"
 	"spookat/schema"
@@ -46,8 +48,10 @@ type Handler struct {
 	// conversation's widget sockets through it (nil: they reach nobody).
 	Visitors *live.Hub
 	Log      *slog.Logger
-	// Limiter bounds login attempts (default: 10 per minute per address, 5 per minute per email).
+	// Limiter guards password checks (NewLimiter's by default).
 	Limiter *Limiter
+	// Metrics counts wrong passwords (nil: not counted).
+	Metrics *metrics.Edge
 	// AllowPrivateTargets takes webhook and Discord URLs the worker's -allow-private-targets
 	// would let through (http://, loopback, private addresses): labs and tests.
 	AllowPrivateTargets bool
@@ -202,11 +206,9 @@ func (h *Handler) login(c *fiber.Ctx) error {
 	if err := c.BodyParser(&req); err != nil || req.Email == "" || req.Password == "" {
 		return fail(c, fiber.StatusBadRequest, "invalid", "Give an email and a password.")
 	}
-	if wait := h.Limiter.Take(h.IPs.IP(c).String(), strings.ToLower(strings.TrimSpace(req.Email))); wait > 0 {
-		secs := int(wait/time.Second) + 1
-		c.Set(fiber.HeaderRetryAfter, itoa(secs))
-		return fail(c, fiber.StatusTooManyRequests, "rate_limited",
-			"Too many login attempts; try again in "+itoa(secs)+" seconds.")
+	addr, account := h.IPs.IP(c).String(), strings.ToLower(strings.TrimSpace(req.Email))
+	if refused, err := h.admitPassword(c, addr, account, "login"); refused {
+		return err
 	}
 	ctx, cancel := reqCtx(c)
 	defer cancel()
@@ -215,6 +217,7 @@ func (h *Handler) login(c *fiber.Ctx) error {
 		return err
 	}
 	if !ok {
+		h.passwordFailed(addr, account, op.ID)
 		return fail(c, fiber.StatusUnauthorized, "unauthorized", "Wrong email or password.")
 	}
 	token, csrf := randomToken(32), randomToken(24)
@@ -227,6 +230,35 @@ func (h *Handler) login(c *fiber.Ctx) error {
 	c.Cookie(&fiber.Cookie{Name: CookieName, Value: token, Path: "/", Expires: expires, HTTPOnly: true,
 		SameSite: fiber.CookieSameSiteLaxMode, Secure: secure(c)})
 	return c.JSON(fiber.Map{"operator": op, "csrf_token": csrf})
+}
+
+// admitPassword applies the Limiter before a password is checked: refused, with the 429
+// answered, when this address may not try now; else after the wait of an account someone
+// is guessing.
+func (h *Handler) admitPassword(c *fiber.Ctx, addr, account, what string) (refused bool, err error) {
+	refuse, delay := h.Limiter.Admit(addr, account)
+	if refuse > 0 {
+		secs := int(refuse/time.Second) + 1
+		c.Set(fiber.HeaderRetryAfter, itoa(secs))
+		return true, fail(c, fiber.StatusTooManyRequests, "rate_limited",
+			"Too many "+what+" attempts from this address; try again in "+itoa(secs)+" seconds.")
+	}
+	if delay > 0 {
+		time.Sleep(delay)
+	}
+	return false, nil
+}
+
+// passwordFailed counts a wrong password for the Limiter and the metrics.
+func (h *Handler) passwordFailed(addr, account string, operatorID int64) {
+	h.Limiter.Failed(addr, account)
+	if h.Metrics != nil {
+		id := "unknown"
+		if operatorID != 0 {
+			id = strconv.FormatInt(operatorID, 10)
+		}
+		h.Metrics.LoginFailures.WithLabelValues(id).Inc()
+	}
 }
 
 func (h *Handler) logout(c *fiber.Ctx) error {
@@ -305,11 +337,9 @@ func (h *Handler) changePassword(c *fiber.Ctx) error {
 	if err := store.PasswordRule(req.New); err != nil {
 		return fail(c, fiber.StatusBadRequest, "invalid", "The new password is not accepted: "+err.Error()+".")
 	}
-	if wait := h.Limiter.Take(h.IPs.IP(c).String(), strings.ToLower(w.op.Email)); wait > 0 {
-		secs := int(wait/time.Second) + 1
-		c.Set(fiber.HeaderRetryAfter, itoa(secs))
-		return fail(c, fiber.StatusTooManyRequests, "rate_limited",
-			"Too many password attempts; try again in "+itoa(secs)+" seconds.")
+	addr, account := h.IPs.IP(c).String(), strings.ToLower(w.op.Email)
+	if refused, err := h.admitPassword(c, addr, account, "password"); refused {
+		return err
 	}
 	ctx, cancel := reqCtx(c)
 	defer cancel()
@@ -318,6 +348,7 @@ func (h *Handler) changePassword(c *fiber.Ctx) error {
 		return err
 	}
 	if !ok {
+		h.passwordFailed(addr, account, w.op.ID)
 		return fail(c, fiber.StatusForbidden, "forbidden", "The current password is wrong.")
 	}
 	hash, err := store.HashPassword(req.New)

@@ -26,6 +26,9 @@ type Edge struct {
 	ResultsRejected *prometheus.CounterVec
 	// SocketRefusals counts connections refused with 503 because -max-sockets were open.
 	SocketRefusals prometheus.Counter
+	// LoginFailures counts wrong passwords, by operator id ("unknown": no operator has the
+	// email): an account someone is guessing shows here.
+	LoginFailures *prometheus.CounterVec
 	// SocketsPaced counts new widget sockets that waited for their turn under -socket-rate,
 	// and those refused because the wait would have been too long.
 	SocketsPaced *prometheus.CounterVec
@@ -76,6 +79,9 @@ func New() *Edge {
 		SocketsPaced: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "spookat_sockets_paced_total", Help: "New widget sockets past -socket-rate: outcome waited (their turn came within 5 s) or refused (503 busy).",
 		}, []string{"outcome"}),
+		LoginFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "spookat_login_failures_total", Help: "Wrong passwords at the inbox's login, by operator id (unknown: no such email).",
+		}, []string{"operator_id"}),
 		SocketRefusals: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "spookat_socket_refusals_total", Help: "Connections refused with 503 because -max-sockets connections were open.",
 		}),
@@ -92,7 +98,7 @@ func New() *Edge {
 			Name: "spookat_stream_messages", Help: "Messages a JetStream stream holds (read every few seconds).",
 		}, []string{"stream"}),
 	}
-	reg.MustRegister(m.SocketRefusals, m.SocketsPaced, m.AcceptErrors, m.MessagesSaved, m.AckLatency, m.CommitBatch, m.CommitDuration, m.OpenSockets, m.FrameErrors, m.FilesStored, m.ResultsRecords, m.ResultsRejected,
+	reg.MustRegister(m.LoginFailures, m.SocketRefusals, m.SocketsPaced, m.AcceptErrors, m.MessagesSaved, m.AckLatency, m.CommitBatch, m.CommitDuration, m.OpenSockets, m.FrameErrors, m.FilesStored, m.ResultsRecords, m.ResultsRejected,
 		m.StreamBytes, m.StreamMaxBytes, m.StreamMessages,
 		collectors.NewGoCollector(collectors.WithGoCollectorRuntimeMetrics(collectors.MetricsScheduler, collectors.MetricsGC)),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))

@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -12,6 +13,7 @@ import (
 
 	fws "github.com/fasthttp/websocket"
 
+	"spookat/edge/internal/admin"
 	"spookat/edge/internal/edgetest"
 	"spookat/edge/internal/server"
 	"spookat/edge/internal/store"
@@ -227,4 +229,45 @@ func TestAnonymousUploadsRefused(t *testing.T) {
 	if r := upload(t, full.Addr, s2.Key, origin, c2.Hello.Visitor, "a.png", "image/png", onePixelPNG); r.status != http.StatusInsufficientStorage || r.err.Code != schema.CodeDiskFull {
 		t.Fatalf("at the disk's reserve: %d %+v, want 507 disk_full", r.status, r.err)
 	}
+}
+
+// Issue 29, point 5: six wrong passwords from one address close that address's door to the
+// account, not the account: the operator, from another address, logs in with the right
+// password (slowed a moment), and the failures are counted for the account.
+func TestWrongPasswordsLockNobodyOut(t *testing.T) {
+	e := edgetest.Start(t, "", server.Config{})
+	site := edgetest.AddSite(t, e.DataDir, &store.Site{Name: "guarded", Origins: []string{"*"}})
+	edgetest.AddOperator(t, e.DataDir, admin.OperatorRequest{Email: "ann@guarded.test", Password: "correct horse battery", SiteKeys: []string{site.Key}})
+	attacker := &http.Client{Transport: &http.Transport{DialContext: (&net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP("127.0.0.2")}}).DialContext}}
+	login := func(c *http.Client, password string) int {
+		t.Helper()
+		b, _ := json.Marshal(map[string]string{"email": "ann@guarded.test", "password": password})
+		resp, err := c.Post("http://"+e.Addr+"/v1/api/login", "application/json", strings.NewReader(string(b)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	var codes []int
+	for range 6 {
+		codes = append(codes, login(attacker, "wrong guess"))
+	}
+	if fmt.Sprint(codes) != "[401 401 401 401 401 429]" {
+		t.Fatalf("six wrong passwords from one address: %v", codes)
+	}
+	if code := login(attacker, "correct horse battery"); code != http.StatusTooManyRequests {
+		t.Fatalf("the guessing address with the right password: %d, want 429 (its door is closed for a minute)", code)
+	}
+	start := time.Now()
+	if code := login(http.DefaultClient, "correct horse battery"); code != http.StatusOK {
+		t.Fatalf("the operator from their own address: %d, want 200", code)
+	}
+	if took := time.Since(start); took > 6*time.Second {
+		t.Fatalf("the operator waited %s", took)
+	}
+	edgetest.WaitFor(t, "the failures counted", 5*time.Second, func() bool {
+		n, _ := edgetest.Metric(e.MetricsAddr, `spookat_login_failures_total{operator_id="1"}`)
+		return n == 5
+	})
 }

@@ -489,7 +489,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	}()
 	wh.Register(app)
 	assets.New().KnownSites(func(key string) bool { return reg.ByKey(key) != nil }).Register(app) // widget.js, chat window, /app/, /demo
-	(&inbox.Handler{Store: st, Sites: reg, Hub: inboxHub, Visitors: hub, Log: log, AllowPrivateTargets: wcfg.AllowPrivateTargets, IPs: ips,
+	(&inbox.Handler{Store: st, Sites: reg, Hub: inboxHub, Visitors: hub, Log: log, AllowPrivateTargets: wcfg.AllowPrivateTargets, IPs: ips, Metrics: m,
 		Files: fileDir}).Register(app)
 	(&files.Links{Store: st, Signer: signer, Dir: fileDir, Log: log}).Register(app)
 	slackEvents := &slackevents.Handler{Store: st, Sites: reg, Log: log}

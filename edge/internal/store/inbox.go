@@ -40,7 +40,7 @@ func (s *Store) OperatorLogin(ctx context.Context, email, password string) (op O
 		hash = dummyHash
 	}
 	if bcrypt.CompareHashAndPassword([]byte(hash), []byte(password)) != nil || !found {
-		return Operator{}, false, nil
+		return Operator{ID: op.ID}, false, nil // the id of an account a wrong password was tried on (0: none)
 	}
 	return op, true, nil
 }
