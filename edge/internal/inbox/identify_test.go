@@ -102,4 +102,39 @@ func TestIdentifyVerifiedUserIsOneConversation(t *testing.T) {
 	if c := got.Conversation; c.UserID != "u-50" || c.VisitorEmail != "carol@shop.test" {
 		t.Fatalf("u-50's conversation: %+v, want the email left on it", c)
 	}
+
+	// Issue 29, point 6: a visitor who claims u-42's id and email without the signature
+	// borrows nothing of u-42's history; another unverified visitor with that email is listed,
+	// marked as a claim.
+	impostor := edgetest.Dial(t, v.e.Addr, v.sites[0].Key, "")
+	if f := identify(impostor, "u-42", ""); f.Type != "identified" || f.Verified {
+		t.Fatalf("the impostor's claim: %+v", f)
+	}
+	ackI, err := impostor.SendAck("i-1", "it's me, u-42, what did I order?")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ctx struct {
+		Conversation store.ConversationSummary  `json:"conversation"`
+		Context      store.ConversationContext `json:"context"`
+	}
+	in.Do(t, "GET", "/conversations/"+strconv.FormatInt(*ackI.ConversationID, 10), nil, &ctx)
+	for _, e := range ctx.Context.Earlier {
+		if e.ID == *ack.ConversationID {
+			t.Fatalf("an unverified claim of u-42 lists u-42's verified conversation: %+v", ctx.Context.Earlier)
+		}
+	}
+	if c := ctx.Conversation; c.Verified || c.UserID != "u-42" {
+		t.Fatalf("the impostor's conversation: %+v, want it unverified", c)
+	}
+	second := edgetest.Dial(t, v.e.Addr, v.sites[0].Key, "")
+	identify(second, "u-42", "")
+	ack4, err := second.SendAck("s2-1", "me again")
+	if err != nil {
+		t.Fatal(err)
+	}
+	in.Do(t, "GET", "/conversations/"+strconv.FormatInt(*ack4.ConversationID, 10), nil, &ctx)
+	if e := ctx.Context.Earlier; len(e) != 1 || e[0].ID != *ackI.ConversationID || e[0].Verified {
+		t.Fatalf("another unverified visitor with the email: earlier %+v, want the impostor's, marked unverified", e)
+	}
 }

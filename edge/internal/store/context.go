@@ -44,8 +44,9 @@ type ConversationContext struct {
 	// Now is the page the visitor was last on; Started, the one the conversation began on.
 	Now     *schema.VisitorContext `json:"now"`
 	Started *schema.VisitorContext `json:"started"`
-	// Earlier are the same person's other conversations on the site: visitors with the same
-	// email, or the same verified user id, newest first.
+	// Earlier are the same person's other conversations on the site, newest first: the same
+	// verified user id (for a verified visitor), or the same email among unverified visitors
+	// (Verified false: a claim, said so in the inbox).
 	Earlier []EarlierConversation `json:"earlier"`
 }
 
@@ -56,6 +57,7 @@ type EarlierConversation struct {
 	LastText  string `json:"last_text"`
 	CreatedAt int64  `json:"created_at"`
 	UpdatedAt int64  `json:"updated_at"`
+	Verified  bool   `json:"verified"` // found by the verified user id; false: by an email, a claim
 }
 
 // maxEarlier bounds the earlier conversations shown.
@@ -84,11 +86,14 @@ func (s *Store) ConversationContext(ctx context.Context, cv *ConversationSummary
 		if email == "" && user == "" {
 			return nil
 		}
-		// "email != ''" repeats the partial index visitors_email's condition so that SQLite
-		// may use that index.
-		st, err = q.Stmt(`SELECT c.id, c.status, coalesce(m.text, ''), c.created_at, c.updated_at
+		// A verified user's conversations join only a verified user's (same id, signed by the
+		// site); an email is a claim anyone can make, so it joins only other unverified
+		// visitors' conversations, and says so (Verified false): claiming a verified user's id
+		// or email never shows their history. "email != ''" repeats the partial index
+		// visitors_email's condition so that SQLite may use that index.
+		st, err = q.Stmt(`SELECT c.id, c.status, coalesce(m.text, ''), c.created_at, c.updated_at, v.verified
 			FROM visitors v JOIN conversations c ON c.visitor_id = v.id LEFT JOIN messages m ON m.id = c.last_message_id
-			WHERE v.id IN (SELECT id FROM visitors WHERE site_id = ?1 AND ?2 != '' AND email = ?2 COLLATE NOCASE AND email != ''
+			WHERE v.id IN (SELECT id FROM visitors WHERE site_id = ?1 AND ?2 != '' AND email = ?2 COLLATE NOCASE AND email != '' AND verified = 0
 				UNION SELECT id FROM visitors WHERE site_id = ?1 AND ?3 != '' AND user_id = ?3 AND verified = 1)
 				AND c.id != ?4
 			ORDER BY c.updated_at DESC LIMIT ?5`)
@@ -97,7 +102,7 @@ func (s *Store) ConversationContext(ctx context.Context, cv *ConversationSummary
 		}
 		return eachRow(st, []any{cv.SiteID, email, user, cv.ID, maxEarlier}, func() error {
 			var e EarlierConversation
-			if err := scan(st, &e.ID, &e.Status, &e.LastText, &e.CreatedAt, &e.UpdatedAt); err != nil {
+			if err := scan(st, &e.ID, &e.Status, &e.LastText, &e.CreatedAt, &e.UpdatedAt, &e.Verified); err != nil {
 				return err
 			}
 			out.Earlier = append(out.Earlier, e)

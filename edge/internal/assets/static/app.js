@@ -163,6 +163,12 @@
     return S.members[site];
   }
   function opName(m) { return m.name || m.email; }
+  // A visitor as the inbox names them: a name the page claimed without the site's signature
+  // says so wherever it is shown.
+  function visitorName(c) {
+    var n = c.visitor_name || c.visitor_email || ('Visitor #' + c.id);
+    return c.visitor_name && c.user_id && !c.verified ? n + ' (unverified)' : n;
+  }
   function drawList() {
     clear(V.list);
     if (!S.convs.length) V.list.appendChild(el('li', { class: 'empty', text: 'No conversations.' }));
@@ -172,7 +178,7 @@
       var unread = c.unread && (!S.conv || S.conv.id !== c.id);
       // A link: reached with Tab, opened with Enter; j / k and the arrows move between them.
       V.list.appendChild(el('li', { 'data-id': c.id, class: unread ? 'unread' : '' }, [el('a', { class: 'item', href: '#/conversations/' + c.id }, [
-        el('div', { class: 'row' }, [el('span', { class: 'title', text: c.visitor_name || c.visitor_email || ('Visitor #' + c.id) }),
+        el('div', { class: 'row' }, [el('span', { class: 'title', text: visitorName(c) }),
           unread ? el('span', { class: 'sr', text: ', unread' }) : null, el('span', { class: 'badge ' + c.status, text: c.status })]),
         el('div', { class: 'last', text: last }),
         el('div', { class: 'row' }, [el('small', { title: when(c.updated_at), text: lastActive(c.updated_at) }),
@@ -246,7 +252,7 @@
       api('POST', '/conversations/' + c.id + '/typing').catch(function () {});
     });
     V.typing = el('p', { class: 'typing', id: 'typing', 'aria-live': 'polite' });
-    var who = [c.visitor_name, c.visitor_email].filter(Boolean).join(' \u00b7 ') || 'Visitor #' + c.id;
+    var who = [c.visitor_name && visitorName(c), c.visitor_email].filter(Boolean).join(' \u00b7 ') || 'Visitor #' + c.id;
     var ident = c.user_id ? el('span', { class: 'ident ' + (c.verified ? 'verified' : 'unverified'), id: 'conv-identity',
       title: c.verified ? 'Signed by the site: this is its user ' + c.user_id : 'Claimed by the page, not signed: it may not be who it says',
       text: (c.verified ? 'verified user ' : 'unverified user ') + c.user_id }) : null;
@@ -285,7 +291,7 @@
       return title ? el('span', {}, [a, el('small', { class: 'url', text: bare })]) : a;
     }
     row('Email', c.visitor_email, 'info-email');
-    row('Name', c.visitor_name, 'info-name');
+    row('Name', c.visitor_name && visitorName(c), 'info-name');
     row('User id', c.user_id ? c.user_id + (c.verified ? ' (verified)' : ' (not verified)') : '', 'info-user');
     row('Now on', link(now.url, now.title), 'info-now');
     if (st.url && st.url !== now.url) row('Started on', link(st.url, st.title), 'info-started');
@@ -305,7 +311,8 @@
       V.info.appendChild(el('ul', { class: 'earlier', id: 'info-earlier' }, earlier.map(function (e) {
         return el('li', {}, [el('a', { href: '#/conversations/' + e.id }, [
           el('span', { class: 'badge ' + e.status, text: e.status }), ' ' + new Date(e.updated_at).toLocaleDateString() + ' \u00b7 ',
-          el('span', { text: e.last_text || '(attachment)' })])]);
+          el('span', { text: e.last_text || '(attachment)' }),
+          e.verified ? null : el('small', { class: 'claim', text: ' same email, not verified' })])]);
       })));
     }
   }
