@@ -70,8 +70,8 @@ const OpsAPIPrefix = "JS.SPOOKAT.API"
 
 // OpsImports are the JetStream API subjects of the edge's account the ops account imports
 // (each under OpsAPIPrefix instead of $JS.API): reports, consumer state, message gets on
-// JOBS, RESULTS and DEAD, direct gets on WORKERS and THREADS, and an ephemeral pull consumer
-// on RESULTS and DEAD for `nats stream view`. Nothing on SITES but its stream info.
+// JOBS, RESULTS and DEAD, direct gets on WORKERS and THREADS. Nothing on SITES but its
+// stream info, and no consumer anywhere (`nats stream get`, not `nats stream view`).
 func OpsImports() []string {
 	subs := []string{
 		"$JS.API.INFO",
@@ -88,10 +88,8 @@ func OpsImports() []string {
 	for _, b := range []string{BucketWorkers, BucketThreads} {
 		subs = append(subs, "$JS.API.DIRECT.GET.KV_"+b+".>")
 	}
-	for _, s := range []string{StreamResults, StreamDead} { // no consumer on JOBS: its acks delete jobs
-		subs = append(subs, "$JS.API.CONSUMER.CREATE."+s+".*", "$JS.API.CONSUMER.CREATE."+s+".*.>",
-			"$JS.API.CONSUMER.MSG.NEXT."+s+".*", "$JS.API.CONSUMER.DELETE."+s+".*")
-	}
+	// No consumer anywhere: a consumer's body (durable, a push deliver subject in the edge's
+	// account) is beyond what permissions see. History is read with message and direct gets.
 	return subs
 }
 
@@ -155,7 +153,8 @@ func RolePermissions(role Role, workerID string) Permissions {
 				"$KV." + BucketSites + ".>",       // keep SITES current
 				"$JS.FC.KV_" + BucketSites + ".>", // and watch it (flow control)
 			},
-			Subscribe: []string{inbox},
+			// its replies, and the consumers others create (it removes the unexpected ones)
+			Subscribe: []string{inbox, "$JS.EVENT.ADVISORY.CONSUMER.CREATED.>"},
 		}
 	case RoleWorker:
 		pub := []string{
@@ -178,13 +177,7 @@ func RolePermissions(role Role, workerID string) Permissions {
 		for _, sub := range OpsImports() {
 			pub = append(pub, OpsLocal(sub))
 		}
-		// The pager's consumer may be any ephemeral one, not the edge's own.
-		deny := []string{
-			OpsLocal("$JS.API.CONSUMER.CREATE." + StreamResults + "." + ConsumerEdgeResults),
-			OpsLocal("$JS.API.CONSUMER.CREATE." + StreamResults + "." + ConsumerEdgeResults + ".>"),
-			OpsLocal("$JS.API.CONSUMER.DELETE." + StreamResults + "." + ConsumerEdgeResults),
-		}
-		return Permissions{Publish: pub, DenyPublish: deny, Subscribe: []string{inbox}}
+		return Permissions{Publish: pub, Subscribe: []string{inbox}}
 	}
 	return Permissions{}
 }

@@ -39,7 +39,7 @@ func LaneOf(target string) string {
 
 // Job is one delivery of one message to one target. It carries what the worker needs to do
 // the delivery except secrets: those stay in the SITES key-value bucket (see SiteDelivery), so
-// `nats stream view JOBS` shows no token.
+// `nats stream get JOBS` shows no token.
 type Job struct {
 	ID             string    `json:"id"` // JobID(message, target); also the Nats-Msg-Id
 	Lane           string    `json:"lane"`
@@ -220,7 +220,7 @@ func JobID(messageID int64, target string) string {
 	return "m" + strconv.FormatInt(messageID, 10) + "." + target
 }
 
-// Headers a worker sets on a job it moves to DEAD, so `nats stream view DEAD` says why.
+// Headers a worker sets on a job it moves to DEAD, so `nats stream get DEAD` says why.
 const (
 	HeaderError    = "Spookat-Error"    // the last error, one line
 	HeaderAttempts = "Spookat-Attempts" // delivery attempts made

@@ -340,12 +340,23 @@ func TestOpsReadsReportsOnly(t *testing.T) {
 		_, err = s.GetMsg(ctx, 1)
 		return err
 	})
-	ops.allowed("page through RESULTS", func(ctx context.Context) error {
-		c, err := ops.js.OrderedConsumer(ctx, schema.StreamResults, jetstream.OrderedConsumerConfig{})
+	ops.allowed("read RESULTS by sequence", func(ctx context.Context) error {
+		s, err := ops.js.Stream(ctx, schema.StreamResults)
 		if err != nil {
 			return err
 		}
-		_, err = c.Next(jetstream.FetchMaxWait(2 * time.Second))
+		_, err = s.GetMsg(ctx, 1)
+		return err
+	})
+	// No consumer at all: its body (durable, a deliver subject in the edge's account) is
+	// beyond what permissions check.
+	ops.denied("make a durable on RESULTS", "JS.SPOOKAT.API.CONSUMER.CREATE.RESULTS.keep", func(ctx context.Context) error {
+		_, err := ops.js.CreateConsumer(ctx, schema.StreamResults, jetstream.ConsumerConfig{Durable: "keep"})
+		return err
+	})
+	ops.denied("push RESULTS into JOBS", "JS.SPOOKAT.API.CONSUMER.CREATE.RESULTS", func(ctx context.Context) error {
+		_, err := ops.nc.Request(schema.OpsLocal("$JS.API.CONSUMER.CREATE."+schema.StreamResults),
+			[]byte(`{"stream_name":"RESULTS","config":{"deliver_subject":"jobs.chat.1.1","ack_policy":"none"}}`), 2*time.Second)
 		return err
 	})
 

@@ -115,7 +115,7 @@ func TestIdentifyVerifiedUserIsOneConversation(t *testing.T) {
 		t.Fatal(err)
 	}
 	var ctx struct {
-		Conversation store.ConversationSummary  `json:"conversation"`
+		Conversation store.ConversationSummary `json:"conversation"`
 		Context      store.ConversationContext `json:"context"`
 	}
 	in.Do(t, "GET", "/conversations/"+strconv.FormatInt(*ackI.ConversationID, 10), nil, &ctx)

@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,6 +13,8 @@ import (
 	"time"
 
 	fws "github.com/fasthttp/websocket"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"spookat/edge/internal/admin"
 	"spookat/edge/internal/edgetest"
@@ -270,4 +273,77 @@ func TestWrongPasswordsLockNobodyOut(t *testing.T) {
 		n, _ := edgetest.Metric(e.MetricsAddr, `spookat_login_failures_total{operator_id="1"}`)
 		return n == 5
 	})
+}
+
+// Issue 29, point 7: a worker's credentials may create the ephemeral consumers of its bucket
+// watches, and permissions cannot see a consumer's body; the edge removes at once any other
+// consumer (a durable, a push consumer delivering outside the creator's inbox), while the
+// workers' own watches and job consumers stay.
+func TestForeignConsumersAreRemoved(t *testing.T) {
+	e := edgetest.Start(t, "", server.Config{})
+	js, auth := connectWorker(t, e, "evil")
+	nc := js.Conn()
+	ctx := t.Context()
+	// First a watch of the worker's own, delivering to its inbox: the edge hears of consumers
+	// in order, so once the foreign ones below are gone, this one was judged too.
+	kv, err := js.KeyValue(ctx, "THREADS")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := kv.WatchAll(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	select {
+	case <-w.Updates():
+	case <-time.After(5 * time.Second):
+		t.Fatal("the worker's own watch got nothing")
+	}
+	for _, c := range []struct{ stream, name, body string }{
+		{"KV_THREADS", "keep", `{"stream_name":"KV_THREADS","config":{"durable_name":"keep","ack_policy":"explicit"}}`},
+		{"KV_SITES", "push", `{"stream_name":"KV_SITES","config":{"name":"push","deliver_subject":"results.y","ack_policy":"none"}}`},
+	} {
+		m, err := nc.Request("$JS.API.CONSUMER.CREATE."+c.stream+"."+c.name, []byte(c.body), 2*time.Second)
+		if err != nil || strings.Contains(string(m.Data), `"error"`) {
+			t.Fatalf("%s: %v %s", c.name, err, m.Data)
+		}
+	}
+	// Looked at as the edge does (a worker may not read a bucket's consumers).
+	ident, err := auth.Issue(schema.RoleEdge, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	enc, err := nats.Connect(e.NATSURL, ident.Options()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer enc.Close()
+	ejs, _ := jetstream.New(enc)
+	exists := func(stream, name string) bool {
+		cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		_, err := ejs.Consumer(cctx, stream, name)
+		if errors.Is(err, jetstream.ErrNotPullConsumer) {
+			return true // a push consumer: there
+		}
+		if err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
+			t.Fatalf("consumer %s on %s: %v", name, stream, err)
+		}
+		return err == nil
+	}
+	edgetest.WaitFor(t, "the edge to remove both", 10*time.Second, func() bool {
+		return !exists("KV_THREADS", "keep") && !exists("KV_SITES", "push")
+	})
+	if _, err := kv.Put(ctx, "slack.1.1", []byte(`1700000000.000100`)); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case u := <-w.Updates():
+		if u == nil || u.Key() != "slack.1.1" {
+			t.Fatalf("watch update %v", u)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the worker's own watch was removed")
+	}
 }

@@ -358,6 +358,12 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	}
 	wg.Go(func() { wakeSnoozed(bg, st, cmp.Or(cfg.SnoozeTick, 10*time.Second), clock, log) })
 	wg.Go(func() { br.WatchStore(bg, func() { provision("a JetStream restart") }) })
+	wg.Go(func() {
+		br.GuardConsumers(bg, js, broker.ExpectedConsumer, func(stream, name string) {
+			log.Warn("removed a consumer the edge did not make (someone's credentials create consumers: see ops/RUNBOOK.md, Who may do what on NATS)",
+				"stream", stream, "consumer", name)
+		})
+	})
 	rec := &results.Recorder{Store: st, Sites: reg, Metrics: m, Log: log, OnRecorded: inboxHub.Deliveries, Origins: origins,
 		OnTranscript: func(conv int64, status string) {
 			hub.Signal(conv, frames.TranscriptDelivery(nil, status == schema.StatusDelivered))

@@ -24,11 +24,15 @@ func (tx *Tx) MessageOrigin(messageID int64) (o MessageOrigin, found bool, err e
 // two workers), so the stored state is what the inbox must show, not the result's; the first
 // external id learnt is kept, and with thread the conversation's Slack thread is stored if it
 // has none yet (the caller leaves it out for conversations whose thread it knows is stored).
+//
+// A final state never moves back: delivered stays delivered (a post made cannot be unmade,
+// whatever a late or forged result says); dead moves only forward, to delivered, as a replay
+// of the dead job does.
 func (tx *Tx) RecordDelivery(r *schema.Result, thread bool) (status string, attempts int, err error) {
 	if _, err := tx.QueryRow(`INSERT INTO deliveries (message_id, target, status, attempts, last_error, external_id, updated_at)
 		VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
 		ON CONFLICT (message_id, target) DO UPDATE SET
-			status = CASE WHEN excluded.status = 'retrying' AND deliveries.status IN ('delivered', 'dead')
+			status = CASE WHEN deliveries.status = 'delivered' OR (excluded.status = 'retrying' AND deliveries.status = 'dead')
 				THEN deliveries.status ELSE excluded.status END,
 			attempts = max(deliveries.attempts, excluded.attempts),
 			last_error = CASE WHEN excluded.last_error != '' THEN excluded.last_error ELSE deliveries.last_error END,

@@ -209,6 +209,9 @@ func TestRecordDeliveryKeepsFinalState(t *testing.T) {
 	if st, n := record(schema.StatusRetrying, 1, ""); st != schema.StatusDelivered || n != 2 {
 		t.Fatalf("a late retry turned the delivery into %s/%d", st, n)
 	}
+	if st, _ := record(schema.StatusDead, 9, ""); st != schema.StatusDelivered {
+		t.Fatalf("a dead result after the delivery (late or forged) stored %s", st)
+	}
 	ds, err := s.Deliveries(context.Background(), m.ConversationID)
 	if err != nil || len(ds) != 1 || ds[0].Status != schema.StatusDelivered || ds[0].ExternalID != "1.000100" {
 		t.Fatalf("deliveries = %+v, %v", ds, err)
