@@ -159,10 +159,15 @@ func siteAdd(args []string) error {
 		if err != nil {
 			return err
 		}
+		info := admin.InfoOf(site)
 		if *asJSON {
-			return printJSON(map[string]any{"id": site.ID, "key": site.Key, "name": site.Name, "origins": site.Origins})
+			return printJSON(info)
 		}
-		fmt.Printf("site %d %q added; key %s\n", site.ID, site.Name, site.Key)
+		targets := "none (the inbox only)"
+		if len(info.Targets) > 0 {
+			targets = strings.Join(info.Targets, " ")
+		}
+		fmt.Printf("site %d %q added; key %s; delivers to %s\n", site.ID, site.Name, site.Key, targets)
 		return nil
 	})
 }

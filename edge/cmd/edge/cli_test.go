@@ -269,13 +269,15 @@ func TestCLISiteAndOperatorChecks(t *testing.T) {
 func TestCLIOperatorLifecycleOnTheFile(t *testing.T) {
 	dir := newDataDir(t)
 	var site struct {
-		Key string `json:"key"`
+		Key     string   `json:"key"`
+		Targets []string `json:"targets"`
 	}
 	out := captureStdout(t, func() error {
-		return run([]string{"site", "add", "-data", dir, "-name", "Shop", "-origin", "https://shop.example/", "-json"})
+		return run([]string{"site", "add", "-data", dir, "-name", "Shop", "-origin", "https://shop.example/",
+			"-notify-email", "desk@shop.example", "-json"})
 	})
-	if err := json.Unmarshal([]byte(out), &site); err != nil || site.Key == "" {
-		t.Fatalf("site add printed %q: %v", out, err)
+	if err := json.Unmarshal([]byte(out), &site); err != nil || site.Key == "" || len(site.Targets) != 1 || site.Targets[0] != "email:desk@shop.example" {
+		t.Fatalf("site add printed %q (%v): want its key and delivery targets, as site list shows them", out, err)
 	}
 	// The same command twice is most likely a mistake: said, and done only with -force.
 	again := []string{"site", "add", "-data", dir, "-name", "shop", "-origin", "https://shop.example", "-json"}

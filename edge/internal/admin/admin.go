@@ -109,6 +109,24 @@ func (o *Ops) publish(ctx context.Context, list ...*store.Site) error {
 	return o.Registry.Put(ctx, list...)
 }
 
+// InfoOf is a site as the CLI shows it: its delivery targets named, no secret.
+func InfoOf(s *store.Site) SiteInfo {
+	info := SiteInfo{ID: s.ID, Key: s.Key, Name: s.Name, Origins: s.Origins, CreatedAt: s.CreatedAt, Targets: []string{}}
+	if s.SlackToken != "" && s.SlackChannel != "" {
+		info.Targets = append(info.Targets, "slack:"+s.SlackChannel)
+	}
+	if s.DiscordWebhook != "" {
+		info.Targets = append(info.Targets, "discord")
+	}
+	if s.WebhookURL != "" {
+		info.Targets = append(info.Targets, "webhook:"+s.WebhookURL)
+	}
+	if s.NotifyEmail != "" {
+		info.Targets = append(info.Targets, "email:"+s.NotifyEmail)
+	}
+	return info
+}
+
 // ListSites lists every site.
 func (o *Ops) ListSites(ctx context.Context) ([]SiteInfo, error) {
 	list, err := o.Store.Sites(ctx)
@@ -117,19 +135,7 @@ func (o *Ops) ListSites(ctx context.Context) ([]SiteInfo, error) {
 	}
 	out := make([]SiteInfo, 0, len(list))
 	for _, s := range list {
-		info := SiteInfo{ID: s.ID, Key: s.Key, Name: s.Name, Origins: s.Origins, CreatedAt: s.CreatedAt, Targets: []string{}}
-		if s.SlackToken != "" && s.SlackChannel != "" {
-			info.Targets = append(info.Targets, "slack:"+s.SlackChannel)
-		}
-		if s.DiscordWebhook != "" {
-			info.Targets = append(info.Targets, "discord")
-		}
-		if s.WebhookURL != "" {
-			info.Targets = append(info.Targets, "webhook:"+s.WebhookURL)
-		}
-		if s.NotifyEmail != "" {
-			info.Targets = append(info.Targets, "email:"+s.NotifyEmail)
-		}
+		info := InfoOf(s)
 		if o.Registry != nil {
 			if live := o.Registry.ByID(s.ID); live != nil {
 				info.BrakeLevel = live.Brake.Level()

@@ -43,13 +43,21 @@ type Options struct {
 	// external one that asks for no credentials. Loudly logged.
 	Insecure bool
 	Log      *slog.Logger
+	// Refused, if set, counts each client the embedded server turns away, by reason
+	// (credentials, tls).
+	Refused func(reason string)
 }
 
-// TLS of the NATS client port. Embedded: Cert and Key are the server's, CA (optional) the
-// authority client certificates must come from. External: CA verifies the server, Cert and
-// Key are the edge's client certificate (optional).
+// TLS of the NATS client port. Embedded: Cert and Key are the server's, ClientCA (optional)
+// the authority client certificates must come from. External: CA verifies the server, Cert
+// and Key are the edge's client certificate (optional).
 type TLS struct {
-	Cert, Key, CA string
+	Cert, Key string
+	// CA verifies the server of an external NATS (-nats-tls-ca); ClientCA makes the embedded
+	// server ask its clients for a certificate it signed (-nats-client-ca). Two names for two
+	// jobs: one flag for both locked every worker out of an embedded edge given the CA meant
+	// for verifying.
+	CA, ClientCA string
 }
 
 func (t TLS) enabled() bool { return t.Cert != "" || t.CA != "" }
@@ -76,6 +84,8 @@ func Start(ctx context.Context, opts Options) (*Broker, error) {
 		if err := b.embed(); err != nil {
 			return nil, err
 		}
+	} else if opts.TLS.ClientCA != "" {
+		return nil, errors.New("-nats-client-ca asks the embedded NATS's clients for certificates; with -nats-url the cluster's own configuration does that (verify its servers with -nats-tls-ca)")
 	}
 	var self []nats.Option
 	if opts.URL != "" && opts.Creds != "" {
@@ -195,17 +205,19 @@ func (b *Broker) embed() error {
 	}
 	t := b.opts.TLS
 	switch {
+	case t.CA != "":
+		return errors.New("-nats-tls-ca verifies the server of an external NATS (-nats-url); the embedded NATS asks its clients for certificates with -nats-client-ca, and serves TLS with -nats-tls-cert and -nats-tls-key")
 	case t.Cert != "" || t.Key != "":
 		if t.Cert == "" || t.Key == "" {
 			return errors.New("-nats-tls-cert and -nats-tls-key go together (the embedded server's certificate and its key)")
 		}
-		tc, err := server.GenTLSConfig(&server.TLSConfigOpts{CertFile: t.Cert, KeyFile: t.Key, CaFile: t.CA, Verify: t.CA != ""})
+		tc, err := server.GenTLSConfig(&server.TLSConfigOpts{CertFile: t.Cert, KeyFile: t.Key, CaFile: t.ClientCA, Verify: t.ClientCA != ""})
 		if err != nil {
 			return fmt.Errorf("-nats-tls-cert/-nats-tls-key: %w", err)
 		}
-		o.TLSConfig, o.TLS, o.TLSVerify, o.TLSTimeout = tc, true, t.CA != "", 2
-	case t.CA != "":
-		return errors.New("-nats-tls-ca without -nats-tls-cert/-nats-tls-key: the embedded server needs its own certificate to serve TLS")
+		o.TLSConfig, o.TLS, o.TLSVerify, o.TLSTimeout = tc, true, t.ClientCA != "", 2
+	case t.ClientCA != "":
+		return errors.New("-nats-client-ca without -nats-tls-cert/-nats-tls-key: the embedded server needs its own certificate to serve TLS")
 	case !loopback(host):
 		if !b.opts.Insecure {
 			return fmt.Errorf("-nats-listen %s reaches beyond this machine without TLS: workers' credentials and every job would cross the network in clear; "+
@@ -249,6 +261,7 @@ func (b *Broker) embed() error {
 	if err != nil {
 		return fmt.Errorf("embedded NATS: %w", err)
 	}
+	srv.SetLogger(&serverLog{log: b.opts.Log, refused: b.opts.Refused}, false, false)
 	srv.Start()
 	if !srv.ReadyForConnections(10 * time.Second) {
 		srv.Shutdown()

@@ -1,11 +1,13 @@
 package broker_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
 	"log/slog"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -25,7 +27,9 @@ func start(t *testing.T, opts *broker.Options) (*broker.Broker, error) {
 	auth, err := natsauth.Open(dir)
 	requireNoErr(t, err)
 	opts.DataDir, opts.Auth = dir, auth
-	opts.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	if opts.Log == nil {
+		opts.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	br, err := broker.Start(ctx, *opts)
@@ -44,7 +48,10 @@ func TestNATSBeyondLoopbackNeedsTLS(t *testing.T) {
 	}{
 		{"any interface without TLS", broker.Options{Listen: "0.0.0.0:0"}, "pass -nats-tls-cert and -nats-tls-key"},
 		{"a public monitor", broker.Options{Listen: "127.0.0.1:0", Monitor: "0.0.0.0:0"}, "keep it on 127.0.0.1"},
-		{"a CA without a certificate", broker.Options{Listen: "127.0.0.1:0", TLS: broker.TLS{CA: "ca.pem"}}, "needs its own certificate"},
+		{"a client CA without a certificate", broker.Options{Listen: "127.0.0.1:0", TLS: broker.TLS{ClientCA: "ca.pem"}}, "needs its own certificate"},
+		// The CA that verifies a server, given to the embedded one by mistake, would lock every
+		// worker out: refused, naming the flag meant.
+		{"the verifying CA on the embedded server", broker.Options{Listen: "127.0.0.1:0", TLS: broker.TLS{Cert: "c.pem", Key: "k.pem", CA: "ca.pem"}}, "-nats-client-ca"},
 		{"the lab opt-out", broker.Options{Listen: "0.0.0.0:0", Insecure: true}, ""},
 		{"loopback", broker.Options{Listen: "127.0.0.1:0", Monitor: "127.0.0.1:0"}, ""},
 	} {
@@ -65,7 +72,12 @@ func TestNATSOverTLS(t *testing.T) {
 	files := edgetest.NewTLS(t, t.TempDir())
 	addr := edgetest.FreePort(t)
 	_, port, _ := strings.Cut(addr, ":")
-	opts := broker.Options{Listen: "0.0.0.0:" + port, TLS: broker.TLS{Cert: files.Cert, Key: files.Key}}
+	var mu sync.Mutex
+	refused := map[string]int{}
+	var logs bytes.Buffer
+	opts := broker.Options{Listen: "0.0.0.0:" + port, TLS: broker.TLS{Cert: files.Cert, Key: files.Key},
+		Log:     slog.New(slog.NewTextHandler(&lockedWriter{mu: &mu, w: &logs}, nil)),
+		Refused: func(reason string) { mu.Lock(); refused[reason]++; mu.Unlock() }}
 	_, err := start(t, &opts)
 	requireNoErr(t, err) // the edge's own connection is in-process: no TLS needed
 	url := "nats://127.0.0.1:" + port
@@ -103,6 +115,24 @@ func TestNATSOverTLS(t *testing.T) {
 			}
 		})
 	}
+	// The edge saw each refusal: counted by reason, and a line naming the client's address.
+	edgetest.WaitFor(t, "the refusals counted", 5*time.Second, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return refused["credentials"] >= 1 && refused["tls"] >= 1 && strings.Contains(logs.String(), "client=127.0.0.1")
+	})
+}
+
+// lockedWriter is a log sink the server's goroutines and the test share.
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  *bytes.Buffer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
 
 // An external NATS that asks for no credentials would let anyone read every job: the edge

@@ -93,3 +93,9 @@ func (p *process) RSS() int64 {
 	}
 	return 0
 }
+
+// ExitErr is how the process ended (nil: exit 0); only meaningful once Exited.
+func (p *process) ExitErr() error {
+	<-p.exited
+	return p.exitErr
+}

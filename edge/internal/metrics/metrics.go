@@ -29,6 +29,9 @@ type Edge struct {
 	// LoginFailures counts wrong passwords, by operator id ("unknown": no operator has the
 	// email): an account someone is guessing shows here.
 	LoginFailures *prometheus.CounterVec
+	// NATSRefused counts the clients the embedded NATS turned away, by reason (credentials,
+	// tls): a worker with revoked or foreign credentials, or without the CA, shows here.
+	NATSRefused *prometheus.CounterVec
 	// SocketsPaced counts new widget sockets that waited for their turn under -socket-rate,
 	// and those refused because the wait would have been too long.
 	SocketsPaced *prometheus.CounterVec
@@ -79,6 +82,9 @@ func New() *Edge {
 		SocketsPaced: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "spookat_sockets_paced_total", Help: "New widget sockets past -socket-rate: outcome waited (their turn came within 5 s) or refused (503 busy).",
 		}, []string{"outcome"}),
+		NATSRefused: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "spookat_nats_refused_total", Help: "Clients the embedded NATS turned away, by reason: credentials (none, wrong, revoked, another authority's) or tls.",
+		}, []string{"reason"}),
 		LoginFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "spookat_login_failures_total", Help: "Wrong passwords at the inbox's login, by operator id (unknown: no such email).",
 		}, []string{"operator_id"}),
@@ -98,7 +104,7 @@ func New() *Edge {
 			Name: "spookat_stream_messages", Help: "Messages a JetStream stream holds (read every few seconds).",
 		}, []string{"stream"}),
 	}
-	reg.MustRegister(m.LoginFailures, m.SocketRefusals, m.SocketsPaced, m.AcceptErrors, m.MessagesSaved, m.AckLatency, m.CommitBatch, m.CommitDuration, m.OpenSockets, m.FrameErrors, m.FilesStored, m.ResultsRecords, m.ResultsRejected,
+	reg.MustRegister(m.LoginFailures, m.NATSRefused, m.SocketRefusals, m.SocketsPaced, m.AcceptErrors, m.MessagesSaved, m.AckLatency, m.CommitBatch, m.CommitDuration, m.OpenSockets, m.FrameErrors, m.FilesStored, m.ResultsRecords, m.ResultsRejected,
 		m.StreamBytes, m.StreamMaxBytes, m.StreamMessages,
 		collectors.NewGoCollector(collectors.WithGoCollectorRuntimeMetrics(collectors.MetricsScheduler, collectors.MetricsGC)),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))

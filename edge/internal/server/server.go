@@ -204,7 +204,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	br, err := broker.Start(ctx, broker.Options{
 		Listen: cfg.NATSListen, Monitor: cfg.NATSMonitor, URL: cfg.NATSURL, DataDir: cfg.DataDir,
 		Replicas: cfg.Replicas, Auth: auth, Creds: cfg.NATSCreds, TLS: cfg.NATSTLS, Insecure: cfg.NATSInsecure, Log: log,
-		Limits: cfg.StreamLimits,
+		Limits: cfg.StreamLimits, Refused: func(reason string) { m.NATSRefused.WithLabelValues(reason).Inc() },
 	})
 	if err != nil {
 		return err

@@ -15,6 +15,7 @@ import (
 	"os/signal"
 	"runtime/debug"
 	"runtime/pprof"
+	"strings"
 	"syscall"
 	"time"
 
@@ -113,6 +114,16 @@ func run(args []string) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
+	// Credentials the server stops taking (revoked, expired, another authority) end the
+	// worker with a sentence: running on without a connection helps nobody, and a supervisor
+	// restarting it shows an SRE why in its log.
+	ctx, refused := context.WithCancelCause(ctx)
+	refusedBy := func(err error) {
+		if errors.Is(err, nats.ErrAuthRevoked) || errors.Is(err, nats.ErrAuthorization) || errors.Is(err, nats.ErrAuthExpired) ||
+			strings.Contains(strings.ToLower(fmt.Sprint(err)), "authentication revoked") {
+			refused(err)
+		}
+	}
 
 	if *natsCreds == "" {
 		return errors.New("-nats-creds is required: every NATS client authenticates. Issue this worker's with " +
@@ -132,7 +143,8 @@ func run(args []string) error {
 	}
 	opts := []nats.Option{nats.Name("spookat-worker " + cfg.WorkerID), nats.MaxReconnects(-1), nats.ReconnectWait(time.Second),
 		nats.UserCredentials(*natsCreds), nats.CustomInboxPrefix(schema.InboxPrefix(schema.RoleWorker, cfg.WorkerID)),
-		nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) { log.Warn("NATS", "err", err) }),
+		nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) { log.Warn("NATS", "err", err); refusedBy(err) }),
+		nats.ClosedHandler(func(nc *nats.Conn) { refusedBy(nc.LastError()) }),
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
 			if err != nil {
 				log.Warn("NATS connection lost; reconnecting", "err", err)
@@ -175,6 +187,10 @@ func run(args []string) error {
 	}
 	if err := worker.Run(ctx, nc, cfg); err != nil {
 		return err
+	}
+	if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
+		return fmt.Errorf("the NATS server no longer takes %s (revoked, expired, or signed by another edge's authority): issue new ones with `edge creds worker -id %s -out FILE` and restart this worker: %w",
+			*natsCreds, cfg.WorkerID, cause)
 	}
 	// Make sure the last acks and results leave the socket before exit.
 	return nc.Drain()
