@@ -164,6 +164,7 @@ func RolePermissions(role Role, workerID string) Permissions {
 			"$JS.API.CONSUMER.INFO." + StreamJobs + ".*",
 			"$JS.API.CONSUMER.MSG.NEXT." + StreamJobs + ".*",
 			"$JS.API.CONSUMER.UNPIN." + StreamJobs + ".*",
+			"$JS.API.STREAM.MSG.GET." + StreamJobs, // after a takeover: is the partition's head in its hands?
 			"$JS.ACK." + StreamJobs + ".>",
 			"$KV." + BucketThreads + ".>",
 			"$KV." + BucketWorkers + "." + WorkerKey(workerID),

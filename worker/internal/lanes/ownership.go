@@ -285,6 +285,24 @@ func (l *Lane) checkTaint(s *Shard, gen int) {
 			return
 		}
 		if err == nil && info.NumAckPending <= s.unacked {
+			// The count agreed; the stream says it for sure. JOBS keeps only what is not acked:
+			// every job of this partition still there, up to the last one we hold, must be in
+			// our hands. (The count alone let a partition resume while the dead owner's batch
+			// was out: TestOrderAfterKills.)
+			held := make(map[uint64]bool, len(s.seen))
+			var top uint64
+			for seq := range s.seen {
+				held[seq] = true
+				top = max(top, seq)
+			}
+			l.mu.Unlock()
+			ours, herr := l.ownsHead(s, info.AckFloor.Stream+1, top, held)
+			l.mu.Lock()
+			if herr != nil || !ours || s.gen != gen {
+				l.mu.Unlock()
+				time.Sleep(every)
+				continue
+			}
 			s.tainted, s.checking = false, false
 			for c := range s.convs {
 				l.kick(c)
@@ -295,6 +313,31 @@ func (l *Lane) checkTaint(s *Shard, gen int) {
 		l.mu.Unlock()
 		time.Sleep(every)
 	}
+}
+
+// ownsHead reports whether every job of the shard's partition still in JOBS from sequence
+// from up to top is one of held: nothing earlier than what we hold is out elsewhere.
+func (l *Lane) ownsHead(s *Shard, from, top uint64, held map[uint64]bool) (bool, error) {
+	filter := schema.JobShardFilter(l.cfg.Lane, s.N)
+	for seq := from; seq <= top; {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		m, err := l.env.Stream.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(filter))
+		cancel()
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			return true, nil // nothing of the partition left from seq on
+		}
+		if err != nil {
+			return false, err
+		}
+		if m.Sequence > top {
+			return true, nil
+		}
+		if !held[m.Sequence] {
+			return false, nil
+		}
+		seq = m.Sequence + 1
+	}
+	return true, nil
 }
 
 // keepAlive tells JetStream that held jobs (waiting behind their conversation's head, or for
