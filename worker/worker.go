@@ -131,7 +131,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.SMTP.TLS, "smtp-tls", c.SMTP.TLS, "none | starttls (if offered) | mandatory (STARTTLS required) | tls (implicit)")
 	fs.StringVar(&c.SMTP.From, "smtp-from", c.SMTP.From, "From address of notifications")
 	fs.DurationVar(&c.PullExpiry, "pull-expiry", c.PullExpiry, "expiry of a partition's pull request (an idle partition costs one per expiry; kept below the edge's -pinned-ttl)")
-	fs.DurationVar(&c.StopTimeout, "stop-timeout", c.StopTimeout, "bound on finishing in-flight deliveries at stop")
+	fs.DurationVar(&c.StopTimeout, "stop-timeout", c.StopTimeout, "how long a stop may take: a worker finishes its deliveries in flight within it; the edge fits its whole stop in it (commits, publishing, the in-process worker)")
 	fs.StringVar(&c.WorkerID, "worker-id", c.WorkerID, "worker id: its key in WORKERS and its subject results.<id> in RESULTS (other characters than letters, digits, - and _ become _ there) (default: the id its -nats-creds were issued for; random in the edge's process)")
 }
 

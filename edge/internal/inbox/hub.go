@@ -299,8 +299,8 @@ func operatorFile(f *schema.File) *schema.File {
 	return &c
 }
 
-// Publish is the store's OnCommit hook for the inbox.
-func (h *Hub) Publish(msgs []store.Committed) {
+// Committed is the inbox's store.CommitListener: each message to its site's operators.
+func (h *Hub) Committed(msgs []store.Committed) {
 	if h.n.Load() == 0 {
 		return
 	}

@@ -94,9 +94,9 @@ func (h *Hub) Signal(conversationID int64, frame []byte) bool {
 	return len(sh.subs[conversationID]) > 0
 }
 
-// Publish sends each committed message, as a message frame, to the conversation's
-// subscribers other than its sender. Internal notes never reach visitors.
-func (h *Hub) Publish(msgs []store.Committed) {
+// Committed (a store.CommitListener) sends each committed message, as a message frame, to
+// the conversation's subscribers other than its sender. Internal notes never reach visitors.
+func (h *Hub) Committed(msgs []store.Committed) {
 	for i := range msgs {
 		c := &msgs[i]
 		if st := c.Kind.Status(); st != "" {

@@ -61,7 +61,7 @@ func TestFullJobsHoldsJobsAndRetriesSlowly(t *testing.T) {
 		msgs = append(msgs, store.Committed{MessageID: int64(i + 1), ConversationID: int64(100 + i%convs), SiteID: 1,
 			Author: schema.AuthorVisitor, Text: strings.Repeat("x", 300), First: i < convs})
 	}
-	p.Enqueue(msgs)
+	p.Committed(msgs)
 	edgetest.WaitFor(t, "JOBS full", 20*time.Second, p.Full)
 
 	// Held, not lost: the watermark stays below the first held job, so a restart

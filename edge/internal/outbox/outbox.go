@@ -186,8 +186,9 @@ func New(nc *nats.Conn, cfg Config) (*Publisher, error) {
 	return p, nil
 }
 
-// Enqueue takes the messages of one commit, in id order. Called by the writer: never blocks.
-func (p *Publisher) Enqueue(msgs []store.Committed) {
+// Committed (a store.CommitListener) takes the messages of one commit, in id order. Called
+// by the writer: never blocks.
+func (p *Publisher) Committed(msgs []store.Committed) {
 	p.mu.Lock()
 	p.queue = append(p.queue, msgs...)
 	p.unhandled += len(msgs)

@@ -61,7 +61,7 @@ func TestJobsPerMessageAndWatermark(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer p.Close()
-	p.Enqueue([]store.Committed{
+	p.Committed([]store.Committed{
 		{MessageID: 1, ConversationID: 10, SiteID: 1, Author: "visitor", Text: "hello", First: true},
 		{MessageID: 2, ConversationID: 10, SiteID: 1, Author: "operator", Name: "Olivia", Text: "hi!"},
 		{MessageID: 3, ConversationID: 10, SiteID: 1, Author: "operator", Text: "note", Internal: true},

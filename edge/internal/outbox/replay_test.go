@@ -69,7 +69,7 @@ func TestReplayFormsTheSameBatches(t *testing.T) {
 	}
 	for k := range chunks {
 		n := len(cuts.saved())
-		first.Enqueue(msgs[k*perChunk : (k+1)*perChunk])
+		first.Committed(msgs[k*perChunk : (k+1)*perChunk])
 		edgetest.WaitFor(t, "the chunk's window end persisted", 10*time.Second, func() bool { return len(cuts.saved()) > n })
 	}
 	edgetest.WaitFor(t, "the windows up to 120 stored", 10*time.Second, func() bool { return first.Watermark() >= 120 })
@@ -90,7 +90,7 @@ func TestReplayFormsTheSameBatches(t *testing.T) {
 	cuts.after = 0
 	cuts.mu.Unlock()
 	for i := 0; i < len(msgs); i += 70 {
-		second.Enqueue(msgs[i:min(i+70, len(msgs))])
+		second.Committed(msgs[i:min(i+70, len(msgs))])
 	}
 	second.EndReplay()
 	if !second.Drain(10 * time.Second) {
@@ -142,7 +142,7 @@ func TestBatchesStayUnderTheirByteBound(t *testing.T) {
 		msgs = append(msgs, store.Committed{MessageID: int64(i + 1), ConversationID: 5, SiteID: 1,
 			Author: schema.AuthorVisitor, Text: text, First: i == 0})
 	}
-	p.Enqueue(msgs)
+	p.Committed(msgs)
 	if !p.Drain(10 * time.Second) {
 		t.Fatalf("backlog %d not drained", p.Backlog())
 	}

@@ -34,9 +34,9 @@ func (t *Tracker) now() time.Time {
 	return time.Now()
 }
 
-// Publish is the store's OnCommit sink: it notes the operators' replies. On the writer's
+// Committed is the tracker's store.CommitListener: it notes the operators' replies. On the writer's
 // goroutine: a loop over the batch, a lock only for a reply.
-func (t *Tracker) Publish(msgs []store.Committed) {
+func (t *Tracker) Committed(msgs []store.Committed) {
 	for i := range msgs {
 		if msgs[i].Author != schema.AuthorOperator || msgs[i].Internal {
 			continue

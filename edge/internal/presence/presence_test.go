@@ -20,11 +20,11 @@ func TestOnlineWhileWatchedOrAfterAReply(t *testing.T) {
 		t.Fatal("an open inbox is online")
 	}
 	watched[1] = false
-	tr.Publish([]store.Committed{{SiteID: 2, Author: schema.AuthorVisitor}, {SiteID: 3, Author: schema.AuthorOperator, Internal: true}})
+	tr.Committed([]store.Committed{{SiteID: 2, Author: schema.AuthorVisitor}, {SiteID: 3, Author: schema.AuthorOperator, Internal: true}})
 	if tr.Online(2) || tr.Online(3) {
 		t.Fatal("a visitor's message or an internal note made a site online")
 	}
-	tr.Publish([]store.Committed{{SiteID: 2, Author: schema.AuthorOperator}})
+	tr.Committed([]store.Committed{{SiteID: 2, Author: schema.AuthorOperator}})
 	now = now.Add(Recent - time.Second)
 	if !tr.Online(2) {
 		t.Fatal("a reply a moment ago is online")

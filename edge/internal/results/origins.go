@@ -14,7 +14,7 @@ const originSlots = 1 << 15
 
 // Origins remembers where recently committed messages belong, so that checking a result
 // (checkOrigin) usually costs no query in the writer's transaction. It is fed with every
-// commit (Add) and answers only for the exact message id it holds; anything else is a miss.
+// commit (Committed) and answers only for the exact message id it holds; anything else is a miss.
 type Origins struct {
 	mu   sync.Mutex
 	ring [originSlots]origin
@@ -28,8 +28,8 @@ type origin struct {
 	kind           schema.MessageKind
 }
 
-// Add remembers the messages of a commit.
-func (c *Origins) Add(msgs []store.Committed) {
+// Committed (a store.CommitListener) remembers the messages of a commit.
+func (c *Origins) Committed(msgs []store.Committed) {
 	c.mu.Lock()
 	for i := range msgs {
 		m := &msgs[i]

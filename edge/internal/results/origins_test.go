@@ -9,7 +9,7 @@ import (
 
 func TestOriginsAnswerOnlyForTheMessageTheyHold(t *testing.T) {
 	var o Origins
-	o.Add([]store.Committed{
+	o.Committed([]store.Committed{
 		{MessageID: 7, ConversationID: 70, SiteID: 3, Author: schema.AuthorOperator},
 		{MessageID: 8, ConversationID: 80, SiteID: 4, Author: schema.AuthorVisitor},
 	})
@@ -32,7 +32,7 @@ func TestOriginsAnswerOnlyForTheMessageTheyHold(t *testing.T) {
 			}
 		})
 	}
-	o.Add([]store.Committed{{MessageID: 7 + originSlots, ConversationID: 1, SiteID: 1}})
+	o.Committed([]store.Committed{{MessageID: 7 + originSlots, ConversationID: 1, SiteID: 1}})
 	if _, found := o.Get(7); found {
 		t.Error("a message overwritten in its slot still answers")
 	}

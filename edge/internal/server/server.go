@@ -164,19 +164,17 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	presenceChanges := make(chan int64, 256)
 	inboxHub.WatchChanged = func(site int64) { widget.PresenceChanged(presenceChanges, site) }
 	here := &presence.Tracker{Watching: inboxHub.Watching, Came: func(site int64) { widget.PresenceChanged(presenceChanges, site) }}
-	var pub atomic.Pointer[outbox.Publisher]
+	pub := &laterPublisher{}
 	origins := &results.Origins{} // where recent messages belong, for the results' check
 	st, err := store.Open(cfg.DataDir, store.Options{
 		SyncFull: cfg.SyncFull,
 		MaxQueue: cfg.WriteQueue,
 		WALPages: cfg.WALPages,
-		OnCommit: func(c []store.Committed) {
-			m.MessagesSaved.Add(float64(len(c)))
-			hub.Publish(c)
-			inboxHub.Publish(c)
-			here.Publish(c)
-			origins.Add(c)
-			pub.Load().Enqueue(c)
+		// Who hears a commit, in order: the count, the visitors' and operators' sockets,
+		// presence, the results' origin check, then the jobs.
+		Listeners: []store.CommitListener{
+			store.CommitFunc(func(c []store.Committed) { m.MessagesSaved.Add(float64(len(c))) }),
+			hub, inboxHub, here, origins, pub,
 		},
 		Watermark: func() int64 {
 			if p := pub.Load(); p != nil {
@@ -332,7 +330,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	}
 	sg.add("publisher", nil, func(context.Context) error { p.Close(); return nil })
 	// Jobs of messages committed but not confirmed by JetStream before the last stop.
-	replayed, err := st.Unpublished(ctx, st.PublishedThrough(), p.Enqueue)
+	replayed, err := st.Unpublished(ctx, st.PublishedThrough(), p.Committed)
 	if err != nil {
 		return fmt.Errorf("replay unpublished jobs: %w", err)
 	}
@@ -629,3 +627,13 @@ func wakeSnoozed(ctx context.Context, st *store.Store, every time.Duration, cloc
 		}
 	}
 }
+
+// laterPublisher is the job publisher as a commit listener. The store opens first (the
+// publisher replays what the store has not seen published) and nothing that commits runs
+// before Store, as before the listeners it was a pointer loaded at each commit.
+type laterPublisher struct {
+	atomic.Pointer[outbox.Publisher]
+}
+
+// Committed hands a commit's messages to the publisher.
+func (l *laterPublisher) Committed(c []store.Committed) { l.Load().Committed(c) }

@@ -16,11 +16,11 @@ import (
 func TestStatusChanges(t *testing.T) {
 	var mu sync.Mutex
 	var commits []Committed
-	s := openTest(t, t.TempDir(), Options{OnCommit: func(cs []Committed) {
+	s := openTest(t, t.TempDir(), Options{Listeners: []CommitListener{CommitFunc(func(cs []Committed) {
 		mu.Lock()
 		commits = append(commits, cs...)
 		mu.Unlock()
-	}})
+	})}})
 	defer s.Close()
 	site := addSite(t, s)
 	first := submit(t, s, MessageRequest{SiteID: site.ID, TokenHash: []byte("0123456789abcdef0123456789abcdef"), Author: "visitor", Text: "hi", ClientID: "c1"})

@@ -48,9 +48,8 @@ type Options struct {
 	// after a commit, so that the next commit starts the WAL again from its beginning
 	// (default 4,096: 16 MiB; negative: never, the WAL then grows under steady writes).
 	WALPages int
-	// OnCommit, if set, is called by the writer after each commit with the messages that
-	// commit stored, in id order. It must not block: it feeds the job publisher and live fan-out.
-	OnCommit func([]Committed)
+	// Listeners hear, in this order, each commit's messages (see CommitListener).
+	Listeners []CommitListener
 	// Watermark, if set, is read every 500 ms and at close; when it moved, it is persisted in
 	// the outbox table. It is a lower bound, so persisting it late only means re-publishing a
 	// little more after a crash (JetStream's duplicate window drops those repeats).

@@ -218,15 +218,15 @@ func TestRecordDeliveryKeepsFinalState(t *testing.T) {
 	}
 }
 
-// Once Flush returns, OnCommit has had every message committed before it: the stop flushes,
+// Once Flush returns, the listeners have had every message committed before it: the stop flushes,
 // then drains the publisher, and a batch handed on after Flush returned would have its jobs
 // left for the next start.
-func TestFlushReturnsAfterOnCommit(t *testing.T) {
+func TestFlushReturnsAfterListeners(t *testing.T) {
 	var handed atomic.Int64
-	s, err := Open(t.TempDir(), Options{OnCommit: func(c []Committed) {
+	s, err := Open(t.TempDir(), Options{Listeners: []CommitListener{CommitFunc(func(c []Committed) {
 		time.Sleep(5 * time.Millisecond) // a slow consumer: the window where the order shows
 		handed.Add(int64(len(c)))
-	}})
+	})}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -248,7 +248,7 @@ func TestFlushReturnsAfterOnCommit(t *testing.T) {
 			t.Fatal(err)
 		}
 		if got := handed.Load() - before; got != 10 {
-			t.Fatalf("round %d: Flush returned with %d of the 10 messages before it handed to OnCommit", round, got)
+			t.Fatalf("round %d: Flush returned with %d of the 10 messages before it handed to the listeners", round, got)
 		}
 	}
 }

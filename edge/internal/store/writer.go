@@ -68,7 +68,20 @@ type MessageResult struct {
 	Err            error
 }
 
-// Committed is a message as stored by a commit, handed to Options.OnCommit.
+// CommitListener hears each commit's messages, in id order, on the writer's goroutine right
+// after the commit (before Flush returns): the visitors' and operators' hubs, presence, the
+// results' origins and the job publisher are the edge's. It must not block.
+type CommitListener interface {
+	Committed(msgs []Committed)
+}
+
+// CommitFunc is a function as a CommitListener.
+type CommitFunc func(msgs []Committed)
+
+// Committed calls f.
+func (f CommitFunc) Committed(msgs []Committed) { f(msgs) }
+
+// Committed is a message as stored by a commit, handed to the Options.Listeners.
 type Committed struct {
 	MessageID      int64
 	ConversationID int64
@@ -145,7 +158,7 @@ func (s *Store) Running() bool {
 	}
 }
 
-// Flush waits until everything queued before it is committed and handed to OnCommit.
+// Flush waits until everything queued before it is committed and handed to the listeners.
 func (s *Store) Flush(ctx context.Context) error {
 	return s.Write(ctx, func(*Tx) error { return nil })
 }
@@ -290,12 +303,14 @@ func (s *Store) finish(batch []request, committed []Committed) {
 			r.msg.Done(r.res)
 		}
 	}
-	if len(committed) > 0 && s.opts.OnCommit != nil {
-		s.opts.OnCommit(committed)
+	if len(committed) > 0 {
+		for _, l := range s.opts.Listeners {
+			l.Committed(committed)
+		}
 	}
 	// Write and Flush callers last: once Flush returns, every message committed before it has
-	// been handed to OnCommit too (the stop drains the publisher right after a Flush; answered
-	// before OnCommit, a batch's jobs could be missed and left to the next start's replay).
+	// been handed to the listeners too (the stop drains the publisher right after a Flush;
+	// answered before them, a batch's jobs could be missed and left to the next start's replay).
 	for i := range batch {
 		if fd := batch[i].fnDone; fd != nil {
 			fd <- nil
