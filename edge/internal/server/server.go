@@ -347,8 +347,10 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 
 	bg, stopBG := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
-	// Not signalled early: the recorder keeps recording what the worker reports while it stops.
-	sg.add("results recorder, sweeper, snooze tick, stream stats", nil, func(ctx context.Context) error { stopBG(); return waitGroup(ctx, &wg) })
+	// Background work: the results recorder, stream stats, the snooze tick, the store watch, the
+	// consumer guard, the brake sweeper, presence and the expiry of unsent uploads. Not signalled
+	// early: the recorder keeps recording what the worker reports while it stops.
+	sg.add("background work", nil, func(ctx context.Context) error { stopBG(); return waitGroup(ctx, &wg) })
 	wg.Go(func() { br.WatchStreams(bg, cfg.StreamStatsEvery, m.SetStream) })
 	clock := cfg.Clock
 	if clock == nil {

@@ -71,6 +71,10 @@ func run(args []string) error {
 	pprofAddr := fs.String("pprof", "", "serve Go's /debug/pprof on this address (e.g. 127.0.0.1:6061; off when empty)")
 	cfg := worker.DefaultConfig()
 	cfg.RegisterFlags(fs)
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), "usage: worker -nats-creds FILE [flags]\n\ndelivers the edge's jobs; every flag can also be set from the environment: -nats-url from SPOOKAT_NATS_URL, and so on\n\nflags:\n")
+		fs.PrintDefaults()
+	}
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
