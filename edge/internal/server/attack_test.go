@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -181,7 +183,8 @@ func TestStuckResumeHoldsNoHello(t *testing.T) {
 	if err := stuck.WriteJSON(map[string]any{"type": "resume", "after_message_id": 0}); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(300 * time.Millisecond) // let the resume fill what the socket can take
+	// The resume has begun once history waits in the stuck client's receive queue.
+	edgetest.WaitFor(t, "the resume under way", 10*time.Second, func() bool { return rxQueue(t, stuck.UnderlyingConn()) > 0 })
 	for i := range 3 {
 		start := time.Now()
 		edgetest.Dial(t, e.Addr, site.Key, "")
@@ -348,4 +351,26 @@ func TestForeignConsumersAreRemoved(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("the worker's own watch was removed")
 	}
+}
+
+// rxQueue is how many bytes wait unread in a loopback TCP connection's receive queue
+// (/proc/net/tcp, IPv4).
+func rxQueue(t *testing.T, c net.Conn) int64 {
+	t.Helper()
+	la := c.LocalAddr().(*net.TCPAddr)
+	ip := la.IP.To4()
+	local := fmt.Sprintf("%02X%02X%02X%02X:%04X", ip[3], ip[2], ip[1], ip[0], la.Port)
+	b, err := os.ReadFile("/proc/net/tcp")
+	if err != nil {
+		t.Skipf("SKIPPED: no /proc/net/tcp: %v", err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) > 4 && f[1] == local {
+			_, rx, _ := strings.Cut(f[4], ":")
+			n, _ := strconv.ParseInt(rx, 16, 64)
+			return n
+		}
+	}
+	return 0
 }
