@@ -479,20 +479,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	wg.Go(func() { expireUnsentFiles(bg, st, fileDir, log) })
 	warnQuotas(reg, fileDir, cmp.Or(cfg.FileQuota, widget.DefaultFileQuota), log)
 	wg.Go(func() { wh.RunPresence(bg, widget.PresenceSweep) })
-	wg.Add(1)
-	go func() { // forget idle (site, IP) brake entries
-		defer wg.Done()
-		t := time.NewTicker(time.Minute)
-		defer t.Stop()
-		for {
-			select {
-			case <-bg.Done():
-				return
-			case <-t.C:
-				brk.Sweep(10 * time.Minute)
-			}
-		}
-	}()
+	wg.Go(func() { every(bg, time.Minute, func() { brk.Sweep(10 * time.Minute) }) }) // forget idle (site, IP) brake entries
 	wh.Register(app)
 	assets.New().KnownSites(func(key string) bool { return reg.ByKey(key) != nil }).Register(app) // widget.js, chat window, /app/, /demo
 	(&inbox.Handler{Store: st, Sites: reg, Hub: inboxHub, Visitors: hub, Log: log, AllowPrivateTargets: wcfg.AllowPrivateTargets, IPs: ips, Metrics: m,
@@ -562,30 +549,37 @@ func waitGroup(ctx context.Context, wg *sync.WaitGroup) error {
 // expireUnsentFiles is the maintenance tick that deletes the uploads no message carried
 // within store.UnsentFileTTL, rows first, then files.
 func expireUnsentFiles(ctx context.Context, st *store.Store, dir files.Dir, log *slog.Logger) {
-	t := time.NewTicker(10 * time.Minute)
+	every(ctx, 10*time.Minute, func() {
+		for {
+			keys, err := st.ExpireUnsentFiles(ctx, time.Now().Add(-store.UnsentFileTTL), 500)
+			if err != nil {
+				if ctx.Err() == nil {
+					log.Warn("unsent uploads not expired yet; the next tick tries again", "err", err)
+				}
+				return
+			}
+			for _, k := range keys {
+				if err := dir.Remove(k); err != nil {
+					log.Warn("remove an expired upload", "err", err)
+				}
+			}
+			if len(keys) < 500 {
+				return
+			}
+		}
+	})
+}
+
+// every runs fn each d until ctx ends (the maintenance ticks).
+func every(ctx context.Context, d time.Duration, fn func()) {
+	t := time.NewTicker(d)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			for {
-				keys, err := st.ExpireUnsentFiles(ctx, time.Now().Add(-store.UnsentFileTTL), 500)
-				if err != nil {
-					if ctx.Err() == nil {
-						log.Warn("unsent uploads not expired yet; the next tick tries again", "err", err)
-					}
-					break
-				}
-				for _, k := range keys {
-					if err := dir.Remove(k); err != nil {
-						log.Warn("remove an expired upload", "err", err)
-					}
-				}
-				if len(keys) < 500 {
-					break
-				}
-			}
+			fn()
 		}
 	}
 }
@@ -604,30 +598,23 @@ func warnQuotas(reg *sites.Registry, dir files.Dir, quota int64, log *slog.Logge
 
 // wakeSnoozed is the maintenance tick that reopens, through the writer, the conversations
 // whose snooze has ended.
-func wakeSnoozed(ctx context.Context, st *store.Store, every time.Duration, clock func() time.Time, log *slog.Logger) {
+func wakeSnoozed(ctx context.Context, st *store.Store, tick time.Duration, clock func() time.Time, log *slog.Logger) {
 	const page = 500
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			now := clock()
-			for {
-				n, err := st.WakeSnoozed(ctx, now, page)
-				if err != nil {
-					if ctx.Err() == nil {
-						log.Warn("snoozed conversations not reopened yet; the next tick tries again", "err", err)
-					}
-					break
+	every(ctx, tick, func() {
+		now := clock()
+		for {
+			n, err := st.WakeSnoozed(ctx, now, page)
+			if err != nil {
+				if ctx.Err() == nil {
+					log.Warn("snoozed conversations not reopened yet; the next tick tries again", "err", err)
 				}
-				if n < page {
-					break
-				}
+				return
+			}
+			if n < page {
+				return
 			}
 		}
-	}
+	})
 }
 
 // laterPublisher is the job publisher as a commit listener. The store opens first (the
