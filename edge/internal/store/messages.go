@@ -42,7 +42,7 @@ func (tx *Tx) insertMessage(m *MessageRequest, res *MessageResult) (Committed, e
 		if err := tx.visitorConversation(m, res); err != nil {
 			return Committed{}, err
 		}
-	} else if m.Author != "visitor" && res.VisitorID == 0 {
+	} else if m.Author != schema.AuthorVisitor && res.VisitorID == 0 {
 		found, err := tx.QueryRow(`SELECT visitor_id FROM conversations WHERE id = ?`,
 			[]any{res.ConversationID}, &res.VisitorID)
 		if err != nil {

@@ -179,7 +179,7 @@ func line(j *schema.Job) string {
 	name := j.Name
 	if name == "" {
 		name = "Visitor"
-		if j.Author == "operator" {
+		if j.Author == schema.AuthorOperator {
 			name = "Operator"
 		}
 	}
