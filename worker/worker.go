@@ -303,7 +303,7 @@ func Run(ctx context.Context, nc *nats.Conn, cfg Config) error {
 		schema.LaneEmail:   {schema.TargetEmail: mailer},
 	}
 
-	out := lanes.NewOutbox(js, schema.ResultSubject(cfg.WorkerID), cfg.AckWait, log)
+	out := lanes.NewResultPublisher(js, schema.ResultSubject(cfg.WorkerID), cfg.AckWait, log)
 	// Sends outlive ctx: at stop they get StopTimeout to finish.
 	sendCtx, cancelSends := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelSends()

@@ -51,7 +51,7 @@ type Handler struct {
 	// Limiter guards password checks (NewLimiter's by default).
 	Limiter *Limiter
 	// Metrics counts wrong passwords (nil: not counted).
-	Metrics *metrics.Edge
+	Metrics *metrics.Set
 	// AllowPrivateTargets takes webhook and Discord URLs the worker's -allow-private-targets
 	// would let through (http://, loopback, private addresses): labs and tests.
 	AllowPrivateTargets bool

@@ -9,8 +9,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 )
 
-// Edge holds the edge's metrics and their registry.
-type Edge struct {
+// Set is the edge's metrics and their registry (the worker has its own).
+type Set struct {
 	Registry       *prometheus.Registry
 	MessagesSaved  prometheus.Counter
 	AckLatency     prometheus.Histogram
@@ -45,9 +45,9 @@ type Edge struct {
 
 // New registers every metric, the Go runtime's (scheduler latency included: loadgen reads
 // go_sched_latencies_seconds as the edge's "event loop lag") and the process's.
-func New() *Edge {
+func New() *Set {
 	reg := prometheus.NewRegistry()
-	m := &Edge{
+	m := &Set{
 		Registry: reg,
 		MessagesSaved: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "spookat_messages_saved_total", Help: "Messages committed to SQLite.",
@@ -113,7 +113,7 @@ func New() *Edge {
 
 // BrakeLevels exports the flood brake level of every braked site (sites at level 0 are
 // left out, so thousands of quiet sites cost no series) and the number of braked sites.
-func (m *Edge) BrakeLevels(each func(emit func(siteID int64, level int))) {
+func (m *Set) BrakeLevels(each func(emit func(siteID int64, level int))) {
 	m.Registry.MustRegister(&brakeCollector{each: each})
 }
 
@@ -142,12 +142,12 @@ func (c *brakeCollector) Collect(ch chan<- prometheus.Metric) {
 }
 
 // Gauge registers a gauge whose value is read at scrape time.
-func (m *Edge) Gauge(name, help string, fn func() float64) {
+func (m *Set) Gauge(name, help string, fn func() float64) {
 	m.Registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, fn))
 }
 
 // SetStream records what a stream holds against its byte budget.
-func (m *Edge) SetStream(stream string, bytes, maxBytes, msgs uint64) {
+func (m *Set) SetStream(stream string, bytes, maxBytes, msgs uint64) {
 	m.StreamBytes.WithLabelValues(stream).Set(float64(bytes))
 	m.StreamMaxBytes.WithLabelValues(stream).Set(float64(maxBytes))
 	m.StreamMessages.WithLabelValues(stream).Set(float64(msgs))
@@ -155,7 +155,7 @@ func (m *Edge) SetStream(stream string, bytes, maxBytes, msgs uint64) {
 
 // Publisher exports the job publisher's refusals by a full JOBS: refused counts the publishes
 // JetStream refused, full is whether jobs are held for want of room now.
-func (m *Edge) Publisher(refused func() int64, full func() bool) {
+func (m *Set) Publisher(refused func() int64, full func() bool) {
 	m.Registry.MustRegister(
 		prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name: "spookat_publish_refused_total", ConstLabels: prometheus.Labels{"reason": "stream_full"},
@@ -174,7 +174,7 @@ func (m *Edge) Publisher(refused func() int64, full func() bool) {
 // WAL exports the SQLite WAL's size and the writer's own checkpoints (see store.WALStats):
 // a WAL that keeps growing, or checkpoints that stay partial, is what an SRE looks at first
 // when the disk fills or commits slow down.
-func (m *Edge) WAL(bytes func() int64, writer func() (whole, partial int64, stalled time.Duration)) {
+func (m *Set) WAL(bytes func() int64, writer func() (whole, partial int64, stalled time.Duration)) {
 	const help = "Checkpoints the writer ran itself between commits; whole: every frame copied, so the next commit restarted the WAL; partial: a reader's snapshot (a backup, Litestream) or the timer's checkpoint was in the way."
 	m.Registry.MustRegister(
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{

@@ -31,7 +31,7 @@ const (
 type Recorder struct {
 	Store   *store.Store
 	Sites   *sites.Registry // the delivery targets each site has
-	Metrics *metrics.Edge
+	Metrics *metrics.Set
 	Log     *slog.Logger
 	// OnRecorded, if set, is called after each batch is committed (live delivery states), with
 	// each result's status and attempts replaced by what is now stored.

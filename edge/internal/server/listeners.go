@@ -30,7 +30,7 @@ type Addrs struct {
 var SetupSlots = max(16, 8*runtime.GOMAXPROCS(0))
 
 // listen opens the public listener with its socket budget.
-func listen(cfg Config, log *slog.Logger, m *metrics.Edge) (*sockets.Listener, error) {
+func listen(cfg Config, log *slog.Logger, m *metrics.Set) (*sockets.Listener, error) {
 	extra := 0
 	if cfg.InprocWorker && cfg.Worker != nil {
 		// The in-process worker's outbound sockets share the process's file limit.
@@ -82,7 +82,7 @@ func listen(cfg Config, log *slog.Logger, m *metrics.Edge) (*sockets.Listener, e
 }
 
 // listenMetrics serves /metrics on addr ("": none); Go's profiles are on -pprof's own address.
-func listenMetrics(addr string, m *metrics.Edge) (*http.Server, error) {
+func listenMetrics(addr string, m *metrics.Set) (*http.Server, error) {
 	if addr == "" {
 		return nil, nil
 	}

@@ -51,7 +51,7 @@ type Handler struct {
 	Store   *store.Store
 	Sites   *sites.Registry
 	Hub     *live.Hub
-	Metrics *metrics.Edge
+	Metrics *metrics.Set
 	Brakes  *brakes.Brakes
 	IPs     *clientip.Resolver // the client's address behind trusted proxies
 	Pace    *Pacer             // new sockets a second, all sites (nil: unpaced)

@@ -45,7 +45,7 @@ type Env struct {
 	Stream  jetstream.Stream
 	Sites   *sites.Cache
 	Senders map[string]deliver.Sender // by target
-	Out     *Outbox
+	Out     *ResultPublisher
 	M       *metrics.M
 	Log     *slog.Logger
 }

@@ -12,7 +12,7 @@ import (
 	"spookat/schema"
 )
 
-// Outbox publishes results (and dead jobs) asynchronously and acknowledges a job only once
+// ResultPublisher publishes results (and dead jobs) asynchronously and acknowledges a job only once
 // JetStream has stored what it produced: a job is never acked with its result lost. Entries
 // are confirmed in publish order, so acks of one conversation go out in order.
 //
@@ -23,7 +23,7 @@ import (
 //
 // Confirmation runs in JetStream's publish-ack callbacks: no goroutine, channel or timer per
 // result (waiting on each PubAckFuture's channels cost ~10 % of the worker's CPU).
-type Outbox struct {
+type ResultPublisher struct {
 	js      jetstream.JetStream
 	subject string
 	log     *slog.Logger
@@ -67,10 +67,10 @@ type entry struct {
 	done   chan struct{} // a Flush marker
 }
 
-// NewOutbox publishes results on subject (schema.ResultSubject), on its own JetStream
+// NewResultPublisher publishes results on subject (schema.ResultSubject), on its own JetStream
 // context (its ack callbacks are the outbox's). ackWait is the job consumers'.
-func NewOutbox(js jetstream.JetStream, subject string, ackWait time.Duration, log *slog.Logger) *Outbox {
-	o := &Outbox{subject: subject, log: log, pending: make(map[*nats.Msg][]*entry),
+func NewResultPublisher(js jetstream.JetStream, subject string, ackWait time.Duration, log *slog.Logger) *ResultPublisher {
+	o := &ResultPublisher{subject: subject, log: log, pending: make(map[*nats.Msg][]*entry),
 		closing: make(chan struct{}), keepAlive: max(ackWait/3, 100*time.Millisecond)}
 	ojs, err := jetstream.New(js.Conn(),
 		jetstream.WithPublishAsyncAckHandler(func(_ jetstream.JetStream, m *nats.Msg, _ *jetstream.PubAck) { o.stored(m, true) }),
@@ -88,7 +88,7 @@ func NewOutbox(js jetstream.JetStream, subject string, ackWait time.Duration, lo
 // keepAliveLoop tells JetStream that jobs whose results are not yet confirmed are still in
 // hand, when that takes a third of the ack wait: while a cluster elects a new RESULTS leader
 // (seconds), the delivered jobs would otherwise be handed out, and posted, again.
-func (o *Outbox) keepAliveLoop() {
+func (o *ResultPublisher) keepAliveLoop() {
 	t := time.NewTicker(o.keepAlive)
 	defer t.Stop()
 	for {
@@ -113,7 +113,7 @@ func (o *Outbox) keepAliveLoop() {
 }
 
 // Publish queues results and dead copies of jobs, and acks the jobs once all are stored.
-func (o *Outbox) Publish(results []*schema.Result, dead []*nats.Msg, acks []jetstream.Msg) {
+func (o *ResultPublisher) Publish(results []*schema.Result, dead []*nats.Msg, acks []jetstream.Msg) {
 	e := &entry{at: time.Now(), acks: acks, left: len(dead)}
 	o.mu.Lock()
 	o.queue = append(o.queue, e)
@@ -152,7 +152,7 @@ func (o *Outbox) Publish(results []*schema.Result, dead []*nats.Msg, acks []jets
 }
 
 // seal turns the open batch into a message to publish. Lock held.
-func (o *Outbox) seal() {
+func (o *ResultPublisher) seal() {
 	b := o.open
 	if b == nil {
 		return
@@ -165,7 +165,7 @@ func (o *Outbox) seal() {
 }
 
 // sealIf publishes batch b when its window ends, unless it went out already.
-func (o *Outbox) sealIf(b *batch) {
+func (o *ResultPublisher) sealIf(b *batch) {
 	o.mu.Lock()
 	if o.open != b {
 		o.mu.Unlock()
@@ -177,7 +177,7 @@ func (o *Outbox) sealIf(b *batch) {
 }
 
 // send publishes the sealed messages in order.
-func (o *Outbox) send() {
+func (o *ResultPublisher) send() {
 	o.sending.Lock()
 	defer o.sending.Unlock()
 	o.mu.Lock()
@@ -195,7 +195,7 @@ func (o *Outbox) send() {
 // timeout): it joins the retrier's queue. The jobs were delivered already; posting them
 // again is the worst outcome, so the retrier keeps publishing until the message is stored
 // (keepAliveLoop keeps the waiting jobs in progress meanwhile).
-func (o *Outbox) onErr(_ jetstream.JetStream, m *nats.Msg, err error) {
+func (o *ResultPublisher) onErr(_ jetstream.JetStream, m *nats.Msg, err error) {
 	o.mu.Lock()
 	if o.pending[m] == nil {
 		o.mu.Unlock()
@@ -228,7 +228,7 @@ const retryFor = 10 * time.Minute
 // retry publishes the failed messages again, in order, one at a time, until each is stored,
 // retryFor passes, the connection is closed for good, or Close gives up on them (their jobs
 // then come back to whoever owns them next).
-func (o *Outbox) retry() {
+func (o *ResultPublisher) retry() {
 	defer o.retries.Done()
 	wait := 100 * time.Millisecond
 	since := time.Now()
@@ -273,7 +273,7 @@ func (o *Outbox) retry() {
 	}
 }
 
-func (o *Outbox) isClosing() bool {
+func (o *ResultPublisher) isClosing() bool {
 	select {
 	case <-o.closing:
 		return true
@@ -284,7 +284,7 @@ func (o *Outbox) isClosing() bool {
 
 // stored records the outcome of one message and acks every entry at the head of the queue
 // that is complete.
-func (o *Outbox) stored(m *nats.Msg, ok bool) {
+func (o *ResultPublisher) stored(m *nats.Msg, ok bool) {
 	o.mu.Lock()
 	es := o.pending[m]
 	if es == nil {
@@ -314,7 +314,7 @@ func finish(acks []jetstream.Msg, marks []chan struct{}) {
 
 // advance pops the complete entries at the head of the queue and returns the jobs to ack and
 // the Flush markers to release. Lock held.
-func (o *Outbox) advance() (acks []jetstream.Msg, marks []chan struct{}) {
+func (o *ResultPublisher) advance() (acks []jetstream.Msg, marks []chan struct{}) {
 	n := 0
 	for _, h := range o.queue {
 		if h.left > 0 {
@@ -332,7 +332,7 @@ func (o *Outbox) advance() (acks []jetstream.Msg, marks []chan struct{}) {
 }
 
 // pop drops n entries from the head. Lock held.
-func (o *Outbox) pop(n int) {
+func (o *ResultPublisher) pop(n int) {
 	if n == 0 {
 		return
 	}
@@ -348,7 +348,7 @@ func (o *Outbox) pop(n int) {
 }
 
 // Flush returns once everything published before it is confirmed and acked (or ctx ends).
-func (o *Outbox) Flush(ctx context.Context) {
+func (o *ResultPublisher) Flush(ctx context.Context) {
 	o.mu.Lock()
 	if len(o.queue) == 0 {
 		o.mu.Unlock()
@@ -367,7 +367,7 @@ func (o *Outbox) Flush(ctx context.Context) {
 
 // Close waits (bounded) for what was published to be confirmed and acked. After a lost
 // connection nothing more can be confirmed: those jobs come back to their next owner.
-func (o *Outbox) Close() {
+func (o *ResultPublisher) Close() {
 	o.mu.Lock()
 	o.seal()
 	var idle chan struct{}
