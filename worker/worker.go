@@ -321,7 +321,7 @@ func Run(ctx context.Context, nc *nats.Conn, cfg Config) error {
 	err = group.Run(ctx, func(live []string) {
 		log.Info("workers changed", "live", len(live))
 		for _, l := range all {
-			for _, s := range l.Shards() {
+			for _, s := range l.Partitions() {
 				owner := members.Owner(live, s.Name)
 				s.SetWant(ctx, owner == group.ID, cfg.StopTimeout)
 			}
@@ -335,7 +335,7 @@ func Run(ctx context.Context, nc *nats.Conn, cfg Config) error {
 	// rest, flushes acks and unpins), bounded by StopTimeout.
 	var wg sync.WaitGroup
 	for _, l := range all {
-		for _, s := range l.Shards() {
+		for _, s := range l.Partitions() {
 			wg.Go(func() { s.SetWantSync(false, cfg.StopTimeout) })
 		}
 	}

@@ -14,9 +14,9 @@ import (
 //
 // A batch whose jobs are partly delivered must not be given back to JetStream (a nak would
 // deliver the delivered ones again), so a shard that hands over first finishes the batches it
-// has started (see Shard.release), and gives back only untouched messages.
+// has started (see Partition.release), and gives back only untouched messages.
 type delivery struct {
-	shard    *Shard
+	shard    *Partition
 	msg      jetstream.Msg
 	seq      uint64 // stream sequence
 	touched  time.Time
@@ -52,7 +52,7 @@ func pos(seq uint64, index int) uint64 { return seq<<16 | uint64(index) }
 const maxBatchJobs = 1 << 16
 
 // start marks a delivery as started. Lock held.
-func (s *Shard) start(d *delivery) {
+func (s *Partition) start(d *delivery) {
 	if !d.started {
 		d.started = true
 		if d.partial() {
@@ -69,7 +69,7 @@ func (s *Shard) start(d *delivery) {
 // jobs retrying), and acking the later one first would let a crash deliver the earlier job
 // again after the later one. So what a crash repeats of a conversation is always a run at its
 // end, in order.
-func (s *Shard) done(d *delivery) []jetstream.Msg {
+func (s *Partition) done(d *delivery) []jetstream.Msg {
 	if d.gaveBack {
 		d.left--
 		return nil
@@ -87,7 +87,7 @@ func (s *Shard) done(d *delivery) []jetstream.Msg {
 
 // ackable acks d unless an earlier message in hand shares one of its conversations (then d
 // waits for that one), and then what waited on d. Lock held.
-func (s *Shard) ackable(d *delivery) []jetstream.Msg {
+func (s *Partition) ackable(d *delivery) []jetstream.Msg {
 	if b := s.blocker(d); b != nil {
 		b.waiters = append(b.waiters, d)
 		d.blockedBy = b
@@ -101,7 +101,7 @@ func (s *Shard) ackable(d *delivery) []jetstream.Msg {
 
 // ack takes d out of hand and returns its message with those of its waiters now free.
 // Lock held.
-func (s *Shard) ack(d *delivery) []jetstream.Msg {
+func (s *Partition) ack(d *delivery) []jetstream.Msg {
 	d.blockedBy = nil
 	s.letGo(d)
 	out := []jetstream.Msg{d.msg}
@@ -114,7 +114,7 @@ func (s *Shard) ack(d *delivery) []jetstream.Msg {
 }
 
 // letGo takes d out of the shard's hands (acked or given back). Lock held.
-func (s *Shard) letGo(d *delivery) {
+func (s *Partition) letGo(d *delivery) {
 	if s.seen[d.seq] == d {
 		delete(s.seen, d.seq)
 		s.unacked--
@@ -123,7 +123,7 @@ func (s *Shard) letGo(d *delivery) {
 
 // overdue acks the finished messages that have waited maxAckHold for an earlier one. Lock
 // held.
-func (s *Shard) overdue(now time.Time) []jetstream.Msg {
+func (s *Partition) overdue(now time.Time) []jetstream.Msg {
 	var out []jetstream.Msg
 	for _, d := range s.seen {
 		b := d.blockedBy
@@ -140,7 +140,7 @@ func (s *Shard) overdue(now time.Time) []jetstream.Msg {
 
 // blocker is an earlier message in hand, not acked, with a job of one of d's conversations.
 // Lock held.
-func (s *Shard) blocker(d *delivery) *delivery {
+func (s *Partition) blocker(d *delivery) *delivery {
 	for _, x := range s.seen {
 		if x == d || x.seq > d.seq || x.gaveBack {
 			continue
@@ -158,7 +158,7 @@ func (s *Shard) blocker(d *delivery) *delivery {
 
 // takeBack removes every unfinished item of the given items' deliveries from their
 // conversations and returns those messages to give back, in stream order. Lock held.
-func (l *Lane) takeBack(s *Shard, items []*item) []jetstream.Msg {
+func (l *Lane) takeBack(s *Partition, items []*item) []jetstream.Msg {
 	var ds []*delivery
 	for _, it := range items {
 		if !slices.Contains(ds, it.d) {

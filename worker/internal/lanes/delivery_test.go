@@ -17,7 +17,7 @@ type fakeMsg struct {
 }
 
 // newDelivery puts a message in the shard's hands with one job per conversation given.
-func newDelivery(s *Shard, seq uint64, convs ...int64) *delivery {
+func newDelivery(s *Partition, seq uint64, convs ...int64) *delivery {
 	d := &delivery{shard: s, msg: &fakeMsg{name: string(rune('a' + seq - 1))}, seq: seq}
 	for i, c := range convs {
 		d.items = append(d.items, &item{d: d, pos: pos(seq, i),
@@ -38,7 +38,7 @@ func names(msgs []jetstream.Msg) []string {
 }
 
 // finishJob marks a delivery's item as sent and finished, returning what may be acked.
-func finishJob(s *Shard, it *item) []string {
+func finishJob(s *Partition, it *item) []string {
 	s.start(it.d)
 	it.finished = true
 	return names(s.done(it.d))
@@ -47,7 +47,7 @@ func finishJob(s *Shard, it *item) []string {
 // A finished batch is acked only once no earlier message in hand shares a conversation with
 // it; unrelated messages are acked at once; and what waited goes with the one it waited on.
 func TestAcksWaitForEarlierBatchesOfTheirConversations(t *testing.T) {
-	s := &Shard{seen: map[uint64]*delivery{}}
+	s := &Partition{seen: map[uint64]*delivery{}}
 	a := newDelivery(s, 1, 10, 20) // conversation 10's first job and 20's
 	b := newDelivery(s, 2, 10)     // conversation 10's second job
 	c := newDelivery(s, 3, 30)     // another conversation
@@ -75,7 +75,7 @@ func TestAcksWaitForEarlierBatchesOfTheirConversations(t *testing.T) {
 // next owner post the earlier job after them.
 func TestGivingBackTakesItsWaiters(t *testing.T) {
 	l := &Lane{convs: map[convKey]*conv{}}
-	s := &Shard{lane: l, seen: map[uint64]*delivery{}, convs: map[*conv]struct{}{}}
+	s := &Partition{lane: l, seen: map[uint64]*delivery{}, convs: map[*conv]struct{}{}}
 	a := newDelivery(s, 1, 10, 20)
 	b := newDelivery(s, 2, 10)
 	finishJob(s, a.items[0])
@@ -92,7 +92,7 @@ func TestGivingBackTakesItsWaiters(t *testing.T) {
 // A finished message does not wait for an earlier one forever: past maxAckHold it is acked,
 // and what waited on it is freed with it.
 func TestAckHeldAtMostMaxAckHold(t *testing.T) {
-	s := &Shard{seen: map[uint64]*delivery{}}
+	s := &Partition{seen: map[uint64]*delivery{}}
 	a := newDelivery(s, 1, 10, 20) // 20's job stays retrying
 	b := newDelivery(s, 2, 10, 30)
 	c := newDelivery(s, 3, 30)

@@ -60,7 +60,7 @@ type Lane struct {
 	queuedG, inflightG prometheus.Gauge // this lane's children, looked up once
 
 	mu        sync.Mutex
-	shards    []*Shard
+	shards    []*Partition
 	convs     map[convKey]*conv
 	ready     []*conv
 	inflight  int
@@ -76,7 +76,7 @@ type convKey struct {
 
 type conv struct {
 	key     convKey
-	shard   *Shard
+	shard   *Partition
 	items   []*item // sorted by stream sequence
 	busy    bool    // head is being sent
 	waiting bool    // a retry or rate-limit timer will kick it
@@ -95,8 +95,9 @@ type item struct {
 	finished bool // delivered, dead or given back
 }
 
-// Shard is one durable consumer of the lane (one partition for chat and webhook).
-type Shard struct {
+// Partition is one durable consumer of the lane: one partition of JOBS for chat and webhook,
+// the whole lane for email.
+type Partition struct {
 	lane *Lane
 	N    int
 	Name string
@@ -131,7 +132,7 @@ func New(cfg Config, env Env, sendCtx context.Context) *Lane {
 		l.targets[t] = env.M.For(cfg.Lane, t)
 	}
 	for i := range schema.JobShards(cfg.Lane) {
-		l.shards = append(l.shards, &Shard{lane: l, N: i, Name: schema.JobConsumer(cfg.Lane, i),
+		l.shards = append(l.shards, &Partition{lane: l, N: i, Name: schema.JobConsumer(cfg.Lane, i),
 			seen: make(map[uint64]*delivery), convs: make(map[*conv]struct{})})
 	}
 	return l
@@ -140,8 +141,8 @@ func New(cfg Config, env Env, sendCtx context.Context) *Lane {
 // Name is the lane's name.
 func (l *Lane) Name() string { return l.cfg.Lane }
 
-// Shards lists the lane's shards.
-func (l *Lane) Shards() []*Shard { return l.shards }
+// Partitions lists the lane's partitions (one consumer each; the email lane has one).
+func (l *Lane) Partitions() []*Partition { return l.shards }
 
 // ConsumerConfig is the durable consumer of a shard: explicit acks, no server-side retry limit
 // (the worker counts attempts itself), one pinned client at a time. Its state is kept in

@@ -108,7 +108,7 @@ func (l *Lane) finish(c *conv, batch []*item, out deliver.Outcome, start time.Ti
 	}
 }
 
-// forget drops a finished item and returns the messages to ack now (see Shard.done). Lock held.
+// forget drops a finished item and returns the messages to ack now (see Partition.done). Lock held.
 func (l *Lane) forget(it *item) []jetstream.Msg {
 	if it.finished {
 		return nil

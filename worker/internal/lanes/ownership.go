@@ -15,7 +15,7 @@ import (
 )
 
 // SetWant records whether this worker should own the shard and moves towards it.
-func (s *Shard) SetWant(ctx context.Context, want bool, drainTimeout time.Duration) {
+func (s *Partition) SetWant(ctx context.Context, want bool, drainTimeout time.Duration) {
 	l := s.lane
 	l.mu.Lock()
 	s.want = want
@@ -24,7 +24,7 @@ func (s *Shard) SetWant(ctx context.Context, want bool, drainTimeout time.Durati
 }
 
 // SetWantSync is SetWant that returns once the shard got there (used at stop).
-func (s *Shard) SetWantSync(want bool, drainTimeout time.Duration) {
+func (s *Partition) SetWantSync(want bool, drainTimeout time.Duration) {
 	l := s.lane
 	l.mu.Lock()
 	s.want = want
@@ -32,7 +32,7 @@ func (s *Shard) SetWantSync(want bool, drainTimeout time.Duration) {
 	s.reconcile(context.Background(), drainTimeout)
 }
 
-func (s *Shard) reconcile(ctx context.Context, drainTimeout time.Duration) {
+func (s *Partition) reconcile(ctx context.Context, drainTimeout time.Duration) {
 	s.op.Lock()
 	defer s.op.Unlock()
 	l := s.lane
@@ -52,7 +52,7 @@ func (s *Shard) reconcile(ctx context.Context, drainTimeout time.Duration) {
 	}
 }
 
-func (s *Shard) acquire(ctx context.Context) error {
+func (s *Partition) acquire(ctx context.Context) error {
 	l := s.lane
 	cons, err := l.env.Stream.Consumer(ctx, s.Name) // a fresh handle: no stale pin id
 	if err != nil {
@@ -89,7 +89,7 @@ func (s *Shard) acquire(ctx context.Context) error {
 // batches it has started (bounded), give the messages not started back (nak, in order), wait
 // for acks to be out, then unpin so the next owner is pinned at once instead of after the
 // pinned TTL.
-func (s *Shard) release(drainTimeout time.Duration) {
+func (s *Partition) release(drainTimeout time.Duration) {
 	l := s.lane
 	l.mu.Lock()
 	s.owned = false
@@ -154,7 +154,7 @@ func (s *Shard) release(drainTimeout time.Duration) {
 
 // settled signals release once nothing is in flight and no started batch is unfinished.
 // Lock held.
-func (s *Shard) settled() {
+func (s *Partition) settled() {
 	if s.drained != nil && s.inflight == 0 && s.partial == 0 {
 		close(s.drained)
 		s.drained = nil
@@ -162,7 +162,7 @@ func (s *Shard) settled() {
 }
 
 // receive is the Consume callback of a shard (one goroutine per shard, in delivery order).
-func (l *Lane) receive(s *Shard, gen int, m jetstream.Msg) {
+func (l *Lane) receive(s *Partition, gen int, m jetstream.Msg) {
 	meta, err := m.Metadata()
 	if err != nil {
 		_ = m.Term()
@@ -251,7 +251,7 @@ func (l *Lane) receive(s *Shard, gen int, m jetstream.Msg) {
 }
 
 // taint holds the shard back until checkTaint clears it. Lock held.
-func (l *Lane) taint(s *Shard, gen int) {
+func (l *Lane) taint(s *Partition, gen int) {
 	s.tainted = true
 	if !s.checking {
 		s.checking = true
@@ -262,7 +262,7 @@ func (l *Lane) taint(s *Shard, gen int) {
 // checkTaint polls the consumer while the shard is held back (only right after a takeover):
 // once the consumer's ack-pending count is no more than what we hold, every job taken before
 // is done or ours, and sending in stream order keeps each conversation in order.
-func (l *Lane) checkTaint(s *Shard, gen int) {
+func (l *Lane) checkTaint(s *Partition, gen int) {
 	every := min(max(l.cfg.AckWait/20, 50*time.Millisecond), time.Second)
 	for {
 		l.mu.Lock()
@@ -317,7 +317,7 @@ func (l *Lane) checkTaint(s *Shard, gen int) {
 
 // ownsHead reports whether every job of the shard's partition still in JOBS from sequence
 // from up to top is one of held: nothing earlier than what we hold is out elsewhere.
-func (l *Lane) ownsHead(s *Shard, from, top uint64, held map[uint64]bool) (bool, error) {
+func (l *Lane) ownsHead(s *Partition, from, top uint64, held map[uint64]bool) (bool, error) {
 	filter := schema.JobShardFilter(l.cfg.Lane, s.N)
 	for seq := from; seq <= top; {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
