@@ -24,6 +24,7 @@ import (
 	"spookat/loadgen/mock"
 	"spookat/schema"
 	"spookat/schema/natsauth"
+	"spookat/schema/testkit"
 	"spookat/worker"
 )
 
@@ -373,13 +374,7 @@ func (c *collector) final(status string) map[string]int {
 // waitFor polls cond until it holds or the deadline passes.
 func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", d, what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testkit.WaitFor(t, what, d, cond)
 }
 
 // deadJobs reads the DEAD stream.

@@ -22,6 +22,7 @@ import (
 	"spookat/edge/internal/edgetest"
 	"spookat/schema"
 	"spookat/schema/natsauth"
+	"spookat/schema/testkit"
 	"spookat/worker"
 )
 
@@ -63,9 +64,7 @@ func newWorld(t *testing.T) *world {
 
 func requireNoErr(t testing.TB, err error) {
 	t.Helper()
-	if err != nil {
-		t.Fatal(err)
-	}
+	testkit.NoErr(t, err)
 }
 
 // client is a connection that records the permission violations the server reports.

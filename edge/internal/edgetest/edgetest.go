@@ -20,6 +20,7 @@ import (
 	"spookat/edge/internal/server"
 	"spookat/edge/internal/store"
 	"spookat/schema"
+	"spookat/schema/testkit"
 )
 
 // Edge is a running in-process edge.
@@ -308,14 +309,8 @@ func Metric(addr, series string) (float64, bool) {
 	return 0, false
 }
 
-// WaitFor polls cond every 10 ms until it holds, failing the test after timeout.
+// WaitFor is testkit.WaitFor, the one wait of every module's tests.
 func WaitFor(t testing.TB, what string, timeout time.Duration, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", timeout, what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testkit.WaitFor(t, what, timeout, cond)
 }

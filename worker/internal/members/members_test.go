@@ -3,6 +3,7 @@ package members
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"slices"
@@ -16,6 +17,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"spookat/schema"
+	"spookat/schema/testkit"
 )
 
 // startJS runs a JetStream server in t.TempDir() with the worker buckets made.
@@ -156,13 +158,9 @@ func TestTwoProcessesOnOneIDAreTold(t *testing.T) {
 	waitLive(t, seen, []string{"w-1"})
 	go New(kv, "w-1", 2*time.Second, slog.New(slog.NewTextHandler(&logs[1], nil))).Run(ctx, func([]string) {})
 	for i := range logs {
-		deadline := time.Now().Add(10 * time.Second)
-		for !strings.Contains(logs[i].String(), "another worker runs with this id") {
-			if time.Now().After(deadline) {
-				t.Fatalf("process %d was not told of the other one:\n%s", i+1, logs[i].String())
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
+		testkit.WaitFor(t, fmt.Sprintf("process %d told of the other one", i+1), 10*time.Second, func() bool {
+			return strings.Contains(logs[i].String(), "another worker runs with this id")
+		})
 	}
 }
 
