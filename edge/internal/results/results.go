@@ -18,9 +18,9 @@ import (
 
 const (
 	maxBatch = 512 // messages; each holds a worker's results of a few milliseconds
-	// maxWait is how long the recorder collects results before committing them: one commit
-	// a result cost the edge ~20 % of its CPU at 1,000 deliveries/s; the inbox shows a
-	// delivery state at most this much later.
+	// maxWait is how long the recorder collects results before committing them (a commit per
+	// result costs the edge dearly: bench/comments.md); the inbox shows a delivery state at
+	// most this much later.
 	maxWait = 100 * time.Millisecond
 )
 

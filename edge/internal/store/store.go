@@ -151,10 +151,10 @@ func Open(dir string, opts Options) (*Store, error) {
 	if opts.SyncFull {
 		sync = "FULL"
 	}
-	// wal_autocheckpoint=0: a checkpoint inside a commit stalled it 15-25 ms in the
-	// prototype; the checkpointer connection does it on a timer instead.
-	// cache_size 8 MB: a 32 MB cache made every commit slower here (SQLite walks the page
-	// cache at the end of each write transaction) and 2 MB missed too often.
+	// wal_autocheckpoint=0: a checkpoint inside a commit stalls it; the checkpointer
+	// connection does it on a timer instead. cache_size 8 MB: a larger cache makes every
+	// commit slower (SQLite walks the page cache at the end of each write transaction) and a
+	// smaller one misses (bench/comments.md).
 	if err := w.Exec(`PRAGMA journal_mode=WAL; PRAGMA synchronous=` + sync + `;
 		PRAGMA wal_autocheckpoint=0; PRAGMA journal_size_limit=67108864;
 		PRAGMA busy_timeout=5000; PRAGMA cache_size=-8000; PRAGMA temp_store=MEMORY`); err != nil {
@@ -391,7 +391,7 @@ func (c *stmtCache) close() {
 // stablePlans turns on the query planner stability guarantee. This build of SQLite has
 // STAT4, and without it the planner let the values bound to a cached statement shape its
 // plan, so binding new ones expired the statement: every visitor lookup and every resume
-// was parsed and planned again (a reconnect storm spent a quarter of its CPU in the parser).
+// was parsed and planned again (see bench/comments.md for what a reconnect storm paid).
 func stablePlans(c *sqlite3.Conn) error {
 	if _, err := c.Config(sqlite3.DBCONFIG_ENABLE_QPSG, true); err != nil {
 		return fmt.Errorf("enable the query planner stability guarantee: %w", err)

@@ -14,7 +14,7 @@ import (
 // Sender delivers jobs of one target. Send is called with one job, or with several consecutive
 // jobs of one conversation when the sender merges (see Merger). ctx ends at a hard stop; the
 // attempt must also end by deadline. They come apart because a context with a deadline
-// costs a timer per attempt, a visible share of a Slack post's CPU; a sender whose client
+// costs a timer per attempt, which shows in a Slack post's profile; a sender whose client
 // takes a deadline (fasthttp) uses it directly, the others call WithDeadline.
 type Sender interface {
 	Send(ctx context.Context, deadline time.Time, site *schema.SiteDelivery, jobs []*schema.Job) Outcome

@@ -147,7 +147,7 @@ func (l *Lane) Partitions() []*Partition { return l.shards }
 // ConsumerConfig is the durable consumer of a shard: explicit acks, no server-side retry limit
 // (the worker counts attempts itself), one pinned client at a time. Its state is kept in
 // memory: with file state the server rewrote a state file (temp file + rename) of every
-// busy consumer many times a second, a tenth of the edge's CPU at 1,000 jobs/s. On a work
+// busy consumer many times a second (its cost: bench/comments.md). On a work
 // queue that is safe: acked jobs are deleted from the stream, so a server restart only
 // redelivers the unacked ones, in stream order, as a worker crash does.
 func ConsumerConfig(lane string, shard int, ackWait, pinnedTTL time.Duration, maxAckPending int) jetstream.ConsumerConfig {

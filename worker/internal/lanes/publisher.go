@@ -22,7 +22,8 @@ import (
 // delivered and acked message per delivery; a batch costs that once.
 //
 // Confirmation runs in JetStream's publish-ack callbacks: no goroutine, channel or timer per
-// result (waiting on each PubAckFuture's channels cost ~10 % of the worker's CPU).
+// result (waiting on each PubAckFuture's channels was a share of the worker's CPU worth
+// avoiding: bench/comments.md).
 type ResultPublisher struct {
 	js      jetstream.JetStream
 	subject string

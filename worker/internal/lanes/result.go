@@ -9,7 +9,7 @@ import (
 )
 
 // appendResult encodes r as encoding/json would (same fields, names and omitempty), without
-// reflection: one result per delivery made json.Marshal a visible share of the worker's CPU.
+// reflection: one result per delivery made json.Marshal show in the worker's profile.
 func appendResult(b []byte, r *schema.Result) []byte {
 	b = append(b, `{"job_id":`...)
 	b = fastjson.AppendString(b, r.JobID)

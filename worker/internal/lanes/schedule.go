@@ -63,8 +63,8 @@ type task struct {
 }
 
 // dispatch hands a send to an idle runner, or starts one. Runners live on while there is work
-// (their stacks are already grown to what an HTTP call needs; a fresh goroutine per send spent
-// ~5 % of the CPU growing its stack) and exit after a quiet spell, so an idle lane has none.
+// (their stacks are already grown to what an HTTP call needs, where a fresh goroutine per send
+// grows its stack each time) and exit after a quiet spell, so an idle lane has none.
 func (l *Lane) dispatch(t task) {
 	select {
 	case l.tasks <- t:
