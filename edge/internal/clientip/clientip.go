@@ -39,7 +39,8 @@ func ParsePrefixes(s string) ([]netip.Prefix, error) {
 	return out, nil
 }
 
-func (r *Resolver) trusted(a netip.Addr) bool {
+// IsTrusted reports whether a is one of the trusted proxies (a peer many clients share).
+func (r *Resolver) IsTrusted(a netip.Addr) bool {
 	a = a.Unmap()
 	for _, p := range r.Trusted {
 		if p.Contains(a) {
@@ -53,7 +54,7 @@ func (r *Resolver) trusted(a netip.Addr) bool {
 func (r *Resolver) IP(c *fiber.Ctx) netip.Addr {
 	peer, _ := netip.AddrFromSlice(c.Context().RemoteIP())
 	peer = peer.Unmap()
-	if r == nil || r.Header == "" || !r.trusted(peer) {
+	if r == nil || r.Header == "" || !r.IsTrusted(peer) {
 		return peer
 	}
 	h := c.Get(r.Header)
@@ -65,7 +66,7 @@ func (r *Resolver) IP(c *fiber.Ctx) netip.Addr {
 		if err != nil {
 			return peer // a hop that is not an address: stop trusting the chain here
 		}
-		if !r.trusted(a) {
+		if !r.IsTrusted(a) {
 			return a.Unmap()
 		}
 		if i < 0 {

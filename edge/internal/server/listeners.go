@@ -6,12 +6,12 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/netip"
 	"runtime"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"spookat/edge/internal/clientip"
 	"spookat/edge/internal/metrics"
 	"spookat/edge/internal/sockets"
 )
@@ -30,7 +30,7 @@ type Addrs struct {
 var SetupSlots = max(16, 8*runtime.GOMAXPROCS(0))
 
 // listen opens the public listener with its socket budget.
-func listen(cfg Config, log *slog.Logger, m *metrics.Set) (*sockets.Listener, error) {
+func listen(cfg Config, ips *clientip.Resolver, log *slog.Logger, m *metrics.Set) (*sockets.Listener, error) {
 	extra := 0
 	if cfg.InprocWorker && cfg.Worker != nil {
 		// The in-process worker's outbound sockets share the process's file limit.
@@ -68,14 +68,7 @@ func listen(cfg Config, log *slog.Logger, m *metrics.Set) (*sockets.Listener, er
 		Setup:        SetupSlots,
 		FirstByte:    cmp.Or(cfg.RequestTimeout, DefaultRequestTimeout),
 		PerAddr:      perAddr,
-		Shared: func(a netip.Addr) bool {
-			for _, p := range cfg.TrustedProxies {
-				if p.Contains(a) {
-					return true
-				}
-			}
-			return false
-		},
+		Shared:       ips.IsTrusted,
 	}
 	m.Gauge("spookat_connections_open", "Open HTTP and websocket connections (widget and inbox).", func() float64 { return float64(l.Open()) })
 	return l, nil

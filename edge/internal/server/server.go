@@ -488,7 +488,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	slackEvents := &slackevents.Handler{Store: st, Sites: reg, Log: log}
 	slackEvents.Register(app)
 
-	ln, err := listen(cfg, log, m)
+	ln, err := listen(cfg, ips, log, m)
 	if err != nil {
 		return err
 	}

@@ -85,20 +85,18 @@ func (h *Handler) sitesWithWindows() []int64 {
 		ids = append(ids, id)
 	}
 	h.mu.Unlock()
+	open := make(map[int64]bool, len(ids))
+	for _, id := range ids {
+		open[id] = true
+	}
 	h.presence.mu.Lock()
 	for id := range h.presence.said {
-		if !h.hasWindows(id) {
+		if !open[id] {
 			delete(h.presence.said, id)
 		}
 	}
 	h.presence.mu.Unlock()
 	return ids
-}
-
-func (h *Handler) hasWindows(siteID int64) bool {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return len(h.bySite[siteID]) > 0
 }
 
 // tellPresence sends the site's windows a presence frame when its status differs from what
