@@ -45,14 +45,10 @@ func TestFullJobsHoldsJobsAndRetriesSlowly(t *testing.T) {
 	br := startBroker(t, schema.StreamLimits{JobsMaxBytes: broker.MinStreamBytes})
 	logs := &syncBuffer{}
 	site := &schema.SiteDelivery{SiteID: 1, SlackToken: "xoxb", SlackChannel: "C1"}
-	p, err := outbox.New(br.NC, outbox.Config{
+	p := startPublisher(t, br.NC, outbox.Config{
 		Targets: func(int64) *schema.SiteDelivery { return site },
 		Log:     slog.New(slog.NewTextHandler(logs, nil)),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
+	}, nil)
 
 	// 40 conversations × 10 messages of ~300 bytes: about three times what 64 KiB holds.
 	const convs, perConv = 40, 10

@@ -57,24 +57,9 @@ type Config struct {
 	Targets Targets
 	// InboxURL links a conversation in the web inbox (put in every job).
 	InboxURL func(conversationID int64) string
-	// ReplyEmail returns where to email an operator's reply: the visitor's address when the
-	// visitor is not connected and left one, else "".
-	ReplyEmail func(conversationID int64) string
-	// PublishedThrough is the persisted watermark the publisher starts from.
-	PublishedThrough int64
-	// ReplayCuts are the window ends persisted above PublishedThrough (store.OutboxCuts),
-	// ascending: the first windows of the replay end exactly there.
-	ReplayCuts []int64
-	// SaveCut persists a window's end and calls done once it is committed (or failed: the
-	// publisher tries again). It must not block. Nil: windows are published unrecorded, and a
-	// replay may store some jobs twice (tests of the publisher alone).
-	SaveCut func(through int64, done func(error))
-	// Transcript reads what a transcript request emails (store.Transcript) and to whom (the
-	// visitor's address; "" sends nothing).
-	Transcript func(conversationID, through int64) (to string, t *schema.Transcript)
-	// Context reads the page a conversation started on (store.StartContext), for the jobs of
-	// its first message; nil: none.
-	Context func(conversationID int64) *schema.VisitorContext
+	// VisitorHere reports whether a conversation's visitor has the chat open: an operator's
+	// reply is then not emailed (nil: never).
+	VisitorHere func(conversationID int64) bool
 	// Files signs the link of an attachment in its jobs, under PublicURL (nil: no link).
 	Files     *files.Signer
 	PublicURL string
@@ -83,11 +68,25 @@ type Config struct {
 	Log    *slog.Logger
 }
 
+// Ledger is where the publisher's progress survives a crash: the store.
+type Ledger interface {
+	// PublishedThrough is the watermark the last run persisted; OutboxCuts are the window
+	// ends persisted above it, ascending: the first windows of the replay end exactly there.
+	PublishedThrough() int64
+	OutboxCuts() []int64
+	// SaveCut persists a window's end and calls done once it is committed (or failed: the
+	// publisher tries again). It must not block.
+	SaveCut(through int64, done func(error))
+	// SetWatermark hands over the watermark, for the ledger to persist when it likes.
+	SetWatermark(through int64)
+}
+
 // Publisher publishes jobs and tracks the watermark.
 type Publisher struct {
-	js  jetstream.JetStream
-	cfg Config
-	log *slog.Logger
+	js     jetstream.JetStream
+	cfg    Config
+	ledger Ledger // nil: windows are published unrecorded (tests of the publisher alone)
+	log    *slog.Logger
 
 	mu        sync.Mutex
 	queue     []store.Committed // handed over by the writer, not yet taken by the loop
@@ -117,9 +116,10 @@ type Publisher struct {
 	refused     int64     // publishes refused because JOBS is full, for metrics
 	lastFullLog time.Time
 
-	wake chan struct{}
-	stop chan struct{}
-	done chan struct{}
+	wake    chan struct{}
+	stop    chan struct{}
+	closing sync.Once
+	done    chan struct{}
 }
 
 // window is the jobs of a run of messages, one batch per lane partition.
@@ -153,24 +153,33 @@ type line struct {
 	waiting []*nats.Msg
 }
 
-// New creates a publisher on its own JetStream context (its ack handlers are the publisher's).
-func New(nc *nats.Conn, cfg Config) (*Publisher, error) {
+// New creates a publisher. It is a commit listener from the start, and publishes once
+// started: what it hears before waits.
+func New(cfg Config) *Publisher {
 	if cfg.Window <= 0 {
 		cfg.Window = DefaultWindow
 	}
-	p := &Publisher{
+	return &Publisher{
 		cfg:      cfg,
 		log:      cfg.Log,
 		subjects: make(map[string]*line),
-		handled:  cfg.PublishedThrough,
-		replay:   cfg.ReplayCuts,
 		wake:     make(chan struct{}, 1),
 		stop:     make(chan struct{}),
 		done:     make(chan struct{}),
 	}
-	if len(p.replay) == 0 {
-		p.replayEnd = true
+}
+
+// Start publishes on its own JetStream context (its ack handlers are the publisher's),
+// resuming where the ledger says the last run stopped (nil: from the start, unrecorded).
+// The caller then hands over the messages above the ledger's watermark and calls EndReplay.
+func (p *Publisher) Start(nc *nats.Conn, ledger Ledger) error {
+	p.mu.Lock()
+	p.ledger = ledger
+	if ledger != nil {
+		p.handled, p.replay = ledger.PublishedThrough(), ledger.OutboxCuts()
 	}
+	p.replayEnd = len(p.replay) == 0
+	p.mu.Unlock()
 	js, err := jetstream.New(nc,
 		jetstream.WithPublishAsyncAckHandler(p.onAck),
 		jetstream.WithPublishAsyncErrHandler(p.onErr),
@@ -179,11 +188,11 @@ func New(nc *nats.Conn, cfg Config) (*Publisher, error) {
 		// is retried after this; the duplicate window swallows it if it had been stored.
 		jetstream.WithPublishAsyncTimeout(5*time.Second))
 	if err != nil {
-		return nil, err
+		return err
 	}
 	p.js = js
 	go p.loop()
-	return p, nil
+	return nil
 }
 
 // Committed (a store.CommitListener) takes the messages of one commit, in id order. Called
@@ -266,10 +275,16 @@ func (p *Publisher) Drain(timeout time.Duration) bool {
 	return p.Backlog() == 0
 }
 
-// Close stops the publishing loop.
+// Close stops the publishing loop and hands its last watermark to the ledger.
 func (p *Publisher) Close() {
-	close(p.stop)
+	if p.js == nil {
+		return // never started
+	}
+	p.closing.Do(func() { close(p.stop) })
 	<-p.done
+	if p.ledger != nil {
+		p.ledger.SetWatermark(p.Watermark())
+	}
 }
 
 func (p *Publisher) loop() {
@@ -313,87 +328,26 @@ func (p *Publisher) loop() {
 		}
 		p.saveCuts()
 		p.publishSaved()
+		if p.ledger != nil {
+			p.ledger.SetWatermark(p.Watermark())
+		}
 	}
 }
 
-// jobs builds the jobs of one message. A message without targets has none.
+// jobs builds the jobs of one message from its committed row and what the edge knows in
+// memory now (see Jobs).
 func (p *Publisher) jobs(c *store.Committed) []schema.Job {
-	if c.Kind == schema.KindTranscript {
-		return p.transcript(c)
+	env := Env{Delivery: p.cfg.Targets(c.SiteID)}
+	if c.Author == schema.AuthorOperator && p.cfg.VisitorHere != nil {
+		env.VisitorHere = p.cfg.VisitorHere(c.ConversationID)
 	}
-	var targets []string
-	replyTo := ""
-	status := c.Kind.Status() != ""
-	// A status change is hidden from the visitor (internal) but reaches every channel: the
-	// Slack thread's parent shows it, Slack included when it was made from Slack.
-	if !c.Internal || status {
-		if d := p.cfg.Targets(c.SiteID); d != nil {
-			targets = d.Targets(c.First && c.Author == schema.AuthorVisitor)
-		}
-		if c.Source == schema.SourceSlack && !status {
-			targets = withoutSlack(targets) // a reply from Slack is never posted back to Slack
-		}
-		if c.Author == schema.AuthorOperator && p.cfg.ReplyEmail != nil {
-			if replyTo = p.cfg.ReplyEmail(c.ConversationID); replyTo != "" {
-				targets = append(targets, schema.TargetEmail)
-			}
-		}
+	if p.cfg.InboxURL != nil {
+		env.InboxURL = p.cfg.InboxURL(c.ConversationID)
 	}
-	if len(targets) == 0 {
-		return nil
-	}
-	var file *schema.File
 	if c.File != nil && p.cfg.Files != nil {
-		f := *c.File
-		f.URL = p.cfg.Files.Link(p.cfg.PublicURL, f.ID, time.Now().Add(files.LinkTTL))
-		file = &f
+		env.FileURL = p.cfg.Files.Link(p.cfg.PublicURL, c.File.ID, time.Now().Add(files.LinkTTL))
 	}
-	var vc *schema.VisitorContext
-	if c.First && c.Author == schema.AuthorVisitor && p.cfg.Context != nil {
-		vc = p.cfg.Context(c.ConversationID)
-	}
-	jobs := make([]schema.Job, len(targets))
-	for i, target := range targets {
-		job := schema.Job{
-			ID:             schema.JobID(c.MessageID, target),
-			Lane:           schema.LaneOf(target),
-			Target:         target,
-			SiteID:         c.SiteID,
-			ConversationID: c.ConversationID,
-			MessageID:      c.MessageID,
-			Author:         c.Author,
-			Name:           c.Name,
-			Text:           c.Text,
-			CreatedAt:      time.UnixMilli(c.CreatedAt).UTC(),
-			Kind:           c.Kind,
-			First:          c.First,
-			Reopened:       c.Reopened,
-			File:           file,
-			Context:        vc,
-		}
-		if p.cfg.InboxURL != nil {
-			job.InboxURL = p.cfg.InboxURL(c.ConversationID)
-		}
-		if target == schema.TargetEmail {
-			job.To = replyTo
-		}
-		jobs[i] = job
-	}
-	return jobs
-}
-
-// transcript is the one job of a transcript request: the conversation, emailed to the visitor.
-func (p *Publisher) transcript(c *store.Committed) []schema.Job {
-	if p.cfg.Transcript == nil {
-		return nil
-	}
-	to, t := p.cfg.Transcript(c.ConversationID, c.MessageID)
-	if to == "" || t == nil {
-		return nil
-	}
-	return []schema.Job{{ID: schema.JobID(c.MessageID, schema.TargetEmail), Lane: schema.LaneEmail, Target: schema.TargetEmail,
-		SiteID: c.SiteID, ConversationID: c.ConversationID, MessageID: c.MessageID, Author: c.Author, Name: c.Name, Text: c.Text,
-		CreatedAt: time.UnixMilli(c.CreatedAt).UTC(), Kind: c.Kind, To: to, Transcript: t}}
+	return Jobs(c, env)
 }
 
 // add puts a message's jobs in the open window, closing the window first where a persisted
@@ -493,7 +447,7 @@ func (p *Publisher) seal(through int64, persisted bool) {
 		return
 	}
 	w.through = through
-	w.saved = persisted || p.cfg.SaveCut == nil
+	w.saved = persisted || p.ledger == nil
 	for at, b := range w.parts {
 		m := &nats.Msg{
 			Subject: schema.BatchSubject(at.lane, at.n, through),
@@ -523,7 +477,7 @@ func (p *Publisher) saveCuts() {
 	}
 	p.mu.Unlock()
 	for _, w := range todo {
-		p.cfg.SaveCut(w.through, func(err error) {
+		p.ledger.SaveCut(w.through, func(err error) {
 			p.mu.Lock()
 			w.saving = false
 			w.saved = err == nil
@@ -751,15 +705,4 @@ func partitionOf(subject string) string {
 		return subject[:i]
 	}
 	return subject
-}
-
-// withoutSlack drops the Slack target (in place: Targets returns a fresh slice).
-func withoutSlack(targets []string) []string {
-	out := targets[:0]
-	for _, t := range targets {
-		if t != schema.TargetSlack {
-			out = append(out, t)
-		}
-	}
-	return out
 }

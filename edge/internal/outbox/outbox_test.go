@@ -26,53 +26,36 @@ import (
 func TestJobsPerMessageAndWatermark(t *testing.T) {
 	br := startBroker(t, schema.StreamLimits{})
 	slackSite := &schema.SiteDelivery{SiteID: 1, SlackToken: "xoxb", SlackChannel: "C1", NotifyEmail: "team@site.test"}
-	p, err := outbox.New(br.NC, outbox.Config{
+	p := startPublisher(t, br.NC, outbox.Config{
 		Targets: func(id int64) *schema.SiteDelivery {
 			if id == 1 {
 				return slackSite
 			}
 			return &schema.SiteDelivery{SiteID: id} // no targets
 		},
-		InboxURL: func(conv int64) string { return "http://edge.test/app" },
-		ReplyEmail: func(conv int64) string {
-			if conv == 10 {
-				return "visitor@home.test" // gone, left an address
-			}
-			return ""
-		},
-		Transcript: func(conv, through int64) (string, *schema.Transcript) {
-			if conv != 10 || through != 8 {
-				t.Errorf("transcript of conversation %d through %d", conv, through)
-			}
-			return "visitor@home.test", &schema.Transcript{Lines: []schema.TranscriptLine{{Author: "visitor", Text: "hello"}}}
-		},
-		Context: func(conv int64) *schema.VisitorContext {
-			if conv != 10 {
-				t.Errorf("context of conversation %d: only a first message from a visitor needs one", conv)
-			}
-			return &schema.VisitorContext{URL: "https://site.test/pricing", Browser: "Firefox 133 on Windows"}
-		},
-		Files:            files.NewSigner([]byte("0123456789abcdef0123456789abcdef")),
-		PublicURL:        "https://chat.site.test",
-		PublishedThrough: 0,
-		Log:              slog.New(slog.NewTextHandler(io.Discard, nil)),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
+		InboxURL:    func(conv int64) string { return "http://edge.test/app" },
+		VisitorHere: func(conv int64) bool { return conv == 11 },
+		Files:       files.NewSigner([]byte("0123456789abcdef0123456789abcdef")),
+		PublicURL:   "https://chat.site.test",
+		Log:         slog.New(slog.NewTextHandler(io.Discard, nil)),
+	}, nil)
+	started := &schema.VisitorContext{URL: "https://site.test/pricing", Browser: "Firefox 133 on Windows"}
 	p.Committed([]store.Committed{
-		{MessageID: 1, ConversationID: 10, SiteID: 1, Author: "visitor", Text: "hello", First: true},
-		{MessageID: 2, ConversationID: 10, SiteID: 1, Author: "operator", Name: "Olivia", Text: "hi!"},
-		{MessageID: 3, ConversationID: 10, SiteID: 1, Author: "operator", Text: "note", Internal: true},
-		{MessageID: 4, ConversationID: 11, SiteID: 1, Author: "operator", Text: "from slack", Source: schema.SourceSlack, ClientID: "slack:C1:1.2"},
+		{MessageID: 1, ConversationID: 10, SiteID: 1, Author: "visitor", Text: "hello", First: true, Started: started},
+		// The visitor of 10 is gone and left an address: the reply is emailed too.
+		{MessageID: 2, ConversationID: 10, SiteID: 1, Author: "operator", Name: "Olivia", Text: "hi!", VisitorEmail: "visitor@home.test"},
+		{MessageID: 3, ConversationID: 10, SiteID: 1, Author: "operator", Text: "note", Internal: true, VisitorEmail: "visitor@home.test"},
+		// The visitor of 11 has the chat open: no email, whatever address they left.
+		{MessageID: 4, ConversationID: 11, SiteID: 1, Author: "operator", Text: "from slack", Source: schema.SourceSlack, ClientID: "slack:C1:1.2",
+			VisitorEmail: "here@home.test"},
 		{MessageID: 5, ConversationID: 12, SiteID: 2, Author: "visitor", Text: "no targets", First: true},
 		// A visitor's client id that looks like Slack's changes nothing: the source decides.
 		{MessageID: 6, ConversationID: 13, SiteID: 1, Author: "visitor", Text: "hi", Source: schema.SourceWidget, ClientID: "slack:C1:9.9"},
 		// An attachment: its jobs carry a signed link under the public URL.
 		{MessageID: 7, ConversationID: 13, SiteID: 1, Author: "visitor", File: &schema.File{ID: "k1", Name: "a.png", Type: "image/png", Size: 3}},
 		// A transcript request: one email to the visitor, with the conversation; no Slack post.
-		{MessageID: 8, ConversationID: 10, SiteID: 1, Author: "system", Name: "Transcript", Text: "Transcript emailed", Kind: schema.KindTranscript},
+		{MessageID: 8, ConversationID: 10, SiteID: 1, Author: "system", Name: "Transcript", Text: "Transcript emailed", Kind: schema.KindTranscript,
+			VisitorEmail: "visitor@home.test", Transcript: &schema.Transcript{Lines: []schema.TranscriptLine{{Author: "visitor", Text: "hello"}}}},
 	})
 	if !p.Drain(10 * time.Second) {
 		t.Fatalf("backlog %d not drained", p.Backlog())
@@ -117,6 +100,18 @@ func TestJobsPerMessageAndWatermark(t *testing.T) {
 		len(j.Transcript.Lines) != 1 || j.Transcript.Lines[0].Text != "hello" {
 		t.Fatalf("transcript job = %+v", j)
 	}
+}
+
+// startPublisher starts a publisher on nc with ledger (nil: windows unrecorded), closed when
+// the test ends.
+func startPublisher(t *testing.T, nc *nats.Conn, cfg outbox.Config, ledger outbox.Ledger) *outbox.Publisher {
+	t.Helper()
+	p := outbox.New(cfg)
+	if err := p.Start(nc, ledger); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Close)
+	return p
 }
 
 // storedJob is a job as JOBS holds it, with the message that carries it.

@@ -26,7 +26,11 @@ type cutLog struct {
 	after int64 // windows ending past this are persisted but the edge dies before it hears so
 }
 
-func (c *cutLog) save(through int64, done func(error)) {
+func (c *cutLog) PublishedThrough() int64 { return 0 } // the persisted watermark lags: replay from 0
+func (c *cutLog) OutboxCuts() []int64     { return c.saved() }
+func (c *cutLog) SetWatermark(int64)      {}
+
+func (c *cutLog) SaveCut(through int64, done func(error)) {
 	c.mu.Lock()
 	if !slices.Contains(c.cuts, through) {
 		c.cuts = append(c.cuts, through)
@@ -62,11 +66,8 @@ func TestReplayFormsTheSameBatches(t *testing.T) {
 	}
 
 	cuts := &cutLog{after: 120}
-	first, err := outbox.New(br.NC, outbox.Config{Targets: func(int64) *schema.SiteDelivery { return site },
-		SaveCut: cuts.save, Window: time.Millisecond, Log: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
+	first := startPublisher(t, br.NC, outbox.Config{Targets: func(int64) *schema.SiteDelivery { return site },
+		Window: time.Millisecond, Log: quiet}, cuts)
 	for k := range chunks {
 		n := len(cuts.saved())
 		first.Committed(msgs[k*perChunk : (k+1)*perChunk])
@@ -80,12 +81,7 @@ func TestReplayFormsTheSameBatches(t *testing.T) {
 	}
 
 	// The persisted watermark lags (it is written every 500 ms): replay from 0.
-	second, err := outbox.New(br.NC, outbox.Config{Targets: func(int64) *schema.SiteDelivery { return site },
-		SaveCut: cuts.save, ReplayCuts: cuts.saved(), Log: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer second.Close()
+	second := startPublisher(t, br.NC, outbox.Config{Targets: func(int64) *schema.SiteDelivery { return site }, Log: quiet}, cuts)
 	cuts.mu.Lock()
 	cuts.after = 0
 	cuts.mu.Unlock()
@@ -127,12 +123,8 @@ func TestBatchesStayUnderTheirByteBound(t *testing.T) {
 	br := startBroker(t, schema.StreamLimits{})
 	site := &schema.SiteDelivery{SiteID: 1, SlackToken: "xoxb", SlackChannel: "C1"}
 	cuts := &cutLog{}
-	p, err := outbox.New(br.NC, outbox.Config{Targets: func(int64) *schema.SiteDelivery { return site },
-		SaveCut: cuts.save, Window: time.Hour, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
+	p := startPublisher(t, br.NC, outbox.Config{Targets: func(int64) *schema.SiteDelivery { return site },
+		Window: time.Hour, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}, cuts)
 	var msgs []store.Committed
 	for i := range 60 {
 		text := strings.Repeat("x", 3000) // ~3 KB a job: a 32 KiB batch holds about ten

@@ -164,7 +164,22 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	presenceChanges := make(chan int64, 256)
 	inboxHub.WatchChanged = func(site int64) { widget.PresenceChanged(presenceChanges, site) }
 	here := &presence.Tracker{Watching: inboxHub.Watching, Came: func(site int64) { widget.PresenceChanged(presenceChanges, site) }}
-	pub := &laterPublisher{}
+	// The job publisher hears commits from the store's start and publishes once NATS is up
+	// and the sites are read.
+	var reg *sites.Registry
+	pub := outbox.New(outbox.Config{
+		Targets: func(id int64) *schema.SiteDelivery {
+			if s := reg.ByID(id); s != nil {
+				return s.Delivery
+			}
+			return nil
+		},
+		InboxURL:    func(conv int64) string { return cfg.PublicURL + "/app/#/conversations/" + strconv.FormatInt(conv, 10) },
+		VisitorHere: hub.Watching,
+		Files:       signer,
+		PublicURL:   cfg.PublicURL,
+		Log:         log,
+	})
 	origins := &results.Origins{} // where recent messages belong, for the results' check
 	st, err := store.Open(cfg.DataDir, store.Options{
 		SyncFull: cfg.SyncFull,
@@ -175,12 +190,6 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		Listeners: []store.CommitListener{
 			store.CommitFunc(func(c []store.Committed) { m.MessagesSaved.Add(float64(len(c))) }),
 			hub, inboxHub, here, origins, pub,
-		},
-		Watermark: func() int64 {
-			if p := pub.Load(); p != nil {
-				return p.Watermark()
-			}
-			return -1 // not started: nothing to persist
 		},
 	})
 	if err != nil {
@@ -247,7 +256,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		return err
 	}
 	brk := brakes.New(cfg.Brakes, brakes.Wall())
-	reg := sites.New(siteList, brk)
+	reg = sites.New(siteList, brk)
 	m.BrakeLevels(func(emit func(siteID int64, level int)) {
 		for _, s := range reg.All() {
 			if l := s.Brake.Level(); l > 0 {
@@ -263,71 +272,10 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		return fmt.Errorf("mirror sites to %s: %w", schema.BucketSites, err)
 	}
 
-	p, err := outbox.New(br.NC, outbox.Config{
-		Targets: func(id int64) *schema.SiteDelivery {
-			if s := reg.ByID(id); s != nil {
-				return s.Delivery
-			}
-			return nil
-		},
-		InboxURL: func(conv int64) string { return cfg.PublicURL + "/app/#/conversations/" + strconv.FormatInt(conv, 10) },
-		// An operator's reply reaches a visitor who is gone by email, if they left one.
-		ReplyEmail: func(conv int64) string {
-			if hub.Watching(conv) {
-				return ""
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			email, err := st.VisitorEmail(ctx, conv)
-			if err != nil {
-				log.Warn("visitor email lookup", "conversation", conv, "err", err)
-			}
-			return email
-		},
-		// A transcript request's email: the conversation as the visitor saw it, to their address.
-		Transcript: func(conv, through int64) (string, *schema.Transcript) {
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			email, err := st.VisitorEmail(ctx, conv)
-			if err != nil || email == "" {
-				log.Warn("transcript: no address", "conversation", conv, "err", err)
-				return "", nil
-			}
-			t, err := st.Transcript(ctx, conv, through)
-			if err != nil {
-				log.Warn("transcript: read", "conversation", conv, "err", err)
-				return "", nil
-			}
-			return email, t
-		},
-		// Where a conversation started: its first message is committed with it, so a replay
-		// after a crash reads the same.
-		Context: func(conv int64) *schema.VisitorContext {
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			vc, err := st.StartContext(ctx, conv)
-			if err != nil {
-				log.Warn("conversation context", "conversation", conv, "err", err)
-			}
-			return vc
-		},
-		Files:            signer,
-		PublicURL:        cfg.PublicURL,
-		PublishedThrough: st.PublishedThrough(),
-		ReplayCuts:       st.OutboxCuts(),
-		// A window's end is a normal write of the store; the publisher never waits on it.
-		SaveCut: func(through int64, done func(error)) {
-			go func() {
-				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-				defer cancel()
-				done(st.Write(ctx, func(tx *store.Tx) error { return tx.SaveOutboxCut(through) }))
-			}()
-		},
-		Log: log,
-	})
-	if err != nil {
+	if err := pub.Start(br.NC, st); err != nil {
 		return err
 	}
+	p := pub
 	sg.add("publisher", nil, func(context.Context) error { p.Close(); return nil })
 	// Jobs of messages committed but not confirmed by JetStream before the last stop.
 	replayed, err := st.Unpublished(ctx, st.PublishedThrough(), p.Committed)
@@ -338,7 +286,6 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if replayed > 0 {
 		log.Info("re-publishing jobs of messages above the watermark", "messages", replayed, "watermark", st.PublishedThrough())
 	}
-	pub.Store(p)
 	m.Gauge("spookat_publish_backlog", "Jobs published and not yet stored by JetStream, plus messages not yet handled.",
 		func() float64 { return float64(p.Backlog()) })
 	m.Gauge("spookat_jobs_published", "Jobs published to JOBS since start.", func() float64 { return float64(p.Published()) })
@@ -616,13 +563,3 @@ func wakeSnoozed(ctx context.Context, st *store.Store, tick time.Duration, clock
 		}
 	})
 }
-
-// laterPublisher is the job publisher as a commit listener. The store opens first (the
-// publisher replays what the store has not seen published) and nothing that commits runs
-// before Store, as before the listeners it was a pointer loaded at each commit.
-type laterPublisher struct {
-	atomic.Pointer[outbox.Publisher]
-}
-
-// Committed hands a commit's messages to the publisher.
-func (l *laterPublisher) Committed(c []store.Committed) { l.Load().Committed(c) }

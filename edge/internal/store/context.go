@@ -114,17 +114,3 @@ func (s *Store) ConversationContext(ctx context.Context, cv *ConversationSummary
 	}
 	return out, err
 }
-
-// StartContext is the page a conversation started on (nil: not known), for its first jobs.
-func (s *Store) StartContext(ctx context.Context, conversationID int64) (*schema.VisitorContext, error) {
-	var j string
-	err := s.Read(ctx, func(q Querier) error {
-		st, err := q.Stmt(`SELECT context FROM conversations WHERE id = ?`)
-		if err != nil {
-			return err
-		}
-		_, err = queryRow(st, []any{conversationID}, &j)
-		return err
-	})
-	return contextFrom(j), err
-}

@@ -2,8 +2,6 @@ package store
 
 import (
 	"context"
-	"slices"
-	"time"
 
 	"spookat/schema"
 )
@@ -101,23 +99,20 @@ func (s *Store) Unpublished(ctx context.Context, after int64, fn func([]Committe
 		if len(batch) == 0 {
 			return total, nil
 		}
+		if err := s.Read(ctx, func(q Querier) error {
+			for i := range batch {
+				if err := addJobFacts(q.Stmt, &batch[i]); err != nil {
+					return err
+				}
+			}
+			return nil
+		}); err != nil {
+			return total, err
+		}
 		fn(batch)
 		total += len(batch)
 		after = batch[len(batch)-1].MessageID
 	}
-}
-
-// VisitorEmail is the address the visitor of a conversation left ("" for none).
-func (s *Store) VisitorEmail(ctx context.Context, conversationID int64) (email string, err error) {
-	err = s.Read(ctx, func(q Querier) error {
-		st, err := q.Stmt(`SELECT v.email FROM conversations c JOIN visitors v ON v.id = c.visitor_id WHERE c.id = ?`)
-		if err != nil {
-			return err
-		}
-		_, err = queryRow(st, []any{conversationID}, &email)
-		return err
-	})
-	return email, err
 }
 
 // TranscriptTarget is where a transcript of a conversation goes (the address its visitor
@@ -134,35 +129,12 @@ func (s *Store) TranscriptTarget(ctx context.Context, conversationID int64) (ema
 	return email, closed, err
 }
 
-// Transcript reads a conversation as its visitor saw it, up to message through (internal
-// notes and transcript requests left out), for the email the visitor asked for: the last
-// schema.MaxTranscriptLines messages within schema.MaxTranscriptBytes of text.
-func (s *Store) Transcript(ctx context.Context, conversationID, through int64) (*schema.Transcript, error) {
-	t := &schema.Transcript{}
-	err := s.Read(ctx, func(q Querier) error {
-		st, err := q.Stmt(`SELECT m.author, m.name, m.text, coalesce(f.name, ''), m.created_at
-			FROM messages m LEFT JOIN files f ON f.id = m.file_id
-			WHERE m.conversation_id = ? AND m.id <= ? AND m.internal = 0 AND m.kind != 'transcript'
-			ORDER BY m.id DESC`)
-		if err != nil {
-			return err
-		}
-		size := 0
-		return eachRow(st, []any{conversationID, through}, func() error {
-			var l schema.TranscriptLine
-			var at int64
-			if err := scan(st, &l.Author, &l.Name, &l.Text, &l.File, &at); err != nil {
-				return err
-			}
-			if size += len(l.Text); len(t.Lines) >= schema.MaxTranscriptLines || size > schema.MaxTranscriptBytes {
-				t.Earlier++
-				return nil
-			}
-			l.At = time.UnixMilli(at).UTC()
-			t.Lines = append(t.Lines, l)
-			return nil
-		})
+// Transcript reads a conversation as its visitor saw it, up to message through (see
+// transcript).
+func (s *Store) Transcript(ctx context.Context, conversationID, through int64) (t *schema.Transcript, err error) {
+	err = s.Read(ctx, func(q Querier) error {
+		t, err = transcript(q.Stmt, conversationID, through)
+		return err
 	})
-	slices.Reverse(t.Lines)
 	return t, err
 }

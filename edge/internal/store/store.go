@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ncruces/go-sqlite3"
@@ -50,10 +51,6 @@ type Options struct {
 	WALPages int
 	// Listeners hear, in this order, each commit's messages (see CommitListener).
 	Listeners []CommitListener
-	// Watermark, if set, is read every 500 ms and at close; when it moved, it is persisted in
-	// the outbox table. It is a lower bound, so persisting it late only means re-publishing a
-	// little more after a crash (JetStream's duplicate window drops those repeats).
-	Watermark func() int64
 	// CommitWindow is how long the writer waits for more messages to join a batch once the
 	// arrival rate is at least WindowRate a second; below it, it commits at once. (A sleep
 	// this short lasts about a millisecond in practice.) Default 500 µs; negative: never.
@@ -85,8 +82,10 @@ type Store struct {
 	ckptKick chan struct{} // the writer's WAL hook asks for a timer checkpoint now
 
 	persistedWatermark int64
-	persistedCuts      []int64 // outbox_cuts above the watermark at open
-	stats              Stats
+	// watermark is the job publisher's, handed over by SetWatermark (-1: none yet).
+	watermark     atomic.Int64
+	persistedCuts []int64 // outbox_cuts above the watermark at open
+	stats         Stats
 
 	walPages   int       // frames in the WAL after the last commit (the writer's WAL hook)
 	walTried   time.Time // the writer's last checkpoint
@@ -137,6 +136,7 @@ func Open(dir string, opts Options) (*Store, error) {
 		ckptDone: make(chan struct{}),
 		ckptKick: make(chan struct{}, 1),
 	}
+	s.watermark.Store(-1)
 	w, err := sqlite3.Open(s.path)
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", s.path, err)
@@ -305,6 +305,22 @@ func (s *Store) PublishedThrough() int64 { return s.persistedWatermark }
 func (tx *Tx) SaveOutboxCut(through int64) error {
 	return tx.exec(`INSERT OR IGNORE INTO outbox_cuts (through) VALUES (?)`, through)
 }
+
+// SaveCut persists a publish window's end in a write of its own and calls done once it is
+// committed or failed; it never waits (the job publisher's ledger).
+func (s *Store) SaveCut(through int64, done func(error)) {
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		done(s.Write(ctx, func(tx *Tx) error { return tx.SaveOutboxCut(through) }))
+	}()
+}
+
+// SetWatermark hands over the job publisher's watermark: every job of the messages up to
+// through is stored by JetStream. The writer persists it every 500 ms when it moved, and at
+// Close. It is a lower bound, so persisting it late only means re-publishing a little more
+// after a crash (JetStream's duplicate window drops those repeats).
+func (s *Store) SetWatermark(through int64) { s.watermark.Store(through) }
 
 // Close stops accepting writes, commits what is queued, persists the watermark and closes.
 func (s *Store) Close() error {

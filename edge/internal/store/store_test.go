@@ -132,13 +132,8 @@ func TestGroupCommit(t *testing.T) {
 // The watermark is persisted by the writer and read back at open.
 func TestWatermarkPersisted(t *testing.T) {
 	dir := t.TempDir()
-	var mu sync.Mutex
-	wm := int64(0)
-	get := func() int64 { mu.Lock(); defer mu.Unlock(); return wm }
-	s := openTest(t, dir, Options{Watermark: get})
-	mu.Lock()
-	wm = 43 // the last one is persisted by Close
-	mu.Unlock()
+	s := openTest(t, dir, Options{})
+	s.SetWatermark(43) // the last one is persisted by Close
 	s.Close()
 	s = openTest(t, dir, Options{})
 	defer s.Close()

@@ -68,41 +68,6 @@ type MessageResult struct {
 	Err            error
 }
 
-// CommitListener hears each commit's messages, in id order, on the writer's goroutine right
-// after the commit (before Flush returns): the visitors' and operators' hubs, presence, the
-// results' origins and the job publisher are the edge's. It must not block.
-type CommitListener interface {
-	Committed(msgs []Committed)
-}
-
-// CommitFunc is a function as a CommitListener.
-type CommitFunc func(msgs []Committed)
-
-// Committed calls f.
-func (f CommitFunc) Committed(msgs []Committed) { f(msgs) }
-
-// Committed is a message as stored by a commit, handed to the Options.Listeners.
-type Committed struct {
-	MessageID      int64
-	ConversationID int64
-	SiteID         int64
-	VisitorID      int64
-	Author         string
-	Name           string
-	Text           string
-	Source         schema.Source
-	ClientID       string
-	Internal       bool
-	CreatedAt      int64 // Unix ms
-	First          bool
-	File           *schema.File // the attachment, nil for none
-	Kind           schema.MessageKind
-	Reopened       bool  // a visitor's message that reopened the conversation
-	SnoozeUntil    int64 // KindSnoozed: when it reopens by itself (Unix ms)
-	AssigneeID     int64 // KindAssigned: the operator it is assigned to, 0 for nobody
-	Origin         any
-}
-
 type request struct {
 	msg    *MessageRequest
 	fn     func(*Tx) error
@@ -240,18 +205,15 @@ func (r *arrivalRate) observe(n int, now time.Time) {
 	}
 }
 
-// watermark returns the publisher's watermark when it moved since it was last persisted.
-// A negative value means the publisher has not started: nothing to persist.
-func (s *Store) watermark() (int64, bool) {
-	if s.opts.Watermark == nil {
-		return 0, false
-	}
-	wm := s.opts.Watermark()
+// publisherWatermark returns the publisher's watermark when it moved since it was last
+// persisted (none before the publisher has handed one over).
+func (s *Store) publisherWatermark() (int64, bool) {
+	wm := s.watermark.Load()
 	return wm, wm >= 0 && wm != s.persistedWatermark
 }
 
 func (s *Store) watermarkMoved() bool {
-	_, moved := s.watermark()
+	_, moved := s.publisherWatermark()
 	return moved
 }
 
@@ -382,6 +344,9 @@ func (s *Store) runTx(batch []request, start time.Time, persistWatermark bool) (
 		if r.res.Duplicate {
 			continue
 		}
+		if err := addJobFacts(tx.Stmt, &c); err != nil {
+			return nil, err
+		}
 		if c.Kind.Changes() {
 			// A status change or an assignment is not the conversation's last message: it
 			// neither makes it unread for the other operators nor replaces the list's preview.
@@ -424,7 +389,7 @@ func (s *Store) runTx(batch []request, start time.Time, persistWatermark bool) (
 			}
 		}
 	}
-	wm, moved := s.watermark()
+	wm, moved := s.publisherWatermark()
 	if moved = moved && persistWatermark; moved {
 		if err := tx.exec(`UPDATE outbox SET published_through = ? WHERE id = 1`, wm); err != nil {
 			return nil, err
