@@ -6,42 +6,26 @@ import (
 	"time"
 )
 
-// stage is one named part of a running edge. At stop every stage's signal runs first, at once
-// (a stage that needs long to finish, like the in-process worker with posts in flight, starts
-// finishing while the others stop), then each stop runs in reverse order of start, all under
-// one deadline.
+// stage is one named part of a running edge (see Edge.stages). start opens it (nil: nothing
+// to open, it only stops); signal, if set, runs at the beginning of every stop, before any
+// stop; stop closes it and must cope with a start that failed halfway.
 type stage struct {
 	name   string
+	start  func(ctx context.Context) error
 	signal func()
 	stop   func(ctx context.Context) error
 }
 
-// stages are the started stages, in order of start.
-type stages struct {
-	list   []stage
-	log    *slog.Logger
-	served bool // the edge got as far as serving: its stop is news, a failed start's is not
-}
-
-// add records a started stage; stop may be nil when signal is all it needs.
-func (s *stages) add(name string, signal func(), stop func(ctx context.Context) error) {
-	s.list = append(s.list, stage{name: name, signal: signal, stop: stop})
-}
-
-// stopAll stops every stage under one deadline. A stage that returns after the deadline is
-// logged; the stages after it still run, so that what must happen (closing the store, which
-// persists the watermark) always does, and quickly.
-func (s *stages) stopAll(timeout time.Duration) {
-	start := time.Now()
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	for _, st := range s.list {
+// stopAll signals every stage at once, then stops each in reverse order of start, all under
+// ctx's deadline; a stop past it still runs and is logged.
+func stopAll(ctx context.Context, started []stage, log *slog.Logger) {
+	for _, st := range started {
 		if st.signal != nil {
 			st.signal()
 		}
 	}
-	for i := len(s.list) - 1; i >= 0; i-- {
-		st := s.list[i]
+	for i := len(started) - 1; i >= 0; i-- {
+		st := started[i]
 		if st.stop == nil {
 			continue
 		}
@@ -50,16 +34,12 @@ func (s *stages) stopAll(timeout time.Duration) {
 		took := time.Since(t).Round(time.Millisecond)
 		switch {
 		case err != nil:
-			s.log.Warn("stop: "+st.name, "err", err, "took", took)
+			log.Warn("stop: "+st.name, "err", err, "took", took)
 		case ctx.Err() != nil:
-			s.log.Warn("stop: "+st.name+" ran out of time", "took", took)
+			log.Warn("stop: "+st.name+" ran out of time", "took", took)
 		default:
-			s.log.Debug("stopped "+st.name, "took", took)
+			log.Debug("stopped "+st.name, "took", took)
 		}
-	}
-	s.list = nil
-	if s.served {
-		s.log.Info("edge stopped", "took", time.Since(start).Round(time.Millisecond))
 	}
 }
 

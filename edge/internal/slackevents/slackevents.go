@@ -9,7 +9,8 @@
 // to the visitor and the inbox. The bot's own posts (bot_id, or any subtype) are ignored, so
 // nothing echoes. A reply starting with "note:" is stored as an internal note. The message's
 // client id is "slack:<channel>:<ts>", so a retried event is stored once whatever the path
-// (Slack's retries, two edges, a restart), and the outbox never posts it back to Slack.
+// (Slack's retries, two edges, a restart); its source (schema.SourceSlack) keeps the job
+// publisher from posting it back to Slack.
 //
 // A reply that is just "/close" or "/reopen", or a ✅ (white_check_mark or heavy_check_mark)
 // added to or removed from the thread's parent post, closes or reopens the conversation
