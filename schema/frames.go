@@ -53,11 +53,14 @@ const (
 	KindAssigned   MessageKind = "assigned"   // an operator assigned it to a teammate, or to nobody (inbox only)
 )
 
+// ConvStatus is a conversation's status, as conversations.status stores it.
+type ConvStatus string
+
 // Conversation statuses. Snoozed is open to the visitor.
 const (
-	ConvOpen    = "open"
-	ConvSnoozed = "snoozed"
-	ConvClosed  = "closed"
+	ConvOpen    ConvStatus = "open"
+	ConvSnoozed ConvStatus = "snoozed"
+	ConvClosed  ConvStatus = "closed"
 )
 
 // Changes reports a message that records a change of the conversation (status or assignee)
@@ -65,7 +68,7 @@ const (
 func (k MessageKind) Changes() bool { return k.Status() != "" || k == KindAssigned }
 
 // VisitorStatus is a conversation's status as its visitor sees it: snoozed is open.
-func VisitorStatus(status string) string {
+func VisitorStatus(status ConvStatus) ConvStatus {
 	if status == ConvSnoozed {
 		return ConvOpen
 	}
@@ -73,7 +76,7 @@ func VisitorStatus(status string) string {
 }
 
 // Status is the conversation status a status message sets ("" for other kinds).
-func (k MessageKind) Status() string {
+func (k MessageKind) Status() ConvStatus {
 	switch k {
 	case KindClosed:
 		return ConvClosed
@@ -128,11 +131,14 @@ const (
 	VisitorTokenLen = 32 // characters of base64url: 192 random bits
 )
 
+// Author is who wrote a message, as messages.author stores it.
+type Author string
+
 // Message authors.
 const (
-	AuthorVisitor  = "visitor"
-	AuthorOperator = "operator"
-	AuthorSystem   = "system"
+	AuthorVisitor  Author = "visitor"
+	AuthorOperator Author = "operator"
+	AuthorSystem   Author = "system"
 )
 
 // Source is where a message was written: it decides where its jobs go (a reply from Slack is
@@ -180,8 +186,8 @@ type Identified struct {
 	ReadMessageID  int64  `json:"read_message_id"`
 	SeenMessageID  int64  `json:"seen_message_id"`
 	// ConversationStatus and Rating are as in Hello.
-	ConversationStatus string `json:"conversation_status"`
-	Rating             string `json:"rating"`
+	ConversationStatus ConvStatus `json:"conversation_status"`
+	Rating             string     `json:"rating"`
 }
 
 // Hello is the first frame the server sends.
@@ -202,8 +208,8 @@ type Hello struct {
 	Status string          `json:"status"`
 	// ConversationStatus is "open" or "closed" ("" without a conversation); Rating is the
 	// visitor's rating of it, "" until rated.
-	ConversationStatus string `json:"conversation_status"`
-	Rating             string `json:"rating"`
+	ConversationStatus ConvStatus `json:"conversation_status"`
+	Rating             string     `json:"rating"`
 	// OpensAt is when the office hours begin again (RFC 3339), "" within them or without any.
 	OpensAt string `json:"opens_at"`
 }
@@ -233,7 +239,7 @@ type Ack struct {
 type Message struct {
 	Type      string    `json:"type"`
 	MessageID int64     `json:"message_id"`
-	Author    string    `json:"author"`
+	Author    Author    `json:"author"`
 	Name      string    `json:"name"`
 	Text      string    `json:"text"`
 	CreatedAt time.Time `json:"created_at"`

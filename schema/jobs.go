@@ -47,7 +47,7 @@ type Job struct {
 	SiteID         int64     `json:"site_id"`
 	ConversationID int64     `json:"conversation_id"`
 	MessageID      int64     `json:"message_id"`
-	Author         string    `json:"author"`
+	Author         Author    `json:"author"`
 	Name           string    `json:"name,omitempty"`
 	Text           string    `json:"text"`
 	CreatedAt      time.Time `json:"created_at"`
@@ -85,7 +85,7 @@ type Transcript struct {
 
 // TranscriptLine is one message of a transcript.
 type TranscriptLine struct {
-	Author string    `json:"author"`
+	Author Author    `json:"author"`
 	Name   string    `json:"name,omitempty"`
 	Text   string    `json:"text"`
 	File   string    `json:"file,omitempty"` // an attachment's name
@@ -127,7 +127,9 @@ func (j *Job) field(b, key []byte, i int) (int, bool) {
 	case "message_id":
 		j.MessageID, i, ok = fastjson.Int(b, i)
 	case "author":
-		j.Author, i, ok = fastjson.String(b, i)
+		var s string
+		s, i, ok = fastjson.String(b, i)
+		j.Author = Author(s)
 	case "name":
 		j.Name, i, ok = fastjson.String(b, i)
 	case "text":
@@ -174,7 +176,7 @@ func AppendJob(b []byte, j *Job) []byte {
 	b = append(b, `,"message_id":`...)
 	b = strconv.AppendInt(b, j.MessageID, 10)
 	b = append(b, `,"author":`...)
-	b = fastjson.AppendString(b, j.Author)
+	b = fastjson.AppendString(b, string(j.Author))
 	if j.Name != "" {
 		b = append(b, `,"name":`...)
 		b = fastjson.AppendString(b, j.Name)
@@ -227,25 +229,29 @@ const (
 	HeaderTarget   = "Spookat-Target"   // slack | discord | webhook | email
 )
 
-// Result statuses.
+// DeliveryStatus is where a delivery stands, as a Result reports it and deliveries.status
+// stores it.
+type DeliveryStatus string
+
+// Delivery statuses.
 const (
-	StatusDelivered = "delivered"
-	StatusRetrying  = "retrying"
-	StatusDead      = "dead"
+	StatusDelivered DeliveryStatus = "delivered"
+	StatusRetrying  DeliveryStatus = "retrying"
+	StatusDead      DeliveryStatus = "dead"
 )
 
 // Result is what a worker learnt from one delivery attempt; the edge records it in SQLite.
 type Result struct {
-	JobID          string `json:"job_id"`
-	Target         string `json:"target"`
-	SiteID         int64  `json:"site_id"`
-	ConversationID int64  `json:"conversation_id"`
-	MessageID      int64  `json:"message_id"`
-	Status         string `json:"status"`
-	Attempts       int    `json:"attempts"`
-	Error          string `json:"error,omitempty"`
-	ExternalID     string `json:"external_id,omitempty"` // Slack ts, Discord message id
-	ThreadID       string `json:"thread_id,omitempty"`   // Slack thread ts / Discord thread id of the conversation
+	JobID          string         `json:"job_id"`
+	Target         string         `json:"target"`
+	SiteID         int64          `json:"site_id"`
+	ConversationID int64          `json:"conversation_id"`
+	MessageID      int64          `json:"message_id"`
+	Status         DeliveryStatus `json:"status"`
+	Attempts       int            `json:"attempts"`
+	Error          string         `json:"error,omitempty"`
+	ExternalID     string         `json:"external_id,omitempty"` // Slack ts, Discord message id
+	ThreadID       string         `json:"thread_id,omitempty"`   // Slack thread ts / Discord thread id of the conversation
 	// Merged counts the messages that went out in the same post as this one (Slack merges a
 	// thread's queued posts when its channel is rate limited); 0 or 1 means a post of its own.
 	Merged int       `json:"merged,omitempty"`
@@ -300,7 +306,9 @@ func (r *Result) field(b, key []byte, i int) (int, bool) {
 	case "message_id":
 		r.MessageID, i, ok = fastjson.Int(b, i)
 	case "status":
-		r.Status, i, ok = fastjson.String(b, i)
+		var s string
+		s, i, ok = fastjson.String(b, i)
+		r.Status = DeliveryStatus(s)
 	case "attempts":
 		n, i, ok = fastjson.Int(b, i)
 		r.Attempts = int(n)

@@ -359,7 +359,7 @@ func (c *collector) of(jobID string) []schema.Result {
 }
 
 // final returns, per job, whether it has a delivered or dead result.
-func (c *collector) final(status string) map[string]int {
+func (c *collector) final(status schema.DeliveryStatus) map[string]int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	m := map[string]int{}

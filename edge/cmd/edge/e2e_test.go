@@ -274,7 +274,7 @@ func runE2E(t *testing.T, twoProcesses bool) {
 			if !st.Step() {
 				t.Fatalf("message %d (v%03d m%02d) not in SQLite: %v", id, i, k, st.Err())
 			}
-			status, ext, thread := st.ColumnText(0), st.ColumnText(1), st.ColumnText(2)
+			status, ext, thread := schema.DeliveryStatus(st.ColumnText(0)), st.ColumnText(1), st.ColumnText(2)
 			if status != schema.StatusDelivered || !tsOf[ext] {
 				t.Errorf("v%03d m%02d (message %d): delivery %q, external id %q, want delivered with a posted ts", i, k, id, status, ext)
 			}

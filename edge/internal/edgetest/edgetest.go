@@ -122,25 +122,25 @@ func AddOperator(t testing.TB, dataDir string, op admin.OperatorRequest) {
 
 // Frame is any server frame, decoded loosely.
 type Frame struct {
-	Type           string       `json:"type"`
-	Visitor        string       `json:"visitor"`
-	ConversationID *int64       `json:"conversation_id"`
-	LastMessageID  int64        `json:"last_message_id"`
-	ReadMessageID  int64        `json:"read_message_id"`
-	SeenMessageID  int64        `json:"seen_message_id"`
-	Verified       bool         `json:"verified"`
-	ClientID       string       `json:"client_id"`
-	MessageID      int64        `json:"message_id"`
-	CreatedAt      string       `json:"created_at"`
-	Author         string       `json:"author"`
-	Name           string       `json:"name"`
-	Text           string       `json:"text"`
-	Code           string       `json:"code"`
-	Message        string       `json:"message"`
-	RetryAfterMS   int64        `json:"retry_after_ms"`
-	File           *schema.File `json:"file"`
-	Status         string       `json:"status"`   // hello, presence
-	OpensAt        string       `json:"opens_at"` // hello, presence
+	Type           string        `json:"type"`
+	Visitor        string        `json:"visitor"`
+	ConversationID *int64        `json:"conversation_id"`
+	LastMessageID  int64         `json:"last_message_id"`
+	ReadMessageID  int64         `json:"read_message_id"`
+	SeenMessageID  int64         `json:"seen_message_id"`
+	Verified       bool          `json:"verified"`
+	ClientID       string        `json:"client_id"`
+	MessageID      int64         `json:"message_id"`
+	CreatedAt      string        `json:"created_at"`
+	Author         schema.Author `json:"author"`
+	Name           string        `json:"name"`
+	Text           string        `json:"text"`
+	Code           string        `json:"code"`
+	Message        string        `json:"message"`
+	RetryAfterMS   int64         `json:"retry_after_ms"`
+	File           *schema.File  `json:"file"`
+	Status         string        `json:"status"`   // hello, presence
+	OpensAt        string        `json:"opens_at"` // hello, presence
 }
 
 // Client is a widget websocket client.

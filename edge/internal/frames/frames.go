@@ -32,11 +32,11 @@ func Ack(b []byte, clientID string, messageID, conversationID, createdAt int64) 
 }
 
 // Message is {"type":"message","message_id":N,"author":…,"name":…,"text":…,"created_at":…[,"client_id":…][,"file":{…}]}.
-func Message(b []byte, id int64, author, name, text, clientID string, createdAt int64, file *schema.File) []byte {
+func Message(b []byte, id int64, author schema.Author, name, text, clientID string, createdAt int64, file *schema.File) []byte {
 	b = append(b, `{"type":"message","message_id":`...)
 	b = strconv.AppendInt(b, id, 10)
 	b = append(b, `,"author":`...)
-	b = fastjson.AppendString(b, author)
+	b = fastjson.AppendString(b, string(author))
 	b = append(b, `,"name":`...)
 	b = fastjson.AppendString(b, name)
 	b = append(b, `,"text":`...)
@@ -52,7 +52,7 @@ func Message(b []byte, id int64, author, name, text, clientID string, createdAt 
 
 // VisitorClientID is the client id a visitor may see of a message: its own (every visitor
 // message of a conversation is its own), never an operator's or a Slack reply's.
-func VisitorClientID(author, clientID string) string {
+func VisitorClientID(author schema.Author, clientID string) string {
 	if author == schema.AuthorVisitor {
 		return clientID
 	}
@@ -84,7 +84,7 @@ type ConversationState struct {
 	LastMessageID int64
 	ReadMessageID int64 // the visitor's read marker
 	SeenMessageID int64 // the operators'
-	Status        string
+	Status        schema.ConvStatus
 	Rating        string
 	HasEmail      bool // the visitor's email is on record: the window does not ask for it
 }
@@ -105,7 +105,7 @@ func appendConversation(b []byte, c ConversationState) []byte {
 	b = append(b, `,"seen_message_id":`...)
 	b = strconv.AppendInt(b, c.SeenMessageID, 10)
 	b = append(b, `,"conversation_status":`...)
-	b = fastjson.AppendString(b, c.Status)
+	b = fastjson.AppendString(b, string(c.Status))
 	b = append(b, `,"rating":`...)
 	b = fastjson.AppendString(b, c.Rating)
 	b = append(b, `,"has_email":`...)
@@ -153,9 +153,9 @@ func Presence(b []byte, status, opensAt string) []byte {
 
 // Conversation is {"type":"conversation","status":"open"|"closed"}: an operator closed or
 // reopened the visitor's conversation.
-func Conversation(b []byte, status string) []byte {
+func Conversation(b []byte, status schema.ConvStatus) []byte {
 	b = append(b, `{"type":"conversation","status":`...)
-	b = fastjson.AppendString(b, status)
+	b = fastjson.AppendString(b, string(status))
 	return append(b, '}')
 }
 
@@ -184,12 +184,12 @@ func Seen(b []byte, messageID int64) []byte {
 // OperatorMessage is a message as operators see it: in the inbox's REST answers and in its
 // websocket's message events.
 type OperatorMessage struct {
-	ID        int64  `json:"id"`
-	Author    string `json:"author"`
-	Name      string `json:"name"`
-	Text      string `json:"text"`
-	Internal  bool   `json:"internal"`
-	CreatedAt int64  `json:"created_at"`
+	ID        int64         `json:"id"`
+	Author    schema.Author `json:"author"`
+	Name      string        `json:"name"`
+	Text      string        `json:"text"`
+	Internal  bool          `json:"internal"`
+	CreatedAt int64         `json:"created_at"`
 	// File is the attachment, its url the inbox's own route (/v1/api/files/{id}, with the
 	// operator's session or token).
 	File *schema.File `json:"file,omitempty"`
@@ -213,7 +213,7 @@ func InboxMessage(b []byte, siteID, conversationID int64, first bool, m *Operato
 	b = append(b, `,"message":{"id":`...)
 	b = strconv.AppendInt(b, m.ID, 10)
 	b = append(b, `,"author":`...)
-	b = fastjson.AppendString(b, m.Author)
+	b = fastjson.AppendString(b, string(m.Author))
 	b = append(b, `,"name":`...)
 	b = fastjson.AppendString(b, m.Name)
 	b = append(b, `,"text":`...)

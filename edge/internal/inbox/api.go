@@ -32,7 +32,7 @@ func (h *Handler) conversations(c *fiber.Ctx) error {
 	if s == nil {
 		return err
 	}
-	status := c.Query("status", "open")
+	status := schema.ConvStatus(c.Query("status", "open"))
 	switch status {
 	case schema.ConvOpen, schema.ConvSnoozed, schema.ConvClosed:
 	case "all":

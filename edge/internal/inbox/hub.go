@@ -217,11 +217,11 @@ type deliveryEvent struct {
 }
 
 type conversationEvent struct {
-	Type           string `json:"type"` // "conversation"
-	SiteID         int64  `json:"site_id"`
-	ConversationID int64  `json:"conversation_id"`
-	Status         string `json:"status"`
-	SnoozedUntil   int64  `json:"snoozed_until,omitempty"` // Unix ms, while snoozed
+	Type           string            `json:"type"` // "conversation"
+	SiteID         int64             `json:"site_id"`
+	ConversationID int64             `json:"conversation_id"`
+	Status         schema.ConvStatus `json:"status"`
+	SnoozedUntil   int64             `json:"snoozed_until,omitempty"` // Unix ms, while snoozed
 }
 
 type assignedEvent struct {
@@ -232,20 +232,20 @@ type assignedEvent struct {
 }
 
 type typingEvent struct {
-	Type           string `json:"type"` // "typing"
-	SiteID         int64  `json:"site_id"`
-	ConversationID int64  `json:"conversation_id"`
-	By             string `json:"by"` // visitor or operator
-	OperatorID     int64  `json:"operator_id,omitempty"`
-	Name           string `json:"name,omitempty"`
+	Type           string        `json:"type"` // "typing"
+	SiteID         int64         `json:"site_id"`
+	ConversationID int64         `json:"conversation_id"`
+	By             schema.Author `json:"by"` // visitor or operator
+	OperatorID     int64         `json:"operator_id,omitempty"`
+	Name           string        `json:"name,omitempty"`
 }
 
 type seenEvent struct {
-	Type           string `json:"type"` // "seen"
-	SiteID         int64  `json:"site_id"`
-	ConversationID int64  `json:"conversation_id"`
-	By             string `json:"by"` // visitor
-	MessageID      int64  `json:"message_id"`
+	Type           string        `json:"type"` // "seen"
+	SiteID         int64         `json:"site_id"`
+	ConversationID int64         `json:"conversation_id"`
+	By             schema.Author `json:"by"` // visitor
+	MessageID      int64         `json:"message_id"`
 }
 
 // VisitorTyping tells the site's operators that the conversation's visitor is writing.

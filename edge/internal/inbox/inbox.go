@@ -21,10 +21,10 @@ import (
 
 	"spookat/edge/internal/clientip"
 	"spookat/edge/internal/files"
-	"spookat/edge/internal/live"
 	"spookat/edge/internal/metrics"
 	"spookat/edge/internal/sites"
 	"spookat/edge/internal/store"
+	"spookat/edge/internal/visitorhub"
 	"spookat/schema"
 )
 
@@ -46,7 +46,7 @@ type Handler struct {
 	Hub   *Hub
 	// Visitors is the visitors' live hub: an operator's typing and read marker reach the
 	// conversation's widget sockets through it (nil: they reach nobody).
-	Visitors *live.Hub
+	Visitors *visitorhub.Hub
 	Log      *slog.Logger
 	// Limiter guards password checks (NewLimiter's by default).
 	Limiter *Limiter

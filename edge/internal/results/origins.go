@@ -24,7 +24,7 @@ type origin struct {
 	messageID      int64
 	conversationID int64
 	siteID         int64
-	author         string
+	author         schema.Author
 	kind           schema.MessageKind
 }
 

@@ -40,7 +40,7 @@ type Recorder struct {
 	Origins *Origins
 	// OnTranscript, if set, hears the end of each transcript email a visitor asked for:
 	// delivered, or dead (it will not be tried again), after the batch is committed.
-	OnTranscript func(conversationID int64, status string)
+	OnTranscript func(conversationID int64, status schema.DeliveryStatus)
 
 	logs    logLimit
 	threads map[int64]struct{} // conversations whose Slack thread is stored (writer's goroutine only)
@@ -122,7 +122,7 @@ func (r *Recorder) record(ctx context.Context, batch []jetstream.Msg) {
 		})
 	}
 	type state struct {
-		status     string
+		status     schema.DeliveryStatus
 		attempts   int
 		rejected   string
 		transcript bool // the email of a transcript the visitor asked for
@@ -184,7 +184,7 @@ func (r *Recorder) record(ctx context.Context, batch []jetstream.Msg) {
 			r.reject(reason, "", &results[i], "")
 			continue
 		}
-		r.Metrics.ResultsRecords.WithLabelValues(results[i].Target, results[i].Status).Inc()
+		r.Metrics.ResultsRecords.WithLabelValues(results[i].Target, string(results[i].Status)).Inc()
 		if st := stored[i].status; stored[i].transcript && r.OnTranscript != nil && (st == schema.StatusDelivered || st == schema.StatusDead) {
 			r.OnTranscript(results[i].ConversationID, st)
 		}

@@ -354,19 +354,24 @@ func TestForeignConsumersAreRemoved(t *testing.T) {
 }
 
 // rxQueue is how many bytes wait unread in a loopback TCP connection's receive queue
-// (/proc/net/tcp, IPv4).
+// (/proc/net/tcp, IPv4). The line is the one with both of the connection's addresses: a local
+// port alone also names the TIME_WAIT leftovers of earlier connections that had it (many,
+// when other tests' packages run beside this one), whose queue is always empty.
 func rxQueue(t *testing.T, c net.Conn) int64 {
 	t.Helper()
-	la := c.LocalAddr().(*net.TCPAddr)
-	ip := la.IP.To4()
-	local := fmt.Sprintf("%02X%02X%02X%02X:%04X", ip[3], ip[2], ip[1], ip[0], la.Port)
+	hex := func(a net.Addr) string {
+		ta := a.(*net.TCPAddr)
+		ip := ta.IP.To4()
+		return fmt.Sprintf("%02X%02X%02X%02X:%04X", ip[3], ip[2], ip[1], ip[0], ta.Port)
+	}
+	local, remote := hex(c.LocalAddr()), hex(c.RemoteAddr())
 	b, err := os.ReadFile("/proc/net/tcp")
 	if err != nil {
 		t.Skipf("SKIPPED: no /proc/net/tcp: %v", err)
 	}
 	for _, line := range strings.Split(string(b), "\n") {
 		f := strings.Fields(line)
-		if len(f) > 4 && f[1] == local {
+		if len(f) > 4 && f[1] == local && f[2] == remote {
 			_, rx, _ := strings.Cut(f[4], ":")
 			n, _ := strconv.ParseInt(rx, 16, 64)
 			return n

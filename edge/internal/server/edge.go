@@ -26,15 +26,15 @@ import (
 	"spookat/edge/internal/files"
 	"spookat/edge/internal/frames"
 	"spookat/edge/internal/inbox"
-	"spookat/edge/internal/live"
+	"spookat/edge/internal/jobs"
 	"spookat/edge/internal/metrics"
-	"spookat/edge/internal/outbox"
 	"spookat/edge/internal/presence"
 	"spookat/edge/internal/results"
 	"spookat/edge/internal/sites"
 	"spookat/edge/internal/slackevents"
 	"spookat/edge/internal/sockets"
 	"spookat/edge/internal/store"
+	"spookat/edge/internal/visitorhub"
 	"spookat/edge/internal/widget"
 	"spookat/schema"
 	"spookat/schema/natsauth"
@@ -51,7 +51,7 @@ type Edge struct {
 
 	// Made by New, in memory: nothing is opened before the data directory is locked.
 	metrics   *metrics.Set
-	visitors  *live.Hub         // visitors' chat windows, per conversation
+	visitors  *visitorhub.Hub   // visitors' chat windows, per conversation
 	operators *inbox.Hub        // operators' inbox sockets, per site
 	presence  *presence.Tracker // which sites have an operator around
 	// presenceChanges are sites whose operators may have come or gone: open chat windows
@@ -66,7 +66,7 @@ type Edge struct {
 	metricsSrv *http.Server
 	signer     *files.Signer
 	files      files.Dir
-	publisher  *outbox.Publisher // hears commits from the store's start; publishes from its stage
+	publisher  *jobs.Publisher // hears commits from the store's start; publishes from its stage
 	store      *store.Store
 	auth       *natsauth.Authority
 	nats       *broker.Broker
@@ -126,7 +126,7 @@ func New(cfg Config, log *slog.Logger) *Edge {
 		stopTimeout:     cmp.Or(cfg.StopTimeout, DefaultStopTimeout),
 		workerCfg:       worker.DefaultConfig(),
 		metrics:         metrics.New(),
-		visitors:        live.NewHub(),
+		visitors:        visitorhub.NewHub(),
 		operators:       inbox.NewHub(),
 		presenceChanges: make(chan int64, 256),
 		origins:         &results.Origins{},
@@ -231,7 +231,7 @@ func (e *Edge) openStore(context.Context) error {
 	e.signer = signer
 	e.files = files.Dir{Root: filepath.Join(e.cfg.DataDir, "files")}
 	e.visitors.Files = signer
-	e.publisher = outbox.New(outbox.Config{
+	e.publisher = jobs.New(jobs.Config{
 		Targets: e.delivery,
 		InboxURL: func(conv int64) string {
 			return e.cfg.PublicURL + "/app/#/conversations/" + strconv.FormatInt(conv, 10)
@@ -413,7 +413,7 @@ func (e *Edge) startBackground(context.Context) error {
 		})
 	})
 	rec := &results.Recorder{Store: e.store, Sites: e.sites, Metrics: e.metrics, Log: log, OnRecorded: e.operators.Deliveries, Origins: e.origins,
-		OnTranscript: func(conv int64, status string) {
+		OnTranscript: func(conv int64, status schema.DeliveryStatus) {
 			e.visitors.Signal(conv, frames.TranscriptDelivery(nil, status == schema.StatusDelivered))
 		}}
 	for _, reason := range results.Reasons {

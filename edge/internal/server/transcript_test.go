@@ -64,7 +64,7 @@ func TestTranscriptFrame(t *testing.T) {
 	// while the worker retries, failed once it gives up, delivered when it got through.
 	txID := edgetest.QueryInt(t, db, `SELECT id FROM messages WHERE kind = 'transcript' AND conversation_id = ?`, *ack.ConversationID)
 	js, _ := connectWorker(t, e, "mailer")
-	result := func(status string, attempts int) {
+	result := func(status schema.DeliveryStatus, attempts int) {
 		t.Helper()
 		b, _ := json.Marshal(schema.Result{JobID: schema.JobID(txID, schema.TargetEmail), Target: schema.TargetEmail, SiteID: site.ID,
 			ConversationID: *ack.ConversationID, MessageID: txID, Status: status, Attempts: attempts, Error: "dial tcp: connection refused", At: time.Now()})

@@ -19,13 +19,16 @@ func cpuTime() time.Duration {
 
 // BenchmarkSubmitMessage: 1,000 visitors, each with one message in flight, as the edge sees
 // them under load. ns/op is the store's cost per message (run with -cpu 1 for one core).
+// "replies" makes every fourth message an operator's reply in the conversation (whose commit
+// record carries the visitor's address).
 func BenchmarkSubmitMessage(b *testing.B) {
 	for _, sync := range []bool{false, true} {
-		b.Run(fmt.Sprintf("syncfull=%v", sync), func(b *testing.B) { benchSubmit(b, Options{SyncFull: sync}) })
+		b.Run(fmt.Sprintf("syncfull=%v", sync), func(b *testing.B) { benchSubmit(b, Options{SyncFull: sync}, 0) })
 	}
+	b.Run("replies", func(b *testing.B) { benchSubmit(b, Options{}, 4) })
 }
 
-func benchSubmit(b *testing.B, opts Options) {
+func benchSubmit(b *testing.B, opts Options, replyEvery int) {
 	s, err := Open(b.TempDir(), opts)
 	if err != nil {
 		b.Fatal(err)
@@ -63,6 +66,9 @@ func benchSubmit(b *testing.B, opts Options) {
 			for n := range work {
 				req := &MessageRequest{SiteID: site.ID, VisitorID: v.vid, ConversationID: v.cid, Author: "visitor",
 					Text: text, ClientID: fmt.Sprintf("%d-%d", i, n), Done: func(r MessageResult) { done <- r }}
+				if replyEvery > 0 && n%replyEvery == 0 {
+					req.Author, req.Name, req.VisitorID = "operator", "Rui", 0
+				}
 				for s.SubmitMessage(req) == ErrBusy {
 				}
 				if r := <-done; r.Err != nil {

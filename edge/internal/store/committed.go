@@ -30,7 +30,7 @@ type Committed struct {
 	ConversationID int64
 	SiteID         int64
 	VisitorID      int64
-	Author         string
+	Author         schema.Author
 	Name           string
 	Text           string
 	Source         schema.Source
@@ -61,7 +61,8 @@ type Committed struct {
 type stmtFunc func(sql string) (*sqlite3.Stmt, error)
 
 // addJobFacts reads what c's jobs need beyond its row (see Committed), on the connection that
-// committed it or, for a replay, a reader.
+// committed it or, for a replay, a reader. (It reads into locals: a field of c handed to the
+// scan would move every commit record to the heap, a visitor's plain message included.)
 func addJobFacts(stmt stmtFunc, c *Committed) error {
 	if c.First && c.Author == schema.AuthorVisitor {
 		var j string
@@ -71,9 +72,11 @@ func addJobFacts(stmt stmtFunc, c *Committed) error {
 		c.Started = contextFrom(j)
 	}
 	if c.Author == schema.AuthorOperator || c.Kind == schema.KindTranscript {
-		if err := queryOne(stmt, `SELECT email FROM visitors WHERE id = ?`, []any{c.VisitorID}, &c.VisitorEmail); err != nil {
+		var email string
+		if err := queryOne(stmt, `SELECT email FROM visitors WHERE id = ?`, []any{c.VisitorID}, &email); err != nil {
 			return err
 		}
+		c.VisitorEmail = email
 	}
 	if c.Kind == schema.KindTranscript {
 		t, err := transcript(stmt, c.ConversationID, c.MessageID)

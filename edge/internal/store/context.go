@@ -52,12 +52,12 @@ type ConversationContext struct {
 
 // EarlierConversation is one of a person's other conversations.
 type EarlierConversation struct {
-	ID        int64  `json:"id"`
-	Status    string `json:"status"`
-	LastText  string `json:"last_text"`
-	CreatedAt int64  `json:"created_at"`
-	UpdatedAt int64  `json:"updated_at"`
-	Verified  bool   `json:"verified"` // found by the verified user id; false: by an email, a claim
+	ID        int64             `json:"id"`
+	Status    schema.ConvStatus `json:"status"`
+	LastText  string            `json:"last_text"`
+	CreatedAt int64             `json:"created_at"`
+	UpdatedAt int64             `json:"updated_at"`
+	Verified  bool              `json:"verified"` // found by the verified user id; false: by an email, a claim
 }
 
 // maxEarlier bounds the earlier conversations shown.

@@ -6,7 +6,7 @@ import "spookat/schema"
 type MessageOrigin struct {
 	ConversationID int64
 	SiteID         int64
-	Author         string
+	Author         schema.Author
 	Kind           schema.MessageKind
 }
 
@@ -28,7 +28,7 @@ func (tx *Tx) MessageOrigin(messageID int64) (o MessageOrigin, found bool, err e
 // A final state never moves back: delivered stays delivered (a post made cannot be unmade,
 // whatever a late or forged result says); dead moves only forward, to delivered, as a replay
 // of the dead job does.
-func (tx *Tx) RecordDelivery(r *schema.Result, thread bool) (status string, attempts int, err error) {
+func (tx *Tx) RecordDelivery(r *schema.Result, thread bool) (status schema.DeliveryStatus, attempts int, err error) {
 	if _, err := tx.QueryRow(`INSERT INTO deliveries (message_id, target, status, attempts, last_error, external_id, updated_at)
 		VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
 		ON CONFLICT (message_id, target) DO UPDATE SET
@@ -50,10 +50,10 @@ func (tx *Tx) RecordDelivery(r *schema.Result, thread bool) (status string, atte
 
 // Delivery is one message's delivery state for one target.
 type Delivery struct {
-	MessageID  int64  `json:"message_id"`
-	Target     string `json:"target"`
-	Status     string `json:"status"`
-	Attempts   int    `json:"attempts"`
-	LastError  string `json:"last_error,omitempty"`
-	ExternalID string `json:"external_id,omitempty"`
+	MessageID  int64                 `json:"message_id"`
+	Target     string                `json:"target"`
+	Status     schema.DeliveryStatus `json:"status"`
+	Attempts   int                   `json:"attempts"`
+	LastError  string                `json:"last_error,omitempty"`
+	ExternalID string                `json:"external_id,omitempty"`
 }

@@ -156,27 +156,27 @@ func (s *Store) IsMember(ctx context.Context, operatorID, siteID int64) (bool, e
 
 // ConversationSummary is one row of the inbox's conversation list.
 type ConversationSummary struct {
-	ID            int64  `json:"id"`
-	SiteID        int64  `json:"site_id"`
-	Status        string `json:"status"`
-	VisitorEmail  string `json:"visitor_email,omitempty"`
-	VisitorName   string `json:"visitor_name,omitempty"`
-	UserID        string `json:"user_id,omitempty"` // the site's id of its logged-in user (identify)
-	Verified      bool   `json:"verified"`          // user_id was signed with the site's identity secret
-	LastMessageID int64  `json:"last_message_id"`
-	LastAuthor    string `json:"last_author"`
-	LastText      string `json:"last_text"`
-	LastInternal  bool   `json:"last_internal"`
-	LastFile      string `json:"last_file,omitempty"` // the last message's attachment, by name
-	Unread        bool   `json:"unread"`
-	VisitorReadID int64  `json:"visitor_read_id"`  // the visitor has seen the messages up to this id
-	Rating        string `json:"rating,omitempty"` // the visitor's: good or bad
-	RatingComment string `json:"rating_comment,omitempty"`
-	AssigneeID    int64  `json:"assignee_id"`             // 0: nobody
-	AssigneeName  string `json:"assignee_name,omitempty"` // the operator's name, else email
-	SnoozedUntil  int64  `json:"snoozed_until,omitempty"` // Unix ms, while snoozed
-	CreatedAt     int64  `json:"created_at"`
-	UpdatedAt     int64  `json:"updated_at"`
+	ID            int64             `json:"id"`
+	SiteID        int64             `json:"site_id"`
+	Status        schema.ConvStatus `json:"status"`
+	VisitorEmail  string            `json:"visitor_email,omitempty"`
+	VisitorName   string            `json:"visitor_name,omitempty"`
+	UserID        string            `json:"user_id,omitempty"` // the site's id of its logged-in user (identify)
+	Verified      bool              `json:"verified"`          // user_id was signed with the site's identity secret
+	LastMessageID int64             `json:"last_message_id"`
+	LastAuthor    schema.Author     `json:"last_author"`
+	LastText      string            `json:"last_text"`
+	LastInternal  bool              `json:"last_internal"`
+	LastFile      string            `json:"last_file,omitempty"` // the last message's attachment, by name
+	Unread        bool              `json:"unread"`
+	VisitorReadID int64             `json:"visitor_read_id"`  // the visitor has seen the messages up to this id
+	Rating        string            `json:"rating,omitempty"` // the visitor's: good or bad
+	RatingComment string            `json:"rating_comment,omitempty"`
+	AssigneeID    int64             `json:"assignee_id"`             // 0: nobody
+	AssigneeName  string            `json:"assignee_name,omitempty"` // the operator's name, else email
+	SnoozedUntil  int64             `json:"snoozed_until,omitempty"` // Unix ms, while snoozed
+	CreatedAt     int64             `json:"created_at"`
+	UpdatedAt     int64             `json:"updated_at"`
 }
 
 const summaryColumns = `c.id, c.site_id, c.status, v.email, v.name, coalesce(v.user_id, ''), v.verified, c.last_message_id, coalesce(m.author, ''),
@@ -204,7 +204,7 @@ const (
 // Conversations lists a site's conversations, newest activity first. status is open,
 // snoozed, closed or "" for all; assignee an operator id, Unassigned or AnyAssignee. The
 // operator must be a member of the site (checked in the query: no rows).
-func (s *Store) Conversations(ctx context.Context, operatorID, siteID int64, status string, assignee int64, limit int) ([]ConversationSummary, error) {
+func (s *Store) Conversations(ctx context.Context, operatorID, siteID int64, status schema.ConvStatus, assignee int64, limit int) ([]ConversationSummary, error) {
 	return readList(ctx, s, `SELECT `+summaryColumns+`
 			FROM conversations c `+summaryJoins+`
 			WHERE c.site_id = ?2 AND (?3 = '' OR c.status = ?3) AND (?5 < 0 OR c.assignee_id = ?5)

@@ -11,9 +11,9 @@ type VisitorState struct {
 	VisitorID      int64
 	ConversationID int64 // 0: no conversation yet
 	LastMessageID  int64
-	ReadMessageID  int64  // the visitor's read marker
-	SeenMessageID  int64  // the highest operator read marker
-	Status         string // the conversation's, "" without one
+	ReadMessageID  int64             // the visitor's read marker
+	SeenMessageID  int64             // the highest operator read marker
+	Status         schema.ConvStatus // the conversation's, "" without one
 	Rating         string
 	HasEmail       bool // the visitor left an email (or the site's identify gave one)
 }
@@ -44,7 +44,7 @@ func (s *Store) VisitorByToken(ctx context.Context, siteID int64, tokenHash []by
 // Message is a stored message as readers see it.
 type Message struct {
 	ID        int64
-	Author    string
+	Author    schema.Author
 	Name      string
 	Text      string
 	ClientID  string

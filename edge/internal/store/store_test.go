@@ -179,9 +179,9 @@ func TestRecordDeliveryKeepsFinalState(t *testing.T) {
 	site := addSite(t, s)
 	m := submit(t, s, MessageRequest{SiteID: site.ID, TokenHash: []byte("0123456789abcdef0123456789abcdef"),
 		Author: "visitor", Text: "hi", ClientID: "c1"})
-	record := func(status string, attempts int, external string) (string, int) {
+	record := func(status schema.DeliveryStatus, attempts int, external string) (schema.DeliveryStatus, int) {
 		t.Helper()
-		var st string
+		var st schema.DeliveryStatus
 		var n int
 		err := s.Write(context.Background(), func(tx *Tx) error {
 			var err error

@@ -22,7 +22,7 @@ type MessageRequest struct {
 	// ConversationID is 0 when the caller does not know it: the writer finds the visitor's
 	// conversation or opens one.
 	ConversationID int64
-	Author         string
+	Author         schema.Author
 	Name           string
 	Text           string
 	// Source is where the message was written ("": schema.SourceWidget for a visitor,
@@ -314,6 +314,15 @@ func (s *Store) runTx(batch []request, start time.Time, persistWatermark bool) (
 			_ = s.w.Exec(`ROLLBACK`)
 		}
 	}()
+	msgs := 0
+	for i := range batch {
+		if batch[i].msg != nil {
+			msgs++
+		}
+	}
+	if msgs > 0 {
+		committed = make([]Committed, 0, msgs) // sized once: a batch's records are a few hundred bytes each
+	}
 	convs := make(map[int64]*convUpdate)
 	for i := range batch {
 		r := &batch[i]
@@ -540,6 +549,12 @@ func scan(st *sqlite3.Stmt, dest ...any) error {
 			*p = st.ColumnText(i)
 		case *schema.Source:
 			*p = schema.Source(st.ColumnText(i))
+		case *schema.Author:
+			*p = schema.Author(st.ColumnText(i))
+		case *schema.DeliveryStatus:
+			*p = schema.DeliveryStatus(st.ColumnText(i))
+		case *schema.ConvStatus:
+			*p = schema.ConvStatus(st.ColumnText(i))
 		case *schema.MessageKind:
 			*p = schema.MessageKind(st.ColumnText(i))
 		case *bool:
@@ -569,6 +584,12 @@ func bind(st *sqlite3.Stmt, args []any) error {
 			err = st.BindInt64(i+1, int64(v))
 		case string:
 			err = st.BindText(i+1, v)
+		case schema.Author:
+			err = st.BindText(i+1, string(v))
+		case schema.DeliveryStatus:
+			err = st.BindText(i+1, string(v))
+		case schema.ConvStatus:
+			err = st.BindText(i+1, string(v))
 		case []byte:
 			err = st.BindBlob(i+1, v)
 		case bool:

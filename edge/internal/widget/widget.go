@@ -28,11 +28,11 @@ import (
 	"spookat/edge/internal/clientip"
 	"spookat/edge/internal/files"
 	"spookat/edge/internal/frames"
-	"spookat/edge/internal/live"
 	"spookat/edge/internal/metrics"
 	"spookat/edge/internal/sites"
 	"spookat/edge/internal/sockets"
 	"spookat/edge/internal/store"
+	"spookat/edge/internal/visitorhub"
 	"spookat/schema"
 )
 
@@ -50,7 +50,7 @@ const UploadPath = "/v1/widget/files"
 type Handler struct {
 	Store   *store.Store
 	Sites   *sites.Registry
-	Hub     *live.Hub
+	Hub     *visitorhub.Hub
 	Metrics *metrics.Set
 	Brakes  *brakes.Brakes
 	IPs     *clientip.Resolver // the client's address behind trusted proxies

@@ -133,7 +133,7 @@ func (l *Lane) dropIfIdle(c *conv) {
 	}
 }
 
-func (l *Lane) result(it *item, status string, out deliver.Outcome, now time.Time) *schema.Result {
+func (l *Lane) result(it *item, status schema.DeliveryStatus, out deliver.Outcome, now time.Time) *schema.Result {
 	r := &schema.Result{
 		JobID: it.job.ID, Target: it.job.Target, SiteID: it.job.SiteID, ConversationID: it.job.ConversationID,
 		MessageID: it.job.MessageID, Status: status, Attempts: it.attempts + 1, At: now,

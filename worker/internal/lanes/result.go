@@ -22,7 +22,7 @@ func appendResult(b []byte, r *schema.Result) []byte {
 	b = append(b, `,"message_id":`...)
 	b = strconv.AppendInt(b, r.MessageID, 10)
 	b = append(b, `,"status":`...)
-	b = fastjson.AppendString(b, r.Status)
+	b = fastjson.AppendString(b, string(r.Status))
 	b = append(b, `,"attempts":`...)
 	b = strconv.AppendInt(b, int64(r.Attempts), 10)
 	if r.Error != "" {

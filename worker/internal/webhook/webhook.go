@@ -35,12 +35,12 @@ type Event struct {
 
 // EventData is the message.
 type EventData struct {
-	SiteID         int64  `json:"site_id"`
-	ConversationID int64  `json:"conversation_id"`
-	MessageID      int64  `json:"message_id"`
-	Author         string `json:"author"`
-	Name           string `json:"name,omitempty"`
-	Text           string `json:"text"`
+	SiteID         int64         `json:"site_id"`
+	ConversationID int64         `json:"conversation_id"`
+	MessageID      int64         `json:"message_id"`
+	Author         schema.Author `json:"author"`
+	Name           string        `json:"name,omitempty"`
+	Text           string        `json:"text"`
 	// Kind is what a system message is: "rating" (the visitor rated the conversation).
 	Kind      schema.MessageKind `json:"kind,omitempty"`
 	CreatedAt time.Time          `json:"created_at"`

@@ -1,6 +1,7 @@
-// Package live fans committed messages out to the websockets that watch a conversation.
+// Package visitorhub fans committed messages out to the visitors' chat windows (their
+// websockets) that watch a conversation; the operators' sockets have the inbox's hub.
 // Subscriptions are sharded by conversation, so no lock is shared by every site.
-package live
+package visitorhub
 
 import (
 	"sync"

@@ -1,4 +1,4 @@
-package outbox_test
+package jobs_test
 
 import (
 	"context"
@@ -17,7 +17,7 @@ import (
 	"spookat/edge/internal/broker"
 	"spookat/edge/internal/edgetest"
 	"spookat/edge/internal/files"
-	"spookat/edge/internal/outbox"
+	"spookat/edge/internal/jobs"
 	"spookat/edge/internal/store"
 	"spookat/schema"
 	"spookat/schema/natsauth"
@@ -26,7 +26,7 @@ import (
 func TestJobsPerMessageAndWatermark(t *testing.T) {
 	br := startBroker(t, schema.StreamLimits{})
 	slackSite := &schema.SiteDelivery{SiteID: 1, SlackToken: "xoxb", SlackChannel: "C1", NotifyEmail: "team@site.test"}
-	p := startPublisher(t, br.NC, outbox.Config{
+	p := startPublisher(t, br.NC, jobs.Config{
 		Targets: func(id int64) *schema.SiteDelivery {
 			if id == 1 {
 				return slackSite
@@ -65,10 +65,10 @@ func TestJobsPerMessageAndWatermark(t *testing.T) {
 	}
 
 	var ids []string
-	jobs := map[string]schema.Job{}
+	byID := map[string]schema.Job{}
 	for _, j := range storedJobs(t, br.NC) {
 		ids = append(ids, j.ID)
-		jobs[j.ID] = j.Job
+		byID[j.ID] = j.Job
 	}
 	sort.Strings(ids)
 	want := []string{"m1.email", "m1.slack", "m2.email", "m2.slack", "m6.slack", "m7.slack", "m8.email"}
@@ -80,23 +80,23 @@ func TestJobsPerMessageAndWatermark(t *testing.T) {
 			t.Fatalf("jobs %v, want %v", ids, want)
 		}
 	}
-	if j := jobs["m2.email"]; j.To != "visitor@home.test" || j.Name != "Olivia" || j.Lane != schema.LaneEmail {
+	if j := byID["m2.email"]; j.To != "visitor@home.test" || j.Name != "Olivia" || j.Lane != schema.LaneEmail {
 		t.Fatalf("reply email job = %+v", j)
 	}
-	if j := jobs["m1.email"]; j.To != "" || !j.First {
+	if j := byID["m1.email"]; j.To != "" || !j.First {
 		t.Fatalf("new-conversation email job = %+v (no recipient: it goes to the site's address)", j)
 	}
-	if j := jobs["m1.slack"]; j.Text != "hello" || j.InboxURL == "" || j.SiteID != 1 || j.ConversationID != 10 ||
-		j.Context == nil || j.Context.URL != "https://site.test/pricing" || jobs["m1.email"].Context == nil {
+	if j := byID["m1.slack"]; j.Text != "hello" || j.InboxURL == "" || j.SiteID != 1 || j.ConversationID != 10 ||
+		j.Context == nil || j.Context.URL != "https://site.test/pricing" || byID["m1.email"].Context == nil {
 		t.Fatalf("slack job = %+v", j)
 	}
-	if j := jobs["m2.slack"]; j.Context != nil {
+	if j := byID["m2.slack"]; j.Context != nil {
 		t.Fatalf("a later message's job carries the context: %+v", j)
 	}
-	if f := jobs["m7.slack"].File; f == nil || f.Name != "a.png" || !strings.HasPrefix(f.URL, "https://chat.site.test/v1/files/k1?exp=") || !strings.Contains(f.URL, "&sig=") {
+	if f := byID["m7.slack"].File; f == nil || f.Name != "a.png" || !strings.HasPrefix(f.URL, "https://chat.site.test/v1/files/k1?exp=") || !strings.Contains(f.URL, "&sig=") {
 		t.Fatalf("attachment job's file = %+v", f)
 	}
-	if j := jobs["m8.email"]; j.To != "visitor@home.test" || j.Kind != schema.KindTranscript || j.Transcript == nil ||
+	if j := byID["m8.email"]; j.To != "visitor@home.test" || j.Kind != schema.KindTranscript || j.Transcript == nil ||
 		len(j.Transcript.Lines) != 1 || j.Transcript.Lines[0].Text != "hello" {
 		t.Fatalf("transcript job = %+v", j)
 	}
@@ -104,9 +104,9 @@ func TestJobsPerMessageAndWatermark(t *testing.T) {
 
 // startPublisher starts a publisher on nc with ledger (nil: windows unrecorded), closed when
 // the test ends.
-func startPublisher(t *testing.T, nc *nats.Conn, cfg outbox.Config, ledger outbox.Ledger) *outbox.Publisher {
+func startPublisher(t *testing.T, nc *nats.Conn, cfg jobs.Config, ledger jobs.Ledger) *jobs.Publisher {
 	t.Helper()
-	p := outbox.New(cfg)
+	p := jobs.New(cfg)
 	if err := p.Start(nc, ledger); err != nil {
 		t.Fatal(err)
 	}

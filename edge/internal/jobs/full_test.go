@@ -1,4 +1,4 @@
-package outbox_test
+package jobs_test
 
 import (
 	"bytes"
@@ -13,7 +13,7 @@ import (
 
 	"spookat/edge/internal/broker"
 	"spookat/edge/internal/edgetest"
-	"spookat/edge/internal/outbox"
+	"spookat/edge/internal/jobs"
 	"spookat/edge/internal/store"
 	"spookat/schema"
 )
@@ -45,7 +45,7 @@ func TestFullJobsHoldsJobsAndRetriesSlowly(t *testing.T) {
 	br := startBroker(t, schema.StreamLimits{JobsMaxBytes: broker.MinStreamBytes})
 	logs := &syncBuffer{}
 	site := &schema.SiteDelivery{SiteID: 1, SlackToken: "xoxb", SlackChannel: "C1"}
-	p := startPublisher(t, br.NC, outbox.Config{
+	p := startPublisher(t, br.NC, jobs.Config{
 		Targets: func(int64) *schema.SiteDelivery { return site },
 		Log:     slog.New(slog.NewTextHandler(logs, nil)),
 	}, nil)
@@ -135,7 +135,7 @@ func TestStreamFull(t *testing.T) {
 		{"no responders", jetstream.ErrNoStreamResponse, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			if got := outbox.StreamFull(c.err); got != c.want {
+			if got := jobs.StreamFull(c.err); got != c.want {
 				t.Fatalf("StreamFull(%v) = %v, want %v", c.err, got, c.want)
 			}
 		})

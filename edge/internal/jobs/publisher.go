@@ -1,4 +1,5 @@
-// Package outbox turns committed messages into delivery jobs on the JOBS stream.
+// Package jobs turns committed messages into delivery jobs (Build) and publishes them to the
+// JOBS stream (Publisher).
 //
 // The writer hands every commit's messages to the Publisher, which publishes asynchronously
 // (the visitor's ack never waits on NATS). Jobs travel in batches (see schema.HeaderJobs): the
@@ -27,7 +28,7 @@
 // The publisher keeps them, above the watermark, and probes for room once a second with one
 // batch; when one is stored it releases the held ones in doubling rounds, so a stream that has
 // room for a few at a time costs a few refusals, not one per held batch every retry.
-package outbox
+package jobs
 
 import (
 	"errors"
@@ -335,7 +336,7 @@ func (p *Publisher) loop() {
 }
 
 // jobs builds the jobs of one message from its committed row and what the edge knows in
-// memory now (see Jobs).
+// memory now (see Build).
 func (p *Publisher) jobs(c *store.Committed) []schema.Job {
 	env := Env{Delivery: p.cfg.Targets(c.SiteID)}
 	if c.Author == schema.AuthorOperator && p.cfg.VisitorHere != nil {
@@ -347,7 +348,7 @@ func (p *Publisher) jobs(c *store.Committed) []schema.Job {
 	if c.File != nil && p.cfg.Files != nil {
 		env.FileURL = p.cfg.Files.Link(p.cfg.PublicURL, c.File.ID, time.Now().Add(files.LinkTTL))
 	}
-	return Jobs(c, env)
+	return Build(c, env)
 }
 
 // add puts a message's jobs in the open window, closing the window first where a persisted

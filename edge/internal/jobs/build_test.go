@@ -1,22 +1,22 @@
-package outbox_test
+package jobs_test
 
 import (
 	"slices"
 	"testing"
 
-	"spookat/edge/internal/outbox"
+	"spookat/edge/internal/jobs"
 	"spookat/edge/internal/store"
 	"spookat/schema"
 )
 
-// Jobs is a pure function of the committed row and what the edge knows in memory: every rule
+// Build is a pure function of the committed row and what the edge knows in memory: every rule
 // of who hears a message, without NATS or SQLite.
-func TestJobs(t *testing.T) {
+func TestBuild(t *testing.T) {
 	site := &schema.SiteDelivery{SiteID: 1, SlackToken: "xoxb", SlackChannel: "C1", WebhookURL: "https://hooks.site.test/x",
 		NotifyEmail: "team@site.test"}
 	started := &schema.VisitorContext{URL: "https://site.test/pricing"}
 	lines := &schema.Transcript{Lines: []schema.TranscriptLine{{Author: schema.AuthorVisitor, Text: "hello"}}}
-	away := outbox.Env{Delivery: site, InboxURL: "https://chat.site.test/app/#/conversations/10"}
+	away := jobs.Env{Delivery: site, InboxURL: "https://chat.site.test/app/#/conversations/10"}
 	here := away
 	here.VisitorHere = true
 	withLink := away
@@ -26,7 +26,7 @@ func TestJobs(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		msg  store.Committed
-		env  outbox.Env
+		env  jobs.Env
 		want []string // targets, in order
 		to   string   // the email job's recipient ("": the site's address)
 		ctx  bool     // the jobs carry where the conversation started
@@ -64,7 +64,7 @@ func TestJobs(t *testing.T) {
 		{name: "a transcript request without an address sends nothing",
 			msg: store.Committed{Author: schema.AuthorSystem, Kind: schema.KindTranscript, Transcript: lines}, env: away},
 		{name: "a site that is gone: only the visitor's email",
-			msg: store.Committed{Author: schema.AuthorOperator, VisitorEmail: "v@home.test"}, env: outbox.Env{},
+			msg: store.Committed{Author: schema.AuthorOperator, VisitorEmail: "v@home.test"}, env: jobs.Env{},
 			want: []string{schema.TargetEmail}, to: "v@home.test"},
 		{name: "an attachment carries its signed link",
 			msg: store.Committed{Author: schema.AuthorVisitor, File: file}, env: withLink,
@@ -76,9 +76,9 @@ func TestJobs(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			c := tc.msg
 			c.MessageID, c.ConversationID, c.SiteID, c.Text = 7, 10, 1, "hello"
-			jobs := outbox.Jobs(&c, tc.env)
+			built := jobs.Build(&c, tc.env)
 			var got []string
-			for _, j := range jobs {
+			for _, j := range built {
 				got = append(got, j.Target)
 				if j.ID != schema.JobID(7, j.Target) || j.Lane != schema.LaneOf(j.Target) || j.ConversationID != 10 || j.SiteID != 1 || j.Text != "hello" {
 					t.Errorf("job %+v: id, lane or message wrong", j)

@@ -1,4 +1,4 @@
-package outbox_test
+package jobs_test
 
 import (
 	"errors"
@@ -14,7 +14,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"spookat/edge/internal/edgetest"
-	"spookat/edge/internal/outbox"
+	"spookat/edge/internal/jobs"
 	"spookat/edge/internal/store"
 	"spookat/schema"
 )
@@ -66,7 +66,7 @@ func TestReplayFormsTheSameBatches(t *testing.T) {
 	}
 
 	cuts := &cutLog{after: 120}
-	first := startPublisher(t, br.NC, outbox.Config{Targets: func(int64) *schema.SiteDelivery { return site },
+	first := startPublisher(t, br.NC, jobs.Config{Targets: func(int64) *schema.SiteDelivery { return site },
 		Window: time.Millisecond, Log: quiet}, cuts)
 	for k := range chunks {
 		n := len(cuts.saved())
@@ -81,7 +81,7 @@ func TestReplayFormsTheSameBatches(t *testing.T) {
 	}
 
 	// The persisted watermark lags (it is written every 500 ms): replay from 0.
-	second := startPublisher(t, br.NC, outbox.Config{Targets: func(int64) *schema.SiteDelivery { return site }, Log: quiet}, cuts)
+	second := startPublisher(t, br.NC, jobs.Config{Targets: func(int64) *schema.SiteDelivery { return site }, Log: quiet}, cuts)
 	cuts.mu.Lock()
 	cuts.after = 0
 	cuts.mu.Unlock()
@@ -95,10 +95,10 @@ func TestReplayFormsTheSameBatches(t *testing.T) {
 	if wm := second.Watermark(); wm != int64(len(msgs)) {
 		t.Fatalf("watermark %d, want %d", wm, len(msgs))
 	}
-	jobs := storedJobs(t, br.NC)
+	stored := storedJobs(t, br.NC)
 	seen := map[string]int{}
 	last := map[string]int64{}
-	for _, j := range jobs {
+	for _, j := range stored {
 		seen[j.ID]++
 		key := j.Target + "." + strconv.FormatInt(j.ConversationID, 10)
 		if j.MessageID < last[key] {
@@ -113,7 +113,7 @@ func TestReplayFormsTheSameBatches(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("%d jobs stored before the crash, %d after the replay, in %d windows", before, len(jobs), len(cuts.saved()))
+	t.Logf("%d jobs stored before the crash, %d after the replay, in %d windows", before, len(stored), len(cuts.saved()))
 }
 
 // A window whose batch for a partition would pass schema.BatchMaxBytes ends before the message
@@ -123,7 +123,7 @@ func TestBatchesStayUnderTheirByteBound(t *testing.T) {
 	br := startBroker(t, schema.StreamLimits{})
 	site := &schema.SiteDelivery{SiteID: 1, SlackToken: "xoxb", SlackChannel: "C1"}
 	cuts := &cutLog{}
-	p := startPublisher(t, br.NC, outbox.Config{Targets: func(int64) *schema.SiteDelivery { return site },
+	p := startPublisher(t, br.NC, jobs.Config{Targets: func(int64) *schema.SiteDelivery { return site },
 		Window: time.Hour, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}, cuts)
 	var msgs []store.Committed
 	for i := range 60 {

@@ -1,4 +1,4 @@
-package outbox
+package jobs
 
 import (
 	"time"
@@ -17,10 +17,10 @@ type Env struct {
 	FileURL     string // the attachment's signed link ("": none)
 }
 
-// Jobs builds the jobs of one committed message: a pure function of the row (with the facts
+// Build builds the jobs of one committed message: a pure function of the row (with the facts
 // the writer read in its transaction, see store.Committed) and env. A message without targets
 // has none.
-func Jobs(c *store.Committed, env Env) []schema.Job {
+func Build(c *store.Committed, env Env) []schema.Job {
 	if c.Kind == schema.KindTranscript {
 		return transcriptJob(c)
 	}
