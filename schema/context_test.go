@@ -3,6 +3,8 @@ package schema
 import (
 	"strings"
 	"testing"
+
+	"spookat/schema/testkit"
 )
 
 func TestCheckPage(t *testing.T) {
@@ -40,9 +42,7 @@ func TestCheckPage(t *testing.T) {
 				}
 				return
 			}
-			if err != nil {
-				t.Fatal(err)
-			}
+			testkit.NoErr(t, err)
 			tz := tc.tz
 			if tc.wantTZ == "-" {
 				tz = ""

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"spookat/schema/testkit"
 )
 
 // One rule for both binaries: every flag not on the command line is read from SPOOKAT_<NAME>;
@@ -25,12 +27,8 @@ func TestFlagsFromEnv(t *testing.T) {
 		{[]string{"-nats-url", "nats://flag:4222"}, "nats://flag:4222"},
 	} {
 		fs, url, stop, private := newSet()
-		if err := fs.Parse(c.args); err != nil {
-			t.Fatal(err)
-		}
-		if err := FlagsFromEnv(fs); err != nil {
-			t.Fatal(err)
-		}
+		testkit.NoErr(t, fs.Parse(c.args))
+		testkit.NoErr(t, FlagsFromEnv(fs))
 		if *url != c.url || *stop != 7*time.Second || !*private {
 			t.Errorf("args %v: url %q stop %s private %v", c.args, *url, *stop, *private)
 		}

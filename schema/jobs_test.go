@@ -5,6 +5,8 @@ import (
 	"reflect"
 	"testing"
 	"time"
+
+	"spookat/schema/testkit"
 )
 
 var jobSamples = []string{
@@ -139,9 +141,7 @@ func TestAppendJobMatchesEncodingJSON(t *testing.T) {
 		{},
 	} {
 		want, err := json.Marshal(&j)
-		if err != nil {
-			t.Fatal(err)
-		}
+		testkit.NoErr(t, err)
 		if got := AppendJob(nil, &j); string(got) != string(want) {
 			t.Errorf("AppendJob\n got %s\nwant %s", got, want)
 		}

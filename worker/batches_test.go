@@ -7,6 +7,7 @@ import (
 
 	"spookat/loadgen/mock"
 	"spookat/schema"
+	"spookat/schema/testkit"
 )
 
 // One conversation whose Slack channel keeps failing must not hold its partition's acks. Its
@@ -49,12 +50,10 @@ func TestStuckConversationDoesNotHoldItsPartition(t *testing.T) {
 	e.waitForMarkers(t, 30*time.Second, len(convs), rounds)
 	jobsMsgs := func() uint64 {
 		s, err := e.js.Stream(context.Background(), schema.StreamJobs)
-		if err != nil {
-			t.Fatal(err)
-		}
+		testkit.NoErr(t, err)
 		return s.CachedInfo().State.Msgs
 	}
-	waitFor(t, 20*time.Second, "every batch but the stuck one acked", func() bool { return jobsMsgs() == 1 })
+	testkit.WaitFor(t, "every batch but the stuck one acked", 20*time.Second, func() bool { return jobsMsgs() == 1 })
 	if n := w.counter("spookat_worker_queued"); n != 1 {
 		t.Errorf("worker holds %v jobs, want the stuck one", n)
 	}

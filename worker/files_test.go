@@ -12,6 +12,7 @@ import (
 
 	"spookat/loadgen/mock"
 	"spookat/schema"
+	"spookat/schema/testkit"
 )
 
 // A first message with an attachment and the visitor's context reaches every target with
@@ -46,7 +47,7 @@ func TestAttachmentAndContextReachEveryTarget(t *testing.T) {
 		jobs = append(jobs, j)
 	}
 	e.publish(jobs...)
-	waitFor(t, 10*time.Second, "four deliveries", func() bool { return len(e.results.final(schema.StatusDelivered)) == 4 })
+	testkit.WaitFor(t, "four deliveries", 10*time.Second, func() bool { return len(e.results.final(schema.StatusDelivered)) == 4 })
 
 	t.Run("slack", func(t *testing.T) {
 		posts := e.slack.Posts()
@@ -113,7 +114,7 @@ func TestTranscriptEmail(t *testing.T) {
 		{Author: schema.AuthorVisitor, File: "receipt.pdf", At: at.Add(2 * time.Minute)},
 	}}
 	e.publish(j)
-	waitFor(t, 10*time.Second, "the transcript mail", func() bool {
+	testkit.WaitFor(t, "the transcript mail", 10*time.Second, func() bool {
 		be.mu.Lock()
 		defer be.mu.Unlock()
 		return len(be.mail) == 1

@@ -55,23 +55,15 @@ func newEnv(t *testing.T, slackOpt mock.SlackOptions) *env {
 	t.Helper()
 	dir := t.TempDir()
 	auth, err := natsauth.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	testkit.NoErr(t, err)
 	// The server is configured as a cluster node would be: from `edge nats-config`'s text.
 	conf := filepath.Join(dir, "server.conf")
-	if err := os.WriteFile(conf, []byte(auth.ServerConfig()+"listen: 127.0.0.1:-1\njetstream { store_dir: \""+filepath.Join(dir, "js")+"\" }\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	testkit.NoErr(t, os.WriteFile(conf, []byte(auth.ServerConfig()+"listen: 127.0.0.1:-1\njetstream { store_dir: \""+filepath.Join(dir, "js")+"\" }\n"), 0o600))
 	opts, err := server.ProcessConfigFile(conf)
-	if err != nil {
-		t.Fatal(err)
-	}
+	testkit.NoErr(t, err)
 	opts.NoLog, opts.NoSigs = true, true
 	srv, err := server.NewServer(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	testkit.NoErr(t, err)
 	go srv.Start()
 	if !srv.ReadyForConnections(10 * time.Second) {
 		t.Fatal("nats-server not ready")
@@ -80,14 +72,10 @@ func newEnv(t *testing.T, slackOpt mock.SlackOptions) *env {
 	e := &env{t: t, auth: auth, srv: srv, url: srv.ClientURL()}
 	e.nc = e.connect(schema.RoleEdge, "")
 	e.js, err = jetstream.New(e.nc, jetstream.WithPublishAsyncMaxPending(16384))
-	if err != nil {
-		t.Fatal(err)
-	}
+	testkit.NoErr(t, err)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := schema.EnsureStreams(ctx, e.js, 1, schema.StreamLimits{}); err != nil {
-		t.Fatal(err)
-	}
+	testkit.NoErr(t, schema.EnsureStreams(ctx, e.js, 1, schema.StreamLimits{}))
 	e.slack = mock.NewSlack(slackOpt)
 	e.slackTS = httptest.NewUnstartedServer(e.slack)
 	e.slackTS.Config.Protocols = mock.Protocols() // HTTP/1.1 and h2c (worker -h2c)
@@ -369,12 +357,6 @@ func (c *collector) final(status schema.DeliveryStatus) map[string]int {
 		}
 	}
 	return m
-}
-
-// waitFor polls cond until it holds or the deadline passes.
-func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	testkit.WaitFor(t, what, d, cond)
 }
 
 // deadJobs reads the DEAD stream.

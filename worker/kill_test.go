@@ -15,6 +15,7 @@ import (
 
 	"spookat/loadgen/mock"
 	"spookat/schema"
+	"spookat/schema/testkit"
 	"spookat/worker"
 )
 
@@ -28,26 +29,18 @@ type workerProc struct {
 func (e *env) startWorkerProc(t *testing.T, bin, id string, cfg worker.Config) *workerProc {
 	t.Helper()
 	ident, err := e.auth.Issue(schema.RoleWorker, id)
-	if err != nil {
-		t.Fatal(err)
-	}
+	testkit.NoErr(t, err)
 	dir := t.TempDir()
 	creds := filepath.Join(dir, id+".creds")
-	if err := os.WriteFile(creds, ident.Creds(), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	testkit.NoErr(t, os.WriteFile(creds, ident.Creds(), 0o600))
 	logf, err := os.Create(filepath.Join(dir, id+".log"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	testkit.NoErr(t, err)
 	cmd := exec.Command(bin, "-nats-url", e.url, "-nats-creds", creds, "-metrics-addr", "", "-slack-api", cfg.SlackAPI,
 		// The queue's timers (ack wait, pinned TTL, member TTL) are the edge's: Provision set them.
 		"-allow-private-targets", "-pull-expiry", cfg.PullExpiry.String(),
 		"-retry-base", cfg.RetryBase.String(), "-retry-max", cfg.RetryMax.String())
 	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	testkit.NoErr(t, cmd.Start())
 	p := &workerProc{cmd: cmd, done: make(chan struct{})}
 	go func() { cmd.Wait(); logf.Close(); close(p.done) }()
 	t.Cleanup(func() {
@@ -91,9 +84,7 @@ func TestOrderAfterKills(t *testing.T) {
 	cfg := e.config()
 	cfg.MemberTTL, cfg.PinnedTTL, cfg.AckWait = time.Second, 1500*time.Millisecond, 3*time.Second
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	if err := worker.Provision(ctx, e.js, 1, cfg); err != nil {
-		t.Fatal(err)
-	}
+	testkit.NoErr(t, worker.Provision(ctx, e.js, 1, cfg))
 	cancel()
 
 	var mu sync.Mutex

@@ -7,6 +7,7 @@ import (
 
 	"spookat/loadgen/mock"
 	"spookat/schema"
+	"spookat/schema/testkit"
 )
 
 // Two workers share the partitions; one is cut off mid-run (no hand-over, its acks lost), a
@@ -41,7 +42,7 @@ func testOrderAcrossWorkersCrashAndJoin(t *testing.T, batched bool) {
 	for k := 0; k < 8; k++ {
 		round(k)
 	}
-	waitFor(t, 20*time.Second, "both workers delivering", func() bool {
+	testkit.WaitFor(t, "both workers delivering", 20*time.Second, func() bool {
 		return a.counter("spookat_worker_jobs_total") > 0 && b.counter("spookat_worker_jobs_total") > 0 && e.slack.Count() >= convs*4
 	})
 	heldByB := b.counter("spookat_worker_queued")
@@ -51,16 +52,16 @@ func testOrderAcrossWorkersCrashAndJoin(t *testing.T, batched bool) {
 	for k := 8; k < 14; k++ {
 		round(k)
 	}
-	waitFor(t, 30*time.Second, "round 13 under way", func() bool { return countMarkers(e.slack.Posts()) >= convs*11 })
+	testkit.WaitFor(t, "round 13 under way", 30*time.Second, func() bool { return countMarkers(e.slack.Posts()) >= convs*11 })
 	c := e.start(e.config())
-	waitFor(t, 20*time.Second, "the new worker to own partitions", func() bool {
+	testkit.WaitFor(t, "the new worker to own partitions", 20*time.Second, func() bool {
 		return c.counter("spookat_worker_partitions_owned", "lane", "chat") > 0
 	})
 	for k := 14; k < perConv; k++ {
 		round(k)
 	}
 	e.waitForMarkers(t, 60*time.Second, convs, perConv)
-	waitFor(t, 20*time.Second, "every job recorded delivered", func() bool {
+	testkit.WaitFor(t, "every job recorded delivered", 20*time.Second, func() bool {
 		return len(e.results.final(schema.StatusDelivered)) == convs*perConv
 	})
 	if c.counter("spookat_worker_jobs_total") == 0 {
@@ -113,7 +114,7 @@ func testGracefulHandOver(t *testing.T, batched bool) {
 		}
 		e.publish(jobs...)
 		if k == 3 {
-			waitFor(t, 20*time.Second, "b delivering", func() bool { return b.counter("spookat_worker_jobs_total") > 0 })
+			testkit.WaitFor(t, "b delivering", 20*time.Second, func() bool { return b.counter("spookat_worker_jobs_total") > 0 })
 			b.stop(t) // SIGTERM while jobs are queued
 		}
 	}

@@ -11,6 +11,7 @@ import (
 
 	"spookat/loadgen/mock"
 	"spookat/schema"
+	"spookat/schema/testkit"
 )
 
 // TestPerfSlack measures a real bin/worker process against the 50 ms Slack mock: deliveries/s
@@ -48,13 +49,9 @@ func TestPerfSlack(t *testing.T) {
 	var procs []*exec.Cmd
 	for i := range workers {
 		id, err := e.auth.Issue(schema.RoleWorker, "perf-"+strconv.Itoa(i))
-		if err != nil {
-			t.Fatal(err)
-		}
+		testkit.NoErr(t, err)
 		creds := filepath.Join(t.TempDir(), "worker.creds")
-		if err := os.WriteFile(creds, id.Creds(), 0o600); err != nil {
-			t.Fatal(err)
-		}
+		testkit.NoErr(t, os.WriteFile(creds, id.Creds(), 0o600))
 		args := []string{"-nats-url", e.url, "-nats-creds", creds, "-metrics-addr", "", "-slack-api", e.slackTS.URL + "/api/"}
 		args = append(args, strings.Fields(os.Getenv("WORKER_ARGS"))...)
 		if a := os.Getenv("PPROF"); a != "" && i == 0 {
@@ -69,9 +66,7 @@ func TestPerfSlack(t *testing.T) {
 			cmd = exec.Command("taskset", append([]string{"-c", cpus, bin}, args...)...)
 		}
 		cmd.Stderr = os.Stderr
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
+		testkit.NoErr(t, cmd.Start())
 		procs = append(procs, cmd)
 	}
 	defer func() {
@@ -83,16 +78,16 @@ func TestPerfSlack(t *testing.T) {
 	// Measure the middle 60 % of the posts: start-up (connect, consumers, partitions settling
 	// between workers) and the tail (fewer conversations left than slots) are not steady state.
 	from, to := n/5, n*4/5
-	waitFor(t, 60*time.Second, "a fifth of the posts", func() bool { return e.slack.Count() >= from })
+	testkit.WaitFor(t, "a fifth of the posts", 60*time.Second, func() bool { return e.slack.Count() >= from })
 	start, c0, s0, n0 := time.Now(), cpu(t, procs), selfCPU(t), e.slack.Count()
-	waitFor(t, 300*time.Second, "four fifths of the posts", func() bool { return e.slack.Count() >= to })
+	testkit.WaitFor(t, "four fifths of the posts", 300*time.Second, func() bool { return e.slack.Count() >= to })
 	el, c1, s1, n1 := time.Since(start), cpu(t, procs), selfCPU(t), e.slack.Count()
 	done := n1 - n0
 	t.Logf("%d workers: %d deliveries in %s = %.0f/s; worker CPU %.1f µs per delivery (%.2f cores)",
 		workers, done, el.Round(time.Millisecond), float64(done)/el.Seconds(),
 		float64((c1-c0).Microseconds())/float64(done), (c1-c0).Seconds()/el.Seconds())
 	t.Logf("this process (NATS server, Slack mock, results reader): %.2f cores", (s1-s0).Seconds()/el.Seconds())
-	waitFor(t, 300*time.Second, "every post", func() bool { return e.slack.Count() >= n })
+	testkit.WaitFor(t, "every post", 300*time.Second, func() bool { return e.slack.Count() >= n })
 }
 
 func envInt(name string, def int) int {
@@ -108,9 +103,7 @@ func selfCPU(t *testing.T) time.Duration {
 
 func cpuOf(t *testing.T, pid int) time.Duration {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		t.Fatal(err)
-	}
+	testkit.NoErr(t, err)
 	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+2:]))
 	u, _ := strconv.ParseInt(f[11], 10, 64)
 	s, _ := strconv.ParseInt(f[12], 10, 64)

@@ -6,6 +6,7 @@ import (
 
 	"spookat/loadgen/mock"
 	"spookat/schema"
+	"spookat/schema/testkit"
 )
 
 // Realistic Slack (~1 post/s per channel, burst 3): a burst into one channel gets 429s, its
@@ -27,16 +28,16 @@ func TestSlackRateLimitMergesAndSparesOtherChannels(t *testing.T) {
 		}
 	}
 	e.publish(jobs...)
-	waitFor(t, 10*time.Second, "a 429", func() bool { return e.slack.RateLimited() > 0 })
+	testkit.WaitFor(t, "a 429", 10*time.Second, func() bool { return e.slack.RateLimited() > 0 })
 
 	calmAt := time.Now()
 	e.publish(job(schema.TargetSlack, 2, 3, 1000, true, marker(3, 0)), job(schema.TargetSlack, 2, 3, 1001, false, marker(3, 1)))
-	waitFor(t, 10*time.Second, "the calm channel's posts", func() bool { return len(sequences(e.slack.Posts())[3]) == 2 })
+	testkit.WaitFor(t, "the calm channel's posts", 10*time.Second, func() bool { return len(sequences(e.slack.Posts())[3]) == 2 })
 	if d := time.Since(calmAt); d > 500*time.Millisecond {
 		t.Errorf("calm channel took %s while another channel was limited", d)
 	}
 
-	waitFor(t, 20*time.Second, "every message of the busy channel", func() bool { return countMarkers(e.slack.Posts()) == 2*perConv+2 })
+	testkit.WaitFor(t, "every message of the busy channel", 20*time.Second, func() bool { return countMarkers(e.slack.Posts()) == 2*perConv+2 })
 	posts := e.slack.Posts()
 	seqs := sequences(posts)
 	for _, c := range []int64{1, 2, 3} {
@@ -61,7 +62,7 @@ func TestSlackRateLimitMergesAndSparesOtherChannels(t *testing.T) {
 	if merged == 0 {
 		t.Errorf("no merged post among %d busy-channel posts", busy)
 	}
-	waitFor(t, 5*time.Second, "all results", func() bool { return len(e.results.final(schema.StatusDelivered)) == 2*perConv+2 })
+	testkit.WaitFor(t, "all results", 5*time.Second, func() bool { return len(e.results.final(schema.StatusDelivered)) == 2*perConv+2 })
 	withMerged := 0
 	for _, r := range e.results.snapshot() {
 		if r.Merged > 1 {

@@ -10,6 +10,7 @@ import (
 
 	"spookat/loadgen/mock"
 	"spookat/schema"
+	"spookat/schema/testkit"
 	"spookat/worker/internal/sites"
 )
 
@@ -21,17 +22,11 @@ func TestSitesTakeOnlySignedValues(t *testing.T) {
 	e.putSite(schema.SiteDelivery{SiteID: 1, SlackToken: "xoxb-1", SlackChannel: "C1", WebhookURL: "https://site1.example/hook"})
 	ctx := context.Background()
 	kv, err := e.js.KeyValue(ctx, schema.BucketSites)
-	if err != nil {
-		t.Fatal(err)
-	}
+	testkit.NoErr(t, err)
 	old, err := kv.Get(ctx, schema.SiteKey(1))
-	if err != nil {
-		t.Fatal(err)
-	}
+	testkit.NoErr(t, err)
 	c, err := sites.Open(ctx, e.js, e.auth.AccountPublicKey(), slog.New(slog.NewTextHandler(io.Discard, nil)))
-	if err != nil {
-		t.Fatal(err)
-	}
+	testkit.NoErr(t, err)
 	want := func(what string) {
 		t.Helper()
 		d, err := c.Get(ctx, 1)
@@ -56,6 +51,6 @@ func TestSitesTakeOnlySignedValues(t *testing.T) {
 	put(schema.SiteKey(1), old.Value())
 	// A value the cache can take, for a site it has not seen, marks when the ones before are in.
 	e.putSite(schema.SiteDelivery{SiteID: 9, WebhookURL: "https://site9.example"})
-	waitFor(t, 5*time.Second, "site 9 in the cache", func() bool { return c.Peek(9) != nil })
+	testkit.WaitFor(t, "site 9 in the cache", 5*time.Second, func() bool { return c.Peek(9) != nil })
 	want("after forged and old values")
 }

@@ -8,6 +8,7 @@ import (
 
 	"spookat/loadgen/mock"
 	"spookat/schema"
+	"spookat/schema/testkit"
 )
 
 func TestSlackParentThenRepliesInThread(t *testing.T) {
@@ -21,7 +22,7 @@ func TestSlackParentThenRepliesInThread(t *testing.T) {
 	reply.Author, reply.Name = "operator", "Ann"
 	e.publish(first, second, reply)
 
-	waitFor(t, 10*time.Second, "3 posts", func() bool { return e.slack.Count() == 3 })
+	testkit.WaitFor(t, "3 posts", 10*time.Second, func() bool { return e.slack.Count() == 3 })
 	posts := e.slack.Posts()
 	parent := posts[0]
 	if parent.ThreadTS != "" || parent.Channel != "C1" || parent.Token != "xoxb-1" {
@@ -40,7 +41,7 @@ func TestSlackParentThenRepliesInThread(t *testing.T) {
 	}
 	checkOrder(t, 7, sequences(posts)[7], 3)
 
-	waitFor(t, 5*time.Second, "3 delivered results", func() bool { return len(e.results.final(schema.StatusDelivered)) == 3 })
+	testkit.WaitFor(t, "3 delivered results", 5*time.Second, func() bool { return len(e.results.final(schema.StatusDelivered)) == 3 })
 	for i, j := range []schema.Job{first, second, reply} {
 		rs := e.results.of(j.ID)
 		r := rs[len(rs)-1]
@@ -55,7 +56,7 @@ func TestSlackParentThenRepliesInThread(t *testing.T) {
 		t.Fatalf("THREADS entry: %v %v", ent, err)
 	}
 	// Jobs are acked: JOBS is empty (work queue).
-	waitFor(t, 5*time.Second, "JOBS drained", func() bool { return streamMsgs(t, e, schema.StreamJobs) == 0 })
+	testkit.WaitFor(t, "JOBS drained", 5*time.Second, func() bool { return streamMsgs(t, e, schema.StreamJobs) == 0 })
 	if w.counter("spookat_worker_jobs_total", "target", "slack", "status", "delivered") != 3 {
 		t.Errorf("metrics: delivered = %v", w.counter("spookat_worker_jobs_total", "target", "slack", "status", "delivered"))
 	}
@@ -64,13 +65,9 @@ func TestSlackParentThenRepliesInThread(t *testing.T) {
 
 func streamMsgs(t *testing.T, e *env, name string) uint64 {
 	s, err := e.js.Stream(context.Background(), name)
-	if err != nil {
-		t.Fatal(err)
-	}
+	testkit.NoErr(t, err)
 	info, err := s.Info(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
+	testkit.NoErr(t, err)
 	return info.State.Msgs
 }
 
@@ -86,7 +83,7 @@ func TestSlackChannelNotFoundIsDeadAtOnce(t *testing.T) {
 	b := job(schema.TargetSlack, 3, 2, 2, true, "hello")
 	start := time.Now()
 	e.publish(a, b)
-	waitFor(t, 5*time.Second, "2 dead results", func() bool { return len(e.results.final(schema.StatusDead)) == 2 })
+	testkit.WaitFor(t, "2 dead results", 5*time.Second, func() bool { return len(e.results.final(schema.StatusDead)) == 2 })
 	if d := time.Since(start); d > 3*time.Second {
 		t.Errorf("dead after %s, want at once", d)
 	}
@@ -123,7 +120,7 @@ func TestSlackRetriesThenDead(t *testing.T) {
 	next := job(schema.TargetSlack, 1, 1, 2, false, marker(1, 1))
 	bad := job(schema.TargetSlack, 2, 2, 3, true, "x")
 	e.publish(ok, next, bad)
-	waitFor(t, 10*time.Second, "results", func() bool {
+	testkit.WaitFor(t, "results", 10*time.Second, func() bool {
 		return len(e.results.final(schema.StatusDelivered)) == 2 && len(e.results.final(schema.StatusDead)) == 1
 	})
 	// The failing head held its conversation back: order kept through retries.
@@ -150,13 +147,13 @@ func TestSlackStatusMarksTheParent(t *testing.T) {
 	w := e.start(e.config())
 
 	e.publish(job(schema.TargetSlack, 1, 7, 100, true, marker(7, 0)))
-	waitFor(t, 10*time.Second, "the parent post", func() bool { return e.slack.Count() == 1 })
+	testkit.WaitFor(t, "the parent post", 10*time.Second, func() bool { return e.slack.Count() == 1 })
 	parent := e.slack.Posts()[0]
 
 	closed := job(schema.TargetSlack, 1, 7, 101, false, "Closed by Ann")
 	closed.Author, closed.Name, closed.Kind = schema.AuthorSystem, "Ann", schema.KindClosed
 	e.publish(closed)
-	waitFor(t, 10*time.Second, "the ✅ and the status line", func() bool {
+	testkit.WaitFor(t, "the ✅ and the status line", 10*time.Second, func() bool {
 		return e.slack.Reacted("C1", parent.TS, "white_check_mark") && e.slack.Count() == 2
 	})
 	if p := e.slack.Posts()[1]; p.ThreadTS != parent.TS || p.Text != ":white_check_mark: _Closed by Ann_" {
@@ -166,7 +163,7 @@ func TestSlackStatusMarksTheParent(t *testing.T) {
 	again := job(schema.TargetSlack, 1, 7, 102, false, marker(7, 1))
 	again.Reopened = true
 	e.publish(again)
-	waitFor(t, 10*time.Second, "the ✅ removed and the message posted", func() bool {
+	testkit.WaitFor(t, "the ✅ removed and the message posted", 10*time.Second, func() bool {
 		return !e.slack.Reacted("C1", parent.TS, "white_check_mark") && e.slack.Count() == 3
 	})
 	if p := e.slack.Posts()[2]; p.ThreadTS != parent.TS || !strings.HasPrefix(p.Text, ":leftwards_arrow_with_hook: _Reopened by the visitor's message_\n") ||
@@ -180,7 +177,7 @@ func TestSlackStatusMarksTheParent(t *testing.T) {
 	lone := job(schema.TargetSlack, 1, 8, 103, false, "Closed by Ann")
 	lone.Author, lone.Kind = schema.AuthorSystem, schema.KindClosed
 	e.publish(lone)
-	waitFor(t, 10*time.Second, "4 delivered results", func() bool { return len(e.results.final(schema.StatusDelivered)) == 4 })
+	testkit.WaitFor(t, "4 delivered results", 10*time.Second, func() bool { return len(e.results.final(schema.StatusDelivered)) == 4 })
 	if n := e.slack.Count(); n != 3 {
 		t.Fatalf("a status change without a thread posted: %d posts, want 3", n)
 	}

@@ -18,6 +18,7 @@ import (
 
 	"spookat/loadgen/mock"
 	"spookat/schema"
+	"spookat/schema/testkit"
 )
 
 const whsec = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
@@ -42,7 +43,7 @@ func TestWebhooksSignedRetriedAndDead(t *testing.T) {
 	wrong := job(schema.TargetWebhook, 4, 4, 5, true, "wrong secret")
 	e.publish(ok1, ok2, flaky, gone, wrong)
 
-	waitFor(t, 10*time.Second, "webhook outcomes", func() bool {
+	testkit.WaitFor(t, "webhook outcomes", 10*time.Second, func() bool {
 		return len(e.results.final(schema.StatusDelivered)) == 3 && len(e.results.final(schema.StatusDead)) == 2
 	})
 	evs := rc.Events()
@@ -116,7 +117,7 @@ func TestDiscordWebhookRateLimits(t *testing.T) {
 	}
 	jobs = append(jobs, job(schema.TargetDiscord, 2, 6, 100, true, "x"))
 	e.publish(jobs...)
-	waitFor(t, 15*time.Second, "discord results", func() bool {
+	testkit.WaitFor(t, "discord results", 15*time.Second, func() bool {
 		return len(e.results.final(schema.StatusDelivered)) == 7 && len(e.results.final(schema.StatusDead)) == 1
 	})
 	posts := d.Posts()
@@ -192,7 +193,7 @@ func TestPrivateTargetsRefused(t *testing.T) {
 	cfg.DiscordAPI = ds.URL + "/api"
 	e.start(cfg)
 	e.publish(jobs...)
-	waitFor(t, 10*time.Second, "dead results", func() bool { return len(e.results.final(schema.StatusDead)) == len(jobs) })
+	testkit.WaitFor(t, "dead results", 10*time.Second, func() bool { return len(e.results.final(schema.StatusDead)) == len(jobs) })
 	for i, j := range jobs {
 		rs := e.results.of(j.ID)
 		if got := rs[len(rs)-1]; got.Error != cases[i].want || got.Attempts != 1 {
@@ -233,9 +234,7 @@ func startSMTP(t *testing.T) (*smtpBackend, int) {
 	srv := smtp.NewServer(be)
 	srv.Domain = "localhost"
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	testkit.NoErr(t, err)
 	go func() { _ = srv.Serve(ln) }()
 	t.Cleanup(func() { srv.Close() })
 	return be, ln.Addr().(*net.TCPAddr).Port
@@ -275,7 +274,7 @@ func TestEmailOnNewConversation(t *testing.T) {
 	j := job(schema.TargetEmail, 1, 9, 1, true, "Do you ship to Mars?")
 	j.Name = "Zoe"
 	e.publish(j, job(schema.TargetEmail, 2, 10, 2, true, "x"))
-	waitFor(t, 10*time.Second, "a mail and a dead job", func() bool {
+	testkit.WaitFor(t, "a mail and a dead job", 10*time.Second, func() bool {
 		be.mu.Lock()
 		defer be.mu.Unlock()
 		return len(be.mail) == 1 && len(e.results.final(schema.StatusDead)) == 1
@@ -289,7 +288,7 @@ func TestEmailOnNewConversation(t *testing.T) {
 			t.Errorf("mail lacks %q:\n%s", want, m.data)
 		}
 	}
-	waitFor(t, 5*time.Second, "delivered result", func() bool { return e.results.final(schema.StatusDelivered)[j.ID] == 1 })
+	testkit.WaitFor(t, "delivered result", 5*time.Second, func() bool { return e.results.final(schema.StatusDelivered)[j.ID] == 1 })
 }
 
 // The worker never opens the database: no SQLite driver among its packages' dependencies.
@@ -323,7 +322,7 @@ func TestEmailReplyToVisitor(t *testing.T) {
 	j := job(schema.TargetEmail, 1, 9, 5, false, "Yes, we ship to Mars.")
 	j.Author, j.Name, j.To = "operator", "Ann", "zoe@visitor.test"
 	e.publish(j)
-	waitFor(t, 10*time.Second, "the reply mailed and recorded", func() bool {
+	testkit.WaitFor(t, "the reply mailed and recorded", 10*time.Second, func() bool {
 		be.mu.Lock()
 		defer be.mu.Unlock()
 		return len(be.mail) == 1 && e.results.final(schema.StatusDelivered)[j.ID] == 1
@@ -354,7 +353,7 @@ func TestWebhook429RetryAfter(t *testing.T) {
 	limited := job(schema.TargetWebhook, 1, 1, 1, true, "limited")
 	other := job(schema.TargetWebhook, 2, 2, 2, true, "other")
 	e.publish(limited, other)
-	waitFor(t, 10*time.Second, "both delivered", func() bool { return len(e.results.final(schema.StatusDelivered)) == 2 })
+	testkit.WaitFor(t, "both delivered", 10*time.Second, func() bool { return len(e.results.final(schema.StatusDelivered)) == 2 })
 	var at []time.Time
 	var status []int
 	var otherAt time.Time
@@ -401,7 +400,7 @@ func TestDiscordForumThreads(t *testing.T) {
 		}
 	}
 	e.publish(jobs...)
-	waitFor(t, 15*time.Second, "discord forum results", func() bool {
+	testkit.WaitFor(t, "discord forum results", 15*time.Second, func() bool {
 		return len(e.results.final(schema.StatusDelivered)) == len(jobs)
 	})
 	threadOf := map[int64]string{}

@@ -49,8 +49,9 @@ CREATE TABLE conversations (
     created_at       INTEGER NOT NULL,
     updated_at       INTEGER NOT NULL
 );
--- Only site_id: updated_at changes with every message, and keeping it in the index cost the
--- writer 5-10 us per message; the inbox sorts one site's conversations when it reads them.
+-- Only site_id: updated_at changes with every message, and keeping it in the index costs the
+-- writer on every message (bench/comments.md); the inbox sorts one site's conversations when it
+-- reads them.
 CREATE INDEX conversations_site ON conversations(site_id);
 CREATE UNIQUE INDEX conversations_visitor ON conversations(visitor_id);
 
@@ -65,7 +66,7 @@ CREATE TABLE messages (
     created_at      INTEGER NOT NULL
 );
 -- Idempotency is scoped to the conversation: the index has locality (one visitor's keys sit together)
--- instead of a global index on random ids, which cost 23-57 us per insert in the prototype.
+-- instead of a global index on random ids, which costs far more per insert (bench/comments.md).
 CREATE UNIQUE INDEX messages_client ON messages(conversation_id, client_id);
 
 -- Delivery state per message and target, written from the worker's results.
@@ -80,9 +81,10 @@ CREATE TABLE deliveries (
     PRIMARY KEY (message_id, target)
 ) WITHOUT ROWID;
 
--- Outbox watermark: every job of a message with id <= published_through has been stored by
--- JetStream. On start the edge re-publishes the jobs of the messages above it; the duplicate
--- window (Nats-Msg-Id = job id) swallows those that had made it.
+-- The job publisher's watermark: every job of a message with id <= published_through has been
+-- stored by JetStream. On start the edge re-publishes the jobs of the messages above it; the
+-- duplicate window swallows those that had made it (schema/PROTOCOL.md, "Outbox: what survives
+-- a crash").
 CREATE TABLE outbox (
     id                INTEGER PRIMARY KEY CHECK (id = 1),
     published_through INTEGER NOT NULL

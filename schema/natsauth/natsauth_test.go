@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/jwt/v2"
 
 	"spookat/schema"
+	"spookat/schema/testkit"
 )
 
 // The trust root is owner-only whatever the umask, survives a reopen with the same keys, and
@@ -19,23 +20,15 @@ func TestAuthorityFilesAndReopen(t *testing.T) {
 	defer syscall.Umask(old)
 	dir := t.TempDir()
 	a, err := Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	testkit.NoErr(t, err)
 	id, err := a.Issue(schema.RoleWorker, "box1.example.com-1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := a.Record(id); err != nil {
-		t.Fatal(err)
-	}
+	testkit.NoErr(t, err)
+	testkit.NoErr(t, a.Record(id))
 	if _, err := a.Revoke(id.Key, ""); err != nil {
 		t.Fatal(err)
 	}
 	entries, err := os.ReadDir(filepath.Join(dir, DirName))
-	if err != nil {
-		t.Fatal(err)
-	}
+	testkit.NoErr(t, err)
 	if st, _ := os.Stat(filepath.Join(dir, DirName)); st.Mode().Perm() != 0o700 {
 		t.Errorf("%s is %o, want 700", DirName, st.Mode().Perm())
 	}
@@ -46,27 +39,19 @@ func TestAuthorityFilesAndReopen(t *testing.T) {
 	}
 
 	b, err := Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	testkit.NoErr(t, err)
 	if b.AccountPublicKey() != a.AccountPublicKey() {
 		t.Fatal("reopened with another account key")
 	}
 	ac, err := jwt.DecodeAccountClaims(b.AccountJWT())
-	if err != nil {
-		t.Fatal(err)
-	}
+	testkit.NoErr(t, err)
 	if !ac.IsClaimRevoked(mustUser(t, id.JWT)) {
 		t.Fatal("the revocation did not survive a reopen")
 	}
 	// A lost account JWT does not undo a revocation: issued.json still has it.
-	if err := os.Remove(filepath.Join(dir, DirName, "account.jwt")); err != nil {
-		t.Fatal(err)
-	}
+	testkit.NoErr(t, os.Remove(filepath.Join(dir, DirName, "account.jwt")))
 	c, err := Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	testkit.NoErr(t, err)
 	if ac, err := jwt.DecodeAccountClaims(c.AccountJWT()); err != nil || !ac.IsClaimRevoked(mustUser(t, id.JWT)) {
 		t.Fatalf("after losing account.jwt the revocation is gone (%v)", err)
 	}
@@ -93,8 +78,6 @@ func TestAuthorityFilesAndReopen(t *testing.T) {
 func mustUser(t *testing.T, token string) *jwt.UserClaims {
 	t.Helper()
 	uc, err := jwt.DecodeUserClaims(token)
-	if err != nil {
-		t.Fatal(err)
-	}
+	testkit.NoErr(t, err)
 	return uc
 }

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"spookat/schema/testkit"
 	"spookat/worker/egress"
 )
 
@@ -208,9 +209,7 @@ func TestRedirectNotFollowed(t *testing.T) {
 	defer srv.Close()
 	c := egress.Client(nil, 5*time.Second, true) // loopback test servers: only the redirect rule is under test
 	resp, err := c.Post(srv.URL+"/hook", "application/json", strings.NewReader("{}"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	testkit.NoErr(t, err)
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusFound {
 		t.Fatalf("status %d, want the 302 itself", resp.StatusCode)
@@ -226,9 +225,7 @@ func TestRedirectNotFollowed(t *testing.T) {
 // INFO line) must not have its banner, nor the URL, in the reason.
 func TestReasonHidesWhatCameBack(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	testkit.NoErr(t, err)
 	defer ln.Close()
 	go func() {
 		for {

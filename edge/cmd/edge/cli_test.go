@@ -15,6 +15,7 @@ import (
 
 	"spookat/edge/internal/edgetest"
 	"spookat/edge/internal/store"
+	"spookat/schema/testkit"
 )
 
 // runOut runs the CLI in-process and returns what it printed on stdout (help) and its error.
@@ -175,9 +176,7 @@ func TestCLIServeFlagValues(t *testing.T) {
 // A busy port is named by the flag that chose it.
 func TestCLIBusyPortNamesItsFlag(t *testing.T) {
 	busy, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	testkit.NoErr(t, err)
 	defer busy.Close()
 	b := busy.Addr().String()
 	for _, c := range []struct {
@@ -203,9 +202,7 @@ func TestCLIBusyPortNamesItsFlag(t *testing.T) {
 func withStdin(t *testing.T, s string, fn func()) {
 	t.Helper()
 	r, w, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
+	testkit.NoErr(t, err)
 	w.WriteString(s)
 	w.Close()
 	old := os.Stdin
@@ -287,9 +284,7 @@ func TestCLIOperatorLifecycleOnTheFile(t *testing.T) {
 	captureStdout(t, func() error { return run(append(again, "-force")) })
 	add := []string{"operator", "add", "-data", dir, "-email", "ann@shop.test", "-site", site.Key, "-password-stdin"}
 	withStdin(t, "first-password\n", func() {
-		if err := run(add); err != nil {
-			t.Fatal(err)
-		}
+		testkit.NoErr(t, run(add))
 	})
 	withStdin(t, "other-password\n", func() {
 		err := run(add)
@@ -298,13 +293,9 @@ func TestCLIOperatorLifecycleOnTheFile(t *testing.T) {
 		}
 	})
 	withStdin(t, "second-password\n", func() {
-		if err := run([]string{"operator", "passwd", "-data", dir, "-email", "ann@shop.test", "-password-stdin"}); err != nil {
-			t.Fatal(err)
-		}
+		testkit.NoErr(t, run([]string{"operator", "passwd", "-data", dir, "-email", "ann@shop.test", "-password-stdin"}))
 	})
-	if err := run([]string{"site", "member", "remove", "-data", dir, "-site", site.Key, "-email", "ann@shop.test"}); err != nil {
-		t.Fatal(err)
-	}
+	testkit.NoErr(t, run([]string{"site", "member", "remove", "-data", dir, "-site", site.Key, "-email", "ann@shop.test"}))
 	var list []struct {
 		Email    string   `json:"email"`
 		SiteKeys []string `json:"site_keys"`
@@ -313,12 +304,8 @@ func TestCLIOperatorLifecycleOnTheFile(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &list); err != nil || len(list) != 1 || len(list[0].SiteKeys) != 0 {
 		t.Fatalf("operator list after member remove: %q, %v", out, err)
 	}
-	if err := run([]string{"site", "member", "add", "-data", dir, "-site", site.Key, "-email", "ann@shop.test"}); err != nil {
-		t.Fatal(err)
-	}
-	if err := run([]string{"operator", "remove", "-data", dir, "-email", "ann@shop.test"}); err != nil {
-		t.Fatal(err)
-	}
+	testkit.NoErr(t, run([]string{"site", "member", "add", "-data", dir, "-site", site.Key, "-email", "ann@shop.test"}))
+	testkit.NoErr(t, run([]string{"operator", "remove", "-data", dir, "-email", "ann@shop.test"}))
 	err := run([]string{"operator", "passwd", "-data", dir, "-email", "ann@shop.test", "-password-stdin"})
 	if err == nil {
 		t.Error("passwd of a removed operator accepted")
@@ -334,12 +321,8 @@ func newDataDir(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
 	st, err := store.Open(dir, store.Options{Readers: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := st.Close(); err != nil {
-		t.Fatal(err)
-	}
+	testkit.NoErr(t, err)
+	testkit.NoErr(t, st.Close())
 	return dir
 }
 
@@ -347,16 +330,12 @@ func newDataDir(t *testing.T) string {
 func captureStdout(t *testing.T, fn func() error) string {
 	t.Helper()
 	f, err := os.Create(filepath.Join(t.TempDir(), "stdout"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	testkit.NoErr(t, err)
 	old := os.Stdout
 	os.Stdout = f
 	err = fn()
 	os.Stdout = old
-	if err != nil {
-		t.Fatal(err)
-	}
+	testkit.NoErr(t, err)
 	b, _ := os.ReadFile(f.Name())
 	return string(b)
 }

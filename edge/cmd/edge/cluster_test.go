@@ -22,6 +22,7 @@ import (
 	"spookat/edge/internal/results"
 	"spookat/loadgen/mock"
 	"spookat/schema"
+	"spookat/schema/testkit"
 )
 
 const (
@@ -79,7 +80,7 @@ func TestClusterLosesANodeUnderLoad(t *testing.T) {
 			"-nats-creds", creds, "-nats-tls-ca", tlsFiles.CA}, e2eWorkerFlags(slackSrv.URL+"/api/")...)...))
 	}
 	js := edgetest.ConnectOps(t, edgeBin, data, strings.Join(direct, ","), nats.RootCAs(tlsFiles.CA))
-	edgetest.WaitFor(t, "2 workers in WORKERS", 30*time.Second, func() bool { return len(members(js)) == 2 })
+	testkit.WaitFor(t, "2 workers in WORKERS", 30*time.Second, func() bool { return len(members(js)) == 2 })
 	if info, err := streamInfo(js, schema.StreamJobs); err != nil || info.Config.Replicas != 3 {
 		t.Fatalf("JOBS: %+v %v, want 3 replicas", info, err)
 	}
@@ -103,7 +104,7 @@ func TestClusterLosesANodeUnderLoad(t *testing.T) {
 	}
 	waitAcked := func(n int64, what string) {
 		t.Helper()
-		edgetest.WaitFor(t, what, 30*time.Second, func() bool { return acked.Load() >= n })
+		testkit.WaitFor(t, what, 30*time.Second, func() bool { return acked.Load() >= n })
 	}
 	waitAcked(2500, "5 s of load")
 
@@ -176,7 +177,7 @@ func TestClusterLosesANodeUnderLoad(t *testing.T) {
 		}
 		return out, len(distinct)
 	}
-	edgetest.WaitFor(t, "every acked message at the Slack mock", 90*time.Second, func() bool {
+	testkit.WaitFor(t, "every acked message at the Slack mock", 90*time.Second, func() bool {
 		_, n := byConv(slack.Posts())
 		return n >= total
 	})
@@ -260,7 +261,7 @@ func TestClusterLosesANodeUnderLoad(t *testing.T) {
 		len(posts), total, dups, gap(killAt.Add(-time.Second), backAt).Round(time.Millisecond),
 		gap(cutAt.Add(-time.Second), restoredAt.Add(15*time.Second)).Round(time.Millisecond))
 
-	edgetest.WaitFor(t, "JOBS drained", 30*time.Second, func() bool {
+	testkit.WaitFor(t, "JOBS drained", 30*time.Second, func() bool {
 		info, err := streamInfo(js, schema.StreamJobs)
 		return err == nil && info.State.Msgs == 0
 	})
@@ -353,9 +354,7 @@ func slackSites(t *testing.T, bin, dir string) []slackSite {
 		Key     string   `json:"key"`
 		Targets []string `json:"targets"`
 	}
-	if err := json.Unmarshal([]byte(edgetest.Admin(t, bin, dir, "site", "list", "-json")), &list); err != nil {
-		t.Fatal(err)
-	}
+	testkit.NoErr(t, json.Unmarshal([]byte(edgetest.Admin(t, bin, dir, "site", "list", "-json")), &list))
 	var out []slackSite
 	for _, s := range list {
 		for _, tg := range s.Targets {

@@ -14,6 +14,7 @@ import (
 
 	"spookat/edge/internal/edgetest"
 	"spookat/schema"
+	"spookat/schema/testkit"
 )
 
 // world tells the load goroutines where the edge is, and when it is back after a kill.
@@ -174,7 +175,7 @@ func TestCrashLosesNothing(t *testing.T) {
 	const kills = 3
 	for round := range kills {
 		target := total.Load() + 300 + rand.Int64N(700)
-		edgetest.WaitFor(t, fmt.Sprintf("%d acks before kill %d", target, round+1), 60*time.Second, func() bool { return total.Load() >= target })
+		testkit.WaitFor(t, fmt.Sprintf("%d acks before kill %d", target, round+1), 60*time.Second, func() bool { return total.Load() >= target })
 		w.restarting()
 		p.Kill()
 		t.Logf("kill %d after %d acks", round+1, total.Load())
@@ -182,7 +183,7 @@ func TestCrashLosesNothing(t *testing.T) {
 		w.back(p.Addr)
 	}
 	target := total.Load() + 300
-	edgetest.WaitFor(t, "acks after the last restart", 60*time.Second, func() bool { return total.Load() >= target })
+	testkit.WaitFor(t, "acks after the last restart", 60*time.Second, func() bool { return total.Load() >= target })
 	w.stop.Store(true)
 	wg.Wait()
 	close(errs)
@@ -191,7 +192,7 @@ func TestCrashLosesNothing(t *testing.T) {
 	}
 
 	// Every job the edge owes is in JOBS (backlog 0), then count them by job id.
-	edgetest.WaitFor(t, "publish backlog 0", 30*time.Second, func() bool {
+	testkit.WaitFor(t, "publish backlog 0", 30*time.Second, func() bool {
 		v, ok := edgetest.Metric(p.MetricsAddr, "spookat_publish_backlog")
 		return ok && v == 0
 	})
@@ -211,9 +212,7 @@ func TestCrashLosesNothing(t *testing.T) {
 	}
 
 	st, _, err := db.Prepare(`SELECT m.id, c.site_id FROM messages m JOIN conversations c ON c.id = m.conversation_id`)
-	if err != nil {
-		t.Fatal(err)
-	}
+	testkit.NoErr(t, err)
 	defer st.Close()
 	want := 0
 	for st.Step() {
@@ -246,9 +245,7 @@ func checkAcked(t *testing.T, db *sqlite3.Conn, loaders []*loader) (acked int) {
 		for clientID, id := range l.acked {
 			acked++
 			st, _, err := db.Prepare(`SELECT count(*), coalesce(max(client_id), ''), coalesce(max(id), 0) FROM messages WHERE client_id = ?`)
-			if err != nil {
-				t.Fatal(err)
-			}
+			testkit.NoErr(t, err)
 			st.BindText(1, clientID)
 			st.Step()
 			n, cid, got := st.ColumnInt64(0), st.ColumnText(1), st.ColumnInt64(2)
@@ -302,7 +299,7 @@ func TestGracefulStopUnderLoad(t *testing.T) {
 			loaders[i].run(t, w, &total) // ends with an error when the edge goes away: expected here
 		}()
 	}
-	edgetest.WaitFor(t, "500 acks", 60*time.Second, func() bool { return total.Load() >= 500 })
+	testkit.WaitFor(t, "500 acks", 60*time.Second, func() bool { return total.Load() >= 500 })
 	w.restarting() // the edge will not come back: loaders stop at their next failure
 	took, err := p.Stop(15 * time.Second)
 	w.stop.Store(true)

@@ -17,6 +17,7 @@ import (
 	"spookat/edge/internal/edgetest"
 	"spookat/loadgen/mock"
 	"spookat/schema"
+	"spookat/schema/testkit"
 )
 
 // The end-to-end tests of delivery: real widget websockets into bin/edge, jobs through its
@@ -84,7 +85,7 @@ func runE2E(t *testing.T, twoProcesses bool) {
 		}
 	}
 	wantMembers := max(len(workers), 1)
-	edgetest.WaitFor(t, fmt.Sprintf("%d workers in WORKERS", wantMembers), 15*time.Second, func() bool {
+	testkit.WaitFor(t, fmt.Sprintf("%d workers in WORKERS", wantMembers), 15*time.Second, func() bool {
 		return len(members(js)) == wantMembers
 	})
 	t.Logf("edge, workers and %d sites up after %s", len(sites), time.Since(start).Round(time.Millisecond))
@@ -107,7 +108,7 @@ func runE2E(t *testing.T, twoProcesses bool) {
 	var killAt time.Time
 	var takenAtKill int
 	if twoProcesses {
-		edgetest.WaitFor(t, "a quarter of the posts", 20*time.Second, func() bool { return slack.Count() >= e2eMessages/4 })
+		testkit.WaitFor(t, "a quarter of the posts", 20*time.Second, func() bool { return slack.Count() >= e2eMessages/4 })
 		workers[0].Kill()
 		killAt = time.Now()
 		takenAtKill = ackPending(t, js)
@@ -155,7 +156,7 @@ func runE2E(t *testing.T, twoProcesses bool) {
 		}
 		return n
 	}
-	edgetest.WaitFor(t, "every message at the Slack mock", 25*time.Second, func() bool {
+	testkit.WaitFor(t, "every message at the Slack mock", 25*time.Second, func() bool {
 		byConv, _ := parse(slack.Posts())
 		return distinct(byConv) == e2eMessages
 	})
@@ -163,10 +164,10 @@ func runE2E(t *testing.T, twoProcesses bool) {
 
 	// Every delivery recorded by the edge, while it runs.
 	db := edgetest.OpenDB(t, dir)
-	edgetest.WaitFor(t, "2,000 delivered Slack results in SQLite", 15*time.Second, func() bool {
+	testkit.WaitFor(t, "2,000 delivered Slack results in SQLite", 15*time.Second, func() bool {
 		return edgetest.QueryInt(t, db, `SELECT count(*) FROM deliveries WHERE target = 'slack' AND status = 'delivered'`) == e2eMessages
 	})
-	edgetest.WaitFor(t, "JOBS drained", 10*time.Second, func() bool { return streamMsgs(t, js, schema.StreamJobs) == 0 })
+	testkit.WaitFor(t, "JOBS drained", 10*time.Second, func() bool { return streamMsgs(t, js, schema.StreamJobs) == 0 })
 	if n := streamMsgs(t, js, schema.StreamDead); n != 0 {
 		t.Errorf("%d jobs in DEAD, want none", n)
 	}
@@ -259,9 +260,7 @@ func runE2E(t *testing.T, twoProcesses bool) {
 	st, _, err := db.Prepare(`SELECT d.status, d.external_id, c.slack_thread FROM messages m
 		JOIN conversations c ON c.id = m.conversation_id
 		LEFT JOIN deliveries d ON d.message_id = m.id AND d.target = 'slack' WHERE m.id = ?`)
-	if err != nil {
-		t.Fatal(err)
-	}
+	testkit.NoErr(t, err)
 	defer st.Close()
 	tsOf := map[string]bool{}
 	for _, post := range posts {
@@ -342,13 +341,9 @@ func ackPending(t *testing.T, js jetstream.JetStream) int {
 	delivered := map[string]uint64{} // "jobs.chat.<partition>." → the consumer's last delivered stream seq
 	for i := range schema.JobShards(schema.LaneChat) {
 		c, err := js.Consumer(ctx, schema.StreamJobs, schema.JobConsumer(schema.LaneChat, i))
-		if err != nil {
-			t.Fatal(err)
-		}
+		testkit.NoErr(t, err)
 		info, err := c.Info(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
+		testkit.NoErr(t, err)
 		delivered["jobs.chat."+strconv.Itoa(i)+"."] = info.Delivered.Stream
 	}
 	n := 0
@@ -367,12 +362,8 @@ func streamMsgs(t *testing.T, js jetstream.JetStream, name string) uint64 {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	s, err := js.Stream(ctx, name)
-	if err != nil {
-		t.Fatal(err)
-	}
+	testkit.NoErr(t, err)
 	info, err := s.Info(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	testkit.NoErr(t, err)
 	return info.State.Msgs
 }

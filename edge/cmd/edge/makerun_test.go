@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"spookat/edge/internal/edgetest"
+	"spookat/schema/testkit"
 )
 
 // makeRun is `make run` with its listeners on free ports.
@@ -29,20 +30,14 @@ type makeRun struct {
 func startMakeRun(t *testing.T, bin string, vars ...string) *makeRun {
 	t.Helper()
 	root, err := filepath.Abs("../../..")
-	if err != nil {
-		t.Fatal(err)
-	}
+	testkit.NoErr(t, err)
 	args := append([]string{"-s", "-C", root, "-o", "build", "run", "BIN=" + filepath.Dir(bin)}, vars...)
 	cmd := exec.Command("make", args...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // a supervisor's child, not our terminal's
 	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
+	testkit.NoErr(t, err)
 	logf, err := os.Create(filepath.Join(t.TempDir(), "stderr"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	testkit.NoErr(t, err)
 	cmd.Stderr = logf
 	if err := cmd.Start(); err != nil {
 		t.Skipf("SKIPPED: make is not runnable here: %v", err)
@@ -132,9 +127,7 @@ func TestMakeRunPrintsWhatItBinds(t *testing.T) {
 		sig syscall.Signal
 	}{{first, syscall.SIGTERM}, {second, syscall.SIGINT}} {
 		edgePID := childOf(t, c.r.cmd.Process.Pid)
-		if err := c.r.cmd.Process.Signal(c.sig); err != nil {
-			t.Fatal(err)
-		}
+		testkit.NoErr(t, c.r.cmd.Process.Signal(c.sig))
 		exited := make(chan error, 1)
 		go func() { exited <- c.r.cmd.Wait() }()
 		select {
@@ -142,7 +135,7 @@ func TestMakeRunPrintsWhatItBinds(t *testing.T) {
 		case <-time.After(20 * time.Second):
 			t.Fatalf("make run did not return within 20s of %v", c.sig)
 		}
-		edgetest.WaitFor(t, "the edge to exit", 5*time.Second, func() bool {
+		testkit.WaitFor(t, "the edge to exit", 5*time.Second, func() bool {
 			return syscall.Kill(edgePID, 0) != nil
 		})
 	}
@@ -153,16 +146,12 @@ func childOf(t *testing.T, pid int) int {
 	t.Helper()
 	p := strconv.Itoa(pid)
 	b, err := os.ReadFile(filepath.Join("/proc", p, "task", p, "children"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	testkit.NoErr(t, err)
 	f := strings.Fields(string(b))
 	if len(f) != 1 {
 		t.Fatalf("make has children %q, want the edge alone", f)
 	}
 	child, err := strconv.Atoi(f[0])
-	if err != nil {
-		t.Fatal(err)
-	}
+	testkit.NoErr(t, err)
 	return child
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"spookat/edge/internal/edgetest"
+	"spookat/schema/testkit"
 )
 
 // Issue 30, second host, point 4: a worker whose credentials are revoked while it runs stops
@@ -17,9 +18,9 @@ func TestRevokedWorkerStops(t *testing.T) {
 	p := edgetest.StartProc(t, bin, dir, "-worker", "none")
 	creds := edgetest.Creds(t, bin, dir, "worker", "w1")
 	w := edgetest.StartWorker(t, wbin, dir, "w1", "-nats-url", "nats://"+p.NATSAddr, "-nats-creds", creds, "-stop-timeout", "2s")
-	edgetest.WaitFor(t, "the worker to start", 20*time.Second, func() bool { return strings.Contains(w.Log(), "worker started") })
+	testkit.WaitFor(t, "the worker to start", 20*time.Second, func() bool { return strings.Contains(w.Log(), "worker started") })
 	edgetest.Admin(t, bin, dir, "creds", "revoke", "-id", "w1")
-	edgetest.WaitFor(t, "the revoked worker to exit", 20*time.Second, w.Exited)
+	testkit.WaitFor(t, "the revoked worker to exit", 20*time.Second, w.Exited)
 	if err := w.ExitErr(); err == nil {
 		t.Fatalf("the revoked worker exited 0:\n%s", w.Log())
 	}

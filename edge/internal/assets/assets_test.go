@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/gofiber/fiber/v2"
+
+	"spookat/schema/testkit"
 )
 
 func TestLauncherBudget(t *testing.T) {
@@ -55,9 +57,7 @@ func TestDemoPage(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			resp, err := app.Test(httptest.NewRequest("GET", "/demo"+tc.query, nil), -1)
-			if err != nil {
-				t.Fatal(err)
-			}
+			testkit.NoErr(t, err)
 			b, _ := io.ReadAll(resp.Body)
 			resp.Body.Close()
 			if resp.StatusCode != tc.status {

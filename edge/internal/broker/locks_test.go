@@ -19,7 +19,6 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"spookat/edge/internal/broker"
-	"spookat/edge/internal/edgetest"
 	"spookat/schema"
 	"spookat/schema/natsauth"
 	"spookat/schema/testkit"
@@ -115,7 +114,7 @@ func (c *client) denied(what, subject string, op func(ctx context.Context) error
 	if err := op(ctx); err == nil {
 		c.t.Fatalf("%s: allowed, want a permissions violation", what)
 	}
-	edgetest.WaitFor(c.t, "a permissions violation for "+subject, 5*time.Second, func() bool {
+	testkit.WaitFor(c.t, "a permissions violation for "+subject, 5*time.Second, func() bool {
 		c.mu.Lock()
 		defer c.mu.Unlock()
 		for _, v := range c.violations {
@@ -488,7 +487,7 @@ func TestRevokedCredentialsAreCutOff(t *testing.T) {
 	if !applied {
 		t.Fatal("the embedded server did not apply the revocation")
 	}
-	edgetest.WaitFor(t, "the revoked connection to close", 5*time.Second, func() bool { return oldConn.nc.IsClosed() })
+	testkit.WaitFor(t, "the revoked connection to close", 5*time.Second, func() bool { return oldConn.nc.IsClosed() })
 	if _, err := nats.Connect(w.url, old.Options()...); !errors.Is(err, nats.ErrAuthorization) {
 		t.Fatalf("revoked credentials: %v, want an authorization violation", err)
 	}
@@ -513,7 +512,7 @@ func TestRevokedCredentialsAreCutOff(t *testing.T) {
 	requireNoErr(t, err)
 	_, err = w.br.ApplyAuth()
 	requireNoErr(t, err)
-	edgetest.WaitFor(t, "the revoked ops connection to close", 5*time.Second, func() bool { return opsConn.nc.IsClosed() })
+	testkit.WaitFor(t, "the revoked ops connection to close", 5*time.Second, func() bool { return opsConn.nc.IsClosed() })
 	if _, err := nats.Connect(w.url, ops.Options()...); !errors.Is(err, nats.ErrAuthorization) {
 		t.Fatalf("revoked ops credentials: %v, want an authorization violation", err)
 	}

@@ -11,6 +11,7 @@ import (
 	"spookat/edge/internal/broker"
 	"spookat/schema"
 	"spookat/schema/natsauth"
+	"spookat/schema/testkit"
 )
 
 // An install from before the byte budgets (JOBS, RESULTS and DEAD unbounded, JOBS discarding
@@ -19,19 +20,13 @@ func TestStreamBudgetsAppliedOnEveryStart(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	auth, err := natsauth.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	testkit.NoErr(t, err)
 	start := func(l schema.StreamLimits) (*broker.Broker, jetstream.JetStream) {
 		t.Helper()
 		br, err := broker.Start(ctx, broker.Options{Listen: "127.0.0.1:0", DataDir: dir, Auth: auth, Limits: l})
-		if err != nil {
-			t.Fatal(err)
-		}
+		testkit.NoErr(t, err)
 		js, err := jetstream.New(br.NC)
-		if err != nil {
-			t.Fatal(err)
-		}
+		testkit.NoErr(t, err)
 		return br, js
 	}
 
@@ -61,9 +56,7 @@ func TestStreamBudgetsAppliedOnEveryStart(t *testing.T) {
 				schema.StreamJobs: jetstream.DiscardNew, schema.StreamResults: jetstream.DiscardOld, schema.StreamDead: jetstream.DiscardOld}
 			for name, max := range c.want {
 				s, err := js.Stream(ctx, name)
-				if err != nil {
-					t.Fatal(err)
-				}
+				testkit.NoErr(t, err)
 				cfg := s.CachedInfo().Config
 				if cfg.MaxBytes != max || cfg.Discard != wantDiscard[name] {
 					t.Errorf("%s: MaxBytes %d, discard %v; want %d, %v", name, cfg.MaxBytes, cfg.Discard, max, wantDiscard[name])
@@ -78,9 +71,7 @@ func TestStreamBudgetsAppliedOnEveryStart(t *testing.T) {
 func TestStreamBudgetsBeyondTheDiskNameTheFlags(t *testing.T) {
 	dir := t.TempDir()
 	auth, err := natsauth.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	testkit.NoErr(t, err)
 	br, err := broker.Start(context.Background(), broker.Options{Listen: "127.0.0.1:0", DataDir: dir, Auth: auth,
 		Limits: schema.StreamLimits{ResultsMaxBytes: 1 << 60}})
 	if err == nil {
@@ -102,34 +93,22 @@ func TestJobPartitionIsTheStreamTransforms(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	auth, err := natsauth.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	testkit.NoErr(t, err)
 	br, err := broker.Start(ctx, broker.Options{Listen: "127.0.0.1:0", DataDir: dir, Auth: auth})
-	if err != nil {
-		t.Fatal(err)
-	}
+	testkit.NoErr(t, err)
 	defer br.Close()
 	js, err := jetstream.New(br.NC)
-	if err != nil {
-		t.Fatal(err)
-	}
+	testkit.NoErr(t, err)
 	s, err := js.Stream(ctx, schema.StreamJobs)
-	if err != nil {
-		t.Fatal(err)
-	}
+	testkit.NoErr(t, err)
 	parts := map[int]bool{}
 	for _, sc := range [][2]int64{{1, 1}, {1, 2}, {7, 99}, {12, 3456}, {1200, 987654}, {3, 1 << 40}} {
 		for d := range int64(20) {
 			site, conv := sc[0], sc[1]+d
 			ack, err := js.Publish(ctx, schema.JobSubject(schema.LaneChat, site, conv), []byte("{}"))
-			if err != nil {
-				t.Fatal(err)
-			}
+			testkit.NoErr(t, err)
 			m, err := s.GetMsg(ctx, ack.Sequence)
-			if err != nil {
-				t.Fatal(err)
-			}
+			testkit.NoErr(t, err)
 			want := "jobs.chat." + strconv.Itoa(schema.JobPartition(site, conv)) + "." + strconv.FormatInt(site, 10) + "." + strconv.FormatInt(conv, 10)
 			if m.Subject != want {
 				t.Fatalf("site %d conversation %d stored as %s, JobPartition says %s", site, conv, m.Subject, want)

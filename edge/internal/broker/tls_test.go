@@ -18,6 +18,7 @@ import (
 	"spookat/edge/internal/edgetest"
 	"spookat/schema"
 	"spookat/schema/natsauth"
+	"spookat/schema/testkit"
 )
 
 // start runs a broker on a fresh data directory with opts; opts.Auth is filled in.
@@ -116,7 +117,7 @@ func TestNATSOverTLS(t *testing.T) {
 		})
 	}
 	// The edge saw each refusal: counted by reason, and a line naming the client's address.
-	edgetest.WaitFor(t, "the refusals counted", 5*time.Second, func() bool {
+	testkit.WaitFor(t, "the refusals counted", 5*time.Second, func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return refused["credentials"] >= 1 && refused["tls"] >= 1 && strings.Contains(logs.String(), "client=127.0.0.1")

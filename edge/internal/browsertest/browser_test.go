@@ -29,6 +29,7 @@ import (
 	"spookat/edge/internal/server"
 	"spookat/edge/internal/store"
 	"spookat/loadgen/mock"
+	"spookat/schema/testkit"
 	"spookat/worker"
 )
 
@@ -115,18 +116,14 @@ func TestLauncherNoRequestBeforeIntent(t *testing.T) {
 	req, _ := http.NewRequest("GET", e.base+"/widget.js", nil)
 	req.Header.Set("Accept-Encoding", "gzip")
 	resp, err := (&http.Transport{DisableCompression: true}).RoundTrip(req)
-	if err != nil {
-		t.Fatal(err)
-	}
+	testkit.NoErr(t, err)
 	gz, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	if resp.Header.Get("Content-Encoding") != "gzip" {
 		t.Fatalf("widget.js not served gzipped: %v", resp.Header)
 	}
 	zr, err := gzip.NewReader(strings.NewReader(string(gz)))
-	if err != nil {
-		t.Fatal(err)
-	}
+	testkit.NoErr(t, err)
 	plain, _ := io.ReadAll(zr)
 	t.Logf("widget.js: %d bytes, %d gzipped (budget %d)", len(plain), len(gz), assets.MaxLauncherGzip)
 	if len(gz) > assets.MaxLauncherGzip {
@@ -164,14 +161,8 @@ func TestLauncherNoRequestBeforeIntent(t *testing.T) {
 	}
 	v.openDemo(e.base, site.Key)
 	v.waitJS("the page to finish loading", `document.readyState === 'complete'`)
-	// A quiet period to prove a negative: nothing may go out while the visitor does nothing.
-	quiet := time.Now().Add(700 * time.Millisecond)
-	for time.Now().Before(quiet) {
-		if r := requests(); len(r) > 2 {
-			t.Fatalf("requests to the edge before any intent: %q", r)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	// Nothing may go out while the visitor does nothing: not within the page's first 700 ms.
+	v.quiet(700 * time.Millisecond)
 	r := requests()
 	if len(r) != 2 || !strings.HasPrefix(r[0], "/demo?") || r[1] != "/widget.js" {
 		t.Fatalf("before intent the edge saw %q, want only the page and /widget.js", r)
@@ -356,9 +347,7 @@ func TestOperatorSeesOnlyOwnSites(t *testing.T) {
 		ctx, cancel := context.WithTimeout(alice.ctx, stepTimeout)
 		defer cancel()
 		st, err := chromedp.Run(ctx, chromedp.Evaluate[int](expr, chromedp.EvalAwaitPromise))
-		if err != nil {
-			t.Fatal(err)
-		}
+		testkit.NoErr(t, err)
 		return st
 	}
 	bID, aID := strconv.FormatInt(b.ID, 10), strconv.FormatInt(a.ID, 10)
@@ -444,7 +433,7 @@ func TestSlackReplyReachesVisitor(t *testing.T) {
 	// The worker opens the thread in the mock; the edge learns its ts from the result.
 	var parent string
 	deadline := time.Now().Add(15 * time.Second)
-	edgetest.WaitFor(t, "a parent post in the Slack mock", time.Until(deadline), func() bool {
+	testkit.WaitFor(t, "a parent post in the Slack mock", time.Until(deadline), func() bool {
 		for _, p := range slack.Posts() {
 			if p.Channel == channel && p.ThreadTS == "" {
 				parent = p.TS
@@ -453,11 +442,9 @@ func TestSlackReplyReachesVisitor(t *testing.T) {
 		return parent != ""
 	})
 	db := edgetest.OpenDB(t, e.edge.DataDir)
-	edgetest.WaitFor(t, "the conversation to learn its Slack thread", time.Until(deadline), func() bool {
+	testkit.WaitFor(t, "the conversation to learn its Slack thread", time.Until(deadline), func() bool {
 		st, _, err := db.Prepare(`SELECT count(*) FROM conversations WHERE slack_thread = ?`)
-		if err != nil {
-			t.Fatal(err)
-		}
+		testkit.NoErr(t, err)
 		defer st.Close()
 		st.BindText(1, parent)
 		st.Step()
@@ -491,9 +478,7 @@ func TestSlackReplyReachesVisitor(t *testing.T) {
 			req.Header.Set("X-Slack-Retry-Num", retry)
 		}
 		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
+		testkit.NoErr(t, err)
 		resp.Body.Close()
 		return resp
 	}
@@ -605,8 +590,8 @@ func TestSlackReplyReachesVisitor(t *testing.T) {
 	v.waitJS("the rating card", W+`.querySelector('li.rate')`)
 	op.waitJS("closed, live", convStatus("closed"))
 	op.waitJS("the status line", statusLine("\u2713 Closed by Sam in Slack"))
-	edgetest.WaitFor(t, "the bot's ✅ on the parent", 10*time.Second, reacted(true))
-	edgetest.WaitFor(t, "the status line in the thread", 10*time.Second, func() bool {
+	testkit.WaitFor(t, "the bot's ✅ on the parent", 10*time.Second, reacted(true))
+	testkit.WaitFor(t, "the status line in the thread", 10*time.Second, func() bool {
 		for _, p := range slack.Posts() {
 			if p.ThreadTS == parent && p.Text == ":white_check_mark: _Closed by Sam in Slack_" {
 				return true
@@ -635,8 +620,8 @@ func TestSlackReplyReachesVisitor(t *testing.T) {
 	v.typeAndSend("Sorry, one more question")
 	op.waitJS("reopened by the visitor, live", convStatus("open"))
 	op.waitJS("the reopening line", statusLine("\u21a9 Reopened by the visitor\u2019s message"))
-	edgetest.WaitFor(t, "the ✅ off the parent", 10*time.Second, reacted(false))
-	edgetest.WaitFor(t, "the reopening in the thread", 10*time.Second, func() bool {
+	testkit.WaitFor(t, "the ✅ off the parent", 10*time.Second, reacted(false))
+	testkit.WaitFor(t, "the reopening in the thread", 10*time.Second, func() bool {
 		for _, p := range slack.Posts() {
 			if p.ThreadTS == parent && strings.HasPrefix(p.Text, ":leftwards_arrow_with_hook: _Reopened by the visitor's message_\n") &&
 				strings.Contains(p.Text, "Sorry, one more question") {
@@ -781,28 +766,22 @@ func TestBusyServerResendsByItself(t *testing.T) {
 	v.waitSent("hello")
 
 	locker, err := sqlite3.Open(e.edge.DataDir + "/" + store.FileName)
-	if err != nil {
-		t.Fatal(err)
-	}
+	testkit.NoErr(t, err)
 	defer locker.Close()
-	if err := locker.Exec(`BEGIN IMMEDIATE`); err != nil {
-		t.Fatal(err)
-	}
+	testkit.NoErr(t, locker.Exec(`BEGIN IMMEDIATE`))
 	texts := []string{"while busy 1", "while busy 2", "while busy 3", "while busy 4"}
 	for _, text := range texts {
 		v.typeAndSend(text)
 	}
 	// With one write allowed to wait, some of the four were refused with "unavailable".
-	edgetest.WaitFor(t, "a message refused as unavailable while the database is locked", stepTimeout, func() bool {
+	testkit.WaitFor(t, "a message refused as unavailable while the database is locked", stepTimeout, func() bool {
 		return strings.Contains(e.metrics(), `spookat_frame_errors_total{code="unavailable"}`)
 	})
 	if n := eval[int](v, W+`.querySelectorAll('li.failed').length`); n != 0 {
 		t.Fatalf("%d messages shown as failed; the widget should be sending them again", n)
 	}
 	v.shot("busy")
-	if err := locker.Exec(`ROLLBACK`); err != nil {
-		t.Fatal(err)
-	}
+	testkit.NoErr(t, locker.Exec(`ROLLBACK`))
 	for _, text := range texts {
 		v.waitSent(text)
 	}

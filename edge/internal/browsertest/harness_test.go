@@ -28,6 +28,7 @@ import (
 	"spookat/edge/internal/store"
 	"spookat/schema"
 	"spookat/schema/natsauth"
+	"spookat/schema/testkit"
 )
 
 // The browser is Debian's chromium (`make chromium` installs it), headless, with a fresh
@@ -177,6 +178,16 @@ func (b *Tab) waitJS(what, expr string) {
 		last, _ := chromedp.Run(b.ctx, chromedp.Evaluate[string](`window.__pollError || ''`))
 		b.t.Fatalf("%s: waiting for %s (%s): %v (last exception: %q)", b.name, what, expr, err, last)
 	}
+}
+
+// quiet waits until a page timer of d, set now, has fired. A timer the page set before it (a
+// retry, a preload) with a delay no longer fires first, however slow the machine: a negative
+// checked after this proves what it says, where a sleep of the test's own may end before
+// the page has even run.
+func (b *Tab) quiet(d time.Duration) {
+	b.t.Helper()
+	eval[bool](b, fmt.Sprintf(`(() => { window.__quiet = false; setTimeout(() => { window.__quiet = true }, %d); return true })()`, d.Milliseconds()))
+	b.waitJS(fmt.Sprintf("a page timer of %s", d), `window.__quiet === true`)
 }
 
 var unsafeName = regexp.MustCompile(`[^A-Za-z0-9_.-]+`)
@@ -353,9 +364,7 @@ type proxy struct {
 
 func startProxy(t *testing.T, target string) *proxy {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	testkit.NoErr(t, err)
 	p := &proxy{ln: ln, target: target, conns: map[net.Conn]struct{}{}}
 	t.Cleanup(func() { ln.Close(); p.cut(false) })
 	go p.serve()

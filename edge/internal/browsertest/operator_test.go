@@ -12,6 +12,7 @@ import (
 	"spookat/edge/internal/edgetest"
 	"spookat/edge/internal/server"
 	"spookat/edge/internal/store"
+	"spookat/schema/testkit"
 )
 
 // Issue 13, point 1: the operator sees who they answer. Beside the conversation: the page the
@@ -69,9 +70,7 @@ func TestInboxKeyboardPhoneAndAudit(t *testing.T) {
 	e.operator("kim@keys.test", "Kim", "correct horse battery", site.Key)
 	for i, text := range []string{"First visitor here", "Second visitor here"} {
 		c, err := edgetest.DialVisitor(e.edge.Addr, site.Key, e.base)
-		if err != nil {
-			t.Fatal(err)
-		}
+		testkit.NoErr(t, err)
 		defer c.WS.Close()
 		if _, err := c.SendAck("k"+strconv.Itoa(i), text); err != nil {
 			t.Fatal(err)
@@ -170,14 +169,10 @@ func TestOperatorNotifications(t *testing.T) {
 	op.do("close the panel", chromedp.Click(chromedp.CSS("#alerts button")))
 
 	c, err := edgetest.DialVisitor(e.edge.Addr, site.Key, e.base)
-	if err != nil {
-		t.Fatal(err)
-	}
+	testkit.NoErr(t, err)
 	defer c.WS.Close()
 	ack, err := c.SendAck("n1", "Is anyone awake?")
-	if err != nil {
-		t.Fatal(err)
-	}
+	testkit.NoErr(t, err)
 	op.waitJS("a notification", `window.__notes.length === 1 && window.__notes[0].title === 'New conversation on Bells' && window.__notes[0].body === 'Is anyone awake?'`)
 	op.waitJS("and a sound", `window.__beeps === 2`)
 	op.waitJS("the title counts it", `document.title === '(1) spookat inbox'`)

@@ -17,6 +17,7 @@ import (
 	"spookat/edge/internal/edgetest"
 	"spookat/edge/internal/server"
 	"spookat/edge/internal/store"
+	"spookat/schema/testkit"
 )
 
 // The widget tells the visitor the truth: a page the server refuses says the chat is not
@@ -102,9 +103,7 @@ func TestRefusedPageSaysNotAvailable(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			resp, err := http.Get(e.base + "/demo?site=" + tc.key)
-			if err != nil {
-				t.Fatal(err)
-			}
+			testkit.NoErr(t, err)
 			page, _ := io.ReadAll(resp.Body)
 			resp.Body.Close()
 			if resp.StatusCode != tc.demoStatus {
@@ -125,7 +124,7 @@ func TestRefusedPageSaysNotAvailable(t *testing.T) {
 					if eval[bool](v, W+`.querySelector('.panel > form').offsetParent != null`) {
 						t.Fatal("the message box is still shown on a refused page")
 					}
-					edgetest.WaitFor(t, "a console warning naming "+tc.code, stepTimeout, func() bool {
+					testkit.WaitFor(t, "a console warning naming "+tc.code, stepTimeout, func() bool {
 						warnings, _ := w.seen()
 						for _, s := range warnings {
 							if strings.Contains(s, tc.code) && strings.Contains(s, tc.says) {
@@ -138,9 +137,8 @@ func TestRefusedPageSaysNotAvailable(t *testing.T) {
 						t.Fatal("the demo page does not say the key is unknown")
 					}
 					v.shot("not-available")
-					// No retry loop: a quiet period past the first backoff steps proves a negative,
-					// still one socket and one probe.
-					time.Sleep(1500 * time.Millisecond)
+					// No retry loop: past the first backoff steps, still one socket and one probe.
+					v.quiet(1500 * time.Millisecond)
 					if _, after := w.seen(); len(after) != 2 ||
 						!strings.HasPrefix(after[0], "/v1/widget/ws?") || !strings.HasPrefix(after[1], "/v1/widget/check?") {
 						t.Fatalf("requests after the refusal: %q, want one socket and one check, then nothing", after)

@@ -6,14 +6,14 @@ import (
 	"testing"
 
 	"github.com/gofiber/fiber/v2"
+
+	"spookat/schema/testkit"
 )
 
 func TestIP(t *testing.T) {
 	// app.Test connects from 0.0.0.0.
 	trusted, err := ParsePrefixes("0.0.0.0/32, 10.0.0.0/8")
-	if err != nil {
-		t.Fatal(err)
-	}
+	testkit.NoErr(t, err)
 	cases := []struct {
 		name    string
 		r       *Resolver
@@ -38,9 +38,7 @@ func TestIP(t *testing.T) {
 				req.Header.Set("X-Forwarded-For", c.forward)
 			}
 			resp, err := app.Test(req)
-			if err != nil {
-				t.Fatal(err)
-			}
+			testkit.NoErr(t, err)
 			buf := make([]byte, 64)
 			n, _ := resp.Body.Read(buf)
 			if got := string(buf[:n]); got != c.want {

@@ -20,7 +20,6 @@ import (
 	"spookat/edge/internal/server"
 	"spookat/edge/internal/store"
 	"spookat/schema"
-	"spookat/schema/testkit"
 )
 
 // Edge is a running in-process edge.
@@ -307,10 +306,4 @@ func Metric(addr, series string) (float64, bool) {
 		}
 	}
 	return 0, false
-}
-
-// WaitFor is testkit.WaitFor, the one wait of every module's tests.
-func WaitFor(t testing.TB, what string, timeout time.Duration, cond func() bool) {
-	t.Helper()
-	testkit.WaitFor(t, what, timeout, cond)
 }

@@ -14,6 +14,7 @@ import (
 	"spookat/edge/internal/edgetest"
 	"spookat/edge/internal/store"
 	"spookat/loadgen/mock"
+	"spookat/schema/testkit"
 )
 
 // The disk under -data fills up while visitors write (a 64 MiB tmpfs, filled by another
@@ -24,9 +25,7 @@ func TestDiskFull(t *testing.T) {
 	bin := edgetest.Bin(t, "edge")
 	dir := t.TempDir()
 	data := filepath.Join(dir, "data")
-	if err := os.Mkdir(data, 0o700); err != nil {
-		t.Fatal(err)
-	}
+	testkit.NoErr(t, os.Mkdir(data, 0o700))
 	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=64m,mode=0700", "tmpfs", data).CombinedOutput(); err != nil {
 		t.Skipf("SKIPPED: cannot mount a tmpfs to fill (needs root): %v %s", err, out)
 	}
@@ -47,11 +46,11 @@ func TestDiskFull(t *testing.T) {
 	})
 
 	l := startLoad(t, p.Addr, site.Key, 5, 10*time.Millisecond)
-	edgetest.WaitFor(t, "posts before the disk fills", 30*time.Second, func() bool { return slack.Count() >= 100 })
+	testkit.WaitFor(t, "posts before the disk fills", 30*time.Second, func() bool { return slack.Count() >= 100 })
 
 	filler := filepath.Join(data, "filler")
 	fillDisk(t, filler)
-	edgetest.WaitFor(t, "visitors answered unavailable", 30*time.Second, func() bool {
+	testkit.WaitFor(t, "visitors answered unavailable", 30*time.Second, func() bool {
 		n, _ := l.Unavailable()
 		return n >= 20
 	})
@@ -62,18 +61,16 @@ func TestDiskFull(t *testing.T) {
 		t.Fatal("the edge exited on a full disk")
 	}
 
-	if err := os.Remove(filler); err != nil {
-		t.Fatal(err)
-	}
+	testkit.NoErr(t, os.Remove(filler))
 	freedAt := time.Now()
-	edgetest.WaitFor(t, "acks again once space is freed", 30*time.Second, func() bool { return l.Acked() >= ackedFull+200 })
+	testkit.WaitFor(t, "acks again once space is freed", 30*time.Second, func() bool { return l.Acked() >= ackedFull+200 })
 	t.Logf("acking again %s after the space was freed", time.Since(freedAt).Round(10*time.Millisecond))
 	acked, errs := l.Stop()
 	if len(errs) > 0 {
 		t.Fatalf("visitors failed: %v", errs)
 	}
 	var left []string
-	edgetest.WaitFor(t, "every acked message posted", 60*time.Second, func() bool {
+	testkit.WaitFor(t, "every acked message posted", 60*time.Second, func() bool {
 		left = missing(slack, acked)
 		return len(left) == 0
 	})
@@ -90,9 +87,7 @@ func TestDiskFull(t *testing.T) {
 func fillDisk(t *testing.T, path string) {
 	t.Helper()
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_EXCL, 0o600)
-	if err != nil {
-		t.Fatal(err)
-	}
+	testkit.NoErr(t, err)
 	defer f.Close()
 	buf := make([]byte, 1<<20)
 	for {

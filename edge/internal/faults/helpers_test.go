@@ -13,6 +13,7 @@ import (
 
 	"spookat/edge/internal/edgetest"
 	"spookat/loadgen/mock"
+	"spookat/schema/testkit"
 )
 
 // limited writes a wrapper that starts bin with at most fds open files (soft and hard), as
@@ -21,9 +22,7 @@ func limited(t *testing.T, bin string, fds int) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "edge-limited")
 	script := fmt.Sprintf("#!/bin/sh\nulimit -n %d || exit 97\nexec %s \"$@\"\n", fds, bin)
-	if err := os.WriteFile(path, []byte(script), 0o700); err != nil {
-		t.Fatal(err)
-	}
+	testkit.NoErr(t, os.WriteFile(path, []byte(script), 0o700))
 	return path
 }
 
@@ -83,9 +82,7 @@ func startLoad(t *testing.T, addr, siteKey string, visitors int, pace time.Durat
 	l := &load{acked: map[string]bool{}, stop: make(chan struct{})}
 	for v := range visitors {
 		c, err := edgetest.DialVisitor(addr, siteKey, "http://site.test")
-		if err != nil {
-			t.Fatal(err)
-		}
+		testkit.NoErr(t, err)
 		l.wg.Go(func() {
 			defer c.WS.Close()
 			for i := 0; ; i++ {
@@ -202,9 +199,7 @@ func storedOnce(t *testing.T, data string, acked map[string]bool) {
 	db := edgetest.OpenDB(t, data)
 	defer db.Close()
 	st, _, err := db.Prepare(`SELECT count(*) FROM messages WHERE client_id = ?`)
-	if err != nil {
-		t.Fatal(err)
-	}
+	testkit.NoErr(t, err)
 	defer st.Close()
 	for id := range acked {
 		st.BindText(1, id)

@@ -9,6 +9,7 @@ import (
 	"spookat/edge/internal/edgetest"
 	"spookat/edge/internal/store"
 	"spookat/loadgen/mock"
+	"spookat/schema/testkit"
 )
 
 // An external NATS server (one node, TLS and operator auth, as someone else would run it) is
@@ -51,7 +52,7 @@ func TestExternalNATSKilledAndRestarted(t *testing.T) {
 		}
 	})
 	l := startLoad(t, p.Addr, site.Key, 10, 20*time.Millisecond)
-	edgetest.WaitFor(t, "posts before the outage", 30*time.Second, func() bool { return slack.Count() >= 200 })
+	testkit.WaitFor(t, "posts before the outage", 30*time.Second, func() bool { return slack.Count() >= 200 })
 
 	node.Kill()
 	killedAt, ackedAtKill := time.Now(), l.Acked()
@@ -60,7 +61,7 @@ func TestExternalNATSKilledAndRestarted(t *testing.T) {
 	ackedInOutage := l.Acked() - ackedAtKill
 	node.Start()
 	node.WaitHealthy(60 * time.Second)
-	edgetest.WaitFor(t, "acks after the restart", 30*time.Second, func() bool { return l.Acked() > ackedAtKill+ackedInOutage+200 })
+	testkit.WaitFor(t, "acks after the restart", 30*time.Second, func() bool { return l.Acked() > ackedAtKill+ackedInOutage+200 })
 	acked, errs := l.Stop()
 	if len(errs) > 0 {
 		t.Fatalf("visitors failed: %v", errs)
@@ -69,7 +70,7 @@ func TestExternalNATSKilledAndRestarted(t *testing.T) {
 	if ackedInOutage == 0 {
 		t.Fatal("no visitor was acked while NATS was down")
 	}
-	edgetest.WaitFor(t, "every acked message posted", 60*time.Second, func() bool {
+	testkit.WaitFor(t, "every acked message posted", 60*time.Second, func() bool {
 		left = missing(slack, acked)
 		return len(left) == 0
 	})

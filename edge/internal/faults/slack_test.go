@@ -12,6 +12,7 @@ import (
 	"spookat/edge/internal/edgetest"
 	"spookat/edge/internal/store"
 	"spookat/loadgen/mock"
+	"spookat/schema/testkit"
 )
 
 // slackOutage is how long Slack is away: minutes, as on a bad day, not seconds.
@@ -26,9 +27,7 @@ func TestSlackDownForMinutes(t *testing.T) {
 	edgeBin, workerBin := edgetest.Bin(t, "edge"), edgetest.Bin(t, "worker")
 	dir := t.TempDir()
 	data := dir + "/edge"
-	if err := os.Mkdir(data, 0o700); err != nil {
-		t.Fatal(err)
-	}
+	testkit.NoErr(t, os.Mkdir(data, 0o700))
 	slack := mock.NewSlack(mock.SlackOptions{Latency: 2 * time.Millisecond})
 	slackSrv := httptest.NewServer(slack)
 	defer slackSrv.Close()
@@ -48,7 +47,7 @@ func TestSlackDownForMinutes(t *testing.T) {
 	})
 
 	l := startLoad(t, p.Addr, site.Key, 10, 20*time.Millisecond)
-	edgetest.WaitFor(t, "posts before the outage", 30*time.Second, func() bool { return slack.Count() >= 200 })
+	testkit.WaitFor(t, "posts before the outage", 30*time.Second, func() bool { return slack.Count() >= 200 })
 
 	proxy.Cut()
 	cutAt, postsAtCut, ackedAtCut := time.Now(), slack.Count(), l.Acked()
@@ -114,13 +113,13 @@ func TestSlackDownForMinutes(t *testing.T) {
 		t.Errorf("RSS peaked at %s (edge) and %s (worker) during the outage", mb(peak.edge), mb(peak.worker))
 	}
 
-	edgetest.WaitFor(t, "acks after Slack is back", 30*time.Second, func() bool { return l.Acked() > ackedAtCut+backlog+100 })
+	testkit.WaitFor(t, "acks after Slack is back", 30*time.Second, func() bool { return l.Acked() > ackedAtCut+backlog+100 })
 	acked, errs := l.Stop()
 	if len(errs) > 0 {
 		t.Fatalf("visitors failed: %v", errs)
 	}
 	var left []string
-	edgetest.WaitFor(t, "every acked message posted after Slack is back", 3*time.Minute, func() bool {
+	testkit.WaitFor(t, "every acked message posted after Slack is back", 3*time.Minute, func() bool {
 		left = missing(slack, acked)
 		return len(left) == 0
 	})

@@ -11,6 +11,7 @@ import (
 	"spookat/edge/internal/edgetest"
 	"spookat/edge/internal/store"
 	"spookat/schema"
+	"spookat/schema/testkit"
 )
 
 // An edge with a low file limit is offered more sockets than it may hold: past its budget
@@ -66,7 +67,7 @@ func TestSocketBudget(t *testing.T) {
 		c.WS.Close()
 	}
 	var again *edgetest.Client
-	edgetest.WaitFor(t, "a new socket once some closed", 10*time.Second, func() bool {
+	testkit.WaitFor(t, "a new socket once some closed", 10*time.Second, func() bool {
 		c, err := edgetest.DialVisitor(p.Addr, site.Key, "http://site.test")
 		again = c
 		return err == nil

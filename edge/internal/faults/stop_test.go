@@ -10,6 +10,7 @@ import (
 	"spookat/edge/internal/edgetest"
 	"spookat/edge/internal/store"
 	"spookat/loadgen/mock"
+	"spookat/schema/testkit"
 )
 
 // A stop is bounded whatever a target does: with Slack taking posts and never answering and
@@ -35,9 +36,7 @@ func TestStopIsBoundedWhileSlackHangs(t *testing.T) {
 	var wg sync.WaitGroup
 	for v := range 20 {
 		c, err := edgetest.DialVisitor(p.Addr, site.Key, "http://site.test")
-		if err != nil {
-			t.Fatal(err)
-		}
+		testkit.NoErr(t, err)
 		wg.Go(func() {
 			defer c.WS.Close()
 			for i := 0; ; i++ {
@@ -51,7 +50,7 @@ func TestStopIsBoundedWhileSlackHangs(t *testing.T) {
 			}
 		})
 	}
-	edgetest.WaitFor(t, "Slack to hold posts unanswered and visitors to be acked", 20*time.Second, func() bool {
+	testkit.WaitFor(t, "Slack to hold posts unanswered and visitors to be acked", 20*time.Second, func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return hang.Received() >= 20 && len(acked) >= 500
@@ -72,7 +71,7 @@ func TestStopIsBoundedWhileSlackHangs(t *testing.T) {
 	srv := httptest.NewServer(slack)
 	defer srv.Close()
 	edgetest.StartProc(t, bin, data, flags(srv.URL)...)
-	edgetest.WaitFor(t, "every acked message posted after the restart", 60*time.Second, func() bool {
+	testkit.WaitFor(t, "every acked message posted after the restart", 60*time.Second, func() bool {
 		return len(missing(slack, acked)) == 0
 	})
 }

@@ -20,6 +20,7 @@ import (
 	"spookat/edge/internal/admin"
 	"spookat/edge/internal/edgetest"
 	"spookat/edge/internal/store"
+	"spookat/schema/testkit"
 )
 
 const stormSockets = 10000
@@ -60,7 +61,7 @@ func TestReconnectStormWithResume(t *testing.T) {
 		visitors[i] = &stormVisitor{Token: c.Hello.Visitor, Conversation: *f.ConversationID, Own: f.MessageID}
 		return nil
 	})
-	edgetest.WaitFor(t, "the stormy site's sockets closed", 30*time.Second, func() bool {
+	testkit.WaitFor(t, "the stormy site's sockets closed", 30*time.Second, func() bool {
 		n, ok := edgetest.Metric(p.MetricsAddr, "spookat_open_sockets")
 		return ok && n == 0
 	})
@@ -83,9 +84,9 @@ func TestReconnectStormWithResume(t *testing.T) {
 
 	// The calm site writes all along: 20 visitors, a message every 20 ms each.
 	l := startLoad(t, p.Addr, calm.Key, 20, 20*time.Millisecond)
-	edgetest.WaitFor(t, "the calm site's baseline", 30*time.Second, func() bool { return l.Acked() >= 3000 })
+	testkit.WaitFor(t, "the calm site's baseline", 30*time.Second, func() bool { return l.Acked() >= 3000 })
 	baseFrom := time.Now()
-	edgetest.WaitFor(t, "the calm site's baseline", 30*time.Second, func() bool { return l.Acked() >= 6000 })
+	testkit.WaitFor(t, "the calm site's baseline", 30*time.Second, func() bool { return l.Acked() >= 6000 })
 
 	// The storm runs in a process of its own (this test binary again, as stormHelper), so the
 	// calm site's clients here do not queue behind 10,000 storm goroutines: what the calm
@@ -106,9 +107,7 @@ func TestReconnectStormWithResume(t *testing.T) {
 	stdin, _ := helper.StdinPipe()
 	stdout, _ := helper.StdoutPipe()
 	helper.Stderr = os.Stderr
-	if err := helper.Start(); err != nil {
-		t.Fatal(err)
-	}
+	testkit.NoErr(t, helper.Start())
 	defer helper.Process.Kill()
 	lines := bufio.NewScanner(stdout)
 	report := func() stormReport {
@@ -116,9 +115,7 @@ func TestReconnectStormWithResume(t *testing.T) {
 		for lines.Scan() {
 			if r, ok := strings.CutPrefix(lines.Text(), "STORM "); ok {
 				var out stormReport
-				if err := json.Unmarshal([]byte(r), &out); err != nil {
-					t.Fatal(err)
-				}
+				testkit.NoErr(t, json.Unmarshal([]byte(r), &out))
 				if out.Err != "" {
 					t.Fatal(out.Err)
 				}

@@ -13,6 +13,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"spookat/schema"
+	"spookat/schema/testkit"
 )
 
 // A 1×1 PNG, and the magic numbers of the other types.
@@ -133,13 +134,9 @@ func TestSigner(t *testing.T) {
 	t.Run("the key file is made once, private", func(t *testing.T) {
 		dir := t.TempDir()
 		a, err := OpenSigner(dir)
-		if err != nil {
-			t.Fatal(err)
-		}
+		testkit.NoErr(t, err)
 		b, err := OpenSigner(dir)
-		if err != nil {
-			t.Fatal(err)
-		}
+		testkit.NoErr(t, err)
 		q := httptest.NewRequest("GET", a.Link("", key, now.Add(time.Hour)), nil).URL.Query()
 		if !b.Check(key, q.Get("exp"), q.Get("sig"), now) {
 			t.Fatal("a restart changed the key: links given out stop working")
@@ -178,9 +175,7 @@ func TestDirAndServe(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			res, err := app.Test(httptest.NewRequest("GET", "/f/"+tc.key, nil))
-			if err != nil {
-				t.Fatal(err)
-			}
+			testkit.NoErr(t, err)
 			body, _ := io.ReadAll(res.Body)
 			h := res.Header
 			if res.StatusCode != 200 || !bytes.Equal(body, tc.body) || h.Get("Content-Type") != tc.typ ||

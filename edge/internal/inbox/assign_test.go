@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"spookat/edge/internal/store"
+	"spookat/schema/testkit"
 )
 
 // Assignment, snooze, filters, teammates and unread counts through the API (no browser):
@@ -127,8 +128,6 @@ func TestAssignAndSnooze(t *testing.T) {
 func mustID(t *testing.T, s string) int64 {
 	t.Helper()
 	id, err := strconv.ParseInt(s, 10, 64)
-	if err != nil {
-		t.Fatal(err)
-	}
+	testkit.NoErr(t, err)
 	return id
 }

@@ -7,6 +7,7 @@ import (
 	"spookat/edge/internal/edgetest"
 	"spookat/edge/internal/store"
 	"spookat/edge/internal/widget"
+	"spookat/schema/testkit"
 )
 
 // Identify: a verified user is one conversation on every device (a second socket with its
@@ -36,9 +37,7 @@ func TestIdentifyVerifiedUserIsOneConversation(t *testing.T) {
 		t.Fatalf("first identify: %+v", f)
 	}
 	ack, err := laptop.SendAck("l-1", "from the laptop")
-	if err != nil {
-		t.Fatal(err)
-	}
+	testkit.NoErr(t, err)
 
 	phone := edgetest.Dial(t, v.e.Addr, v.sites[0].Key, "")
 	f := identify(phone, "u-42", widget.UserHash(secret, "u-42"))
@@ -84,9 +83,7 @@ func TestIdentifyVerifiedUserIsOneConversation(t *testing.T) {
 		t.Fatalf("a claim: %+v", f)
 	}
 	ack3, err := claimer.SendAck("c-1", "claimed")
-	if err != nil {
-		t.Fatal(err)
-	}
+	testkit.NoErr(t, err)
 	var got struct {
 		Conversation store.ConversationSummary `json:"conversation"`
 	}
@@ -111,9 +108,7 @@ func TestIdentifyVerifiedUserIsOneConversation(t *testing.T) {
 		t.Fatalf("the impostor's claim: %+v", f)
 	}
 	ackI, err := impostor.SendAck("i-1", "it's me, u-42, what did I order?")
-	if err != nil {
-		t.Fatal(err)
-	}
+	testkit.NoErr(t, err)
 	var ctx struct {
 		Conversation store.ConversationSummary `json:"conversation"`
 		Context      store.ConversationContext `json:"context"`
@@ -130,9 +125,7 @@ func TestIdentifyVerifiedUserIsOneConversation(t *testing.T) {
 	second := edgetest.Dial(t, v.e.Addr, v.sites[0].Key, "")
 	identify(second, "u-42", "")
 	ack4, err := second.SendAck("s2-1", "me again")
-	if err != nil {
-		t.Fatal(err)
-	}
+	testkit.NoErr(t, err)
 	in.Do(t, "GET", "/conversations/"+strconv.FormatInt(*ack4.ConversationID, 10), nil, &ctx)
 	if e := ctx.Context.Earlier; len(e) != 1 || e[0].ID != *ackI.ConversationID || e[0].Verified {
 		t.Fatalf("another unverified visitor with the email: earlier %+v, want the impostor's, marked unverified", e)

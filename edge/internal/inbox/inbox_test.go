@@ -15,6 +15,7 @@ import (
 	"spookat/edge/internal/inbox"
 	"spookat/edge/internal/server"
 	"spookat/edge/internal/store"
+	"spookat/schema/testkit"
 )
 
 const (
@@ -137,9 +138,7 @@ func TestPasswdRevokesSessionsAndTokens(t *testing.T) {
 	wsS, wsT := s.DialInbox(t), tok.DialInbox(t)
 
 	op, err := v.admin.SetPassword(ctx(t), admin.PasswordRequest{Email: strings.ToUpper(email), Password: "second-password"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	testkit.NoErr(t, err)
 	if op.Email != email {
 		t.Errorf("SetPassword answered %+v", op)
 	}
@@ -300,9 +299,7 @@ func TestRemoveMembership(t *testing.T) {
 	v.visit(t, 0, "not yours any more")
 	v.visit(t, 1, "yours")
 	f, err := ws.Next(10 * time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
+	testkit.NoErr(t, err)
 	if m, _ := f["message"].(map[string]any); m == nil || m["text"] != "yours" {
 		t.Fatalf("first event %v, want the kept site's message only", f)
 	}

@@ -17,6 +17,7 @@ import (
 	"spookat/edge/internal/sites"
 	"spookat/edge/internal/store"
 	"spookat/schema"
+	"spookat/schema/testkit"
 )
 
 // settingsApp is the inbox API on a real SQLite store with one site, its operator and an API
@@ -24,9 +25,7 @@ import (
 func settingsApp(t *testing.T, allowPrivate bool) (app *fiber.App, st *store.Store, site *store.Site, token string) {
 	t.Helper()
 	st, err := store.Open(t.TempDir(), store.Options{Readers: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
+	testkit.NoErr(t, err)
 	t.Cleanup(func() { st.Close() })
 	site = &store.Site{Name: "Shop", Origins: []string{"https://shop.example"}}
 	token = TokenPrefix + randomToken(24)
@@ -57,9 +56,7 @@ func apiRequest(t *testing.T, app *fiber.App, token, method, path string, body i
 	req.Header.Set("Authorization", "Bearer "+token)
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := app.Test(req, 10_000)
-	if err != nil {
-		t.Fatal(err)
-	}
+	testkit.NoErr(t, err)
 	return resp
 }
 
@@ -98,17 +95,13 @@ func TestSettingsRefuseInternalTargets(t *testing.T) {
 			req.Header.Set("Authorization", "Bearer "+token)
 			req.Header.Set("Content-Type", "application/json")
 			resp, err := app.Test(req, 10_000)
-			if err != nil {
-				t.Fatal(err)
-			}
+			testkit.NoErr(t, err)
 			raw, _ := io.ReadAll(resp.Body)
 			resp.Body.Close()
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
 			row, err := st.SiteByID(ctx, site.ID)
-			if err != nil {
-				t.Fatal(err)
-			}
+			testkit.NoErr(t, err)
 			stored := row.WebhookURL + row.DiscordWebhook
 			if tc.want == "" {
 				if resp.StatusCode != http.StatusOK || stored == "" {
@@ -166,9 +159,7 @@ func TestWidgetSettings(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	row, err := st.SiteByID(ctx, site.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
+	testkit.NoErr(t, err)
 	if w := row.Widget; w.Title != "Shop help" || w.Accent != "#112233" || w.TimeZone != "Europe/Paris" || w.Hours != "mon-fri 09:00-17:00" {
 		t.Fatalf("stored widget settings %+v", w)
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"spookat/edge/internal/edgetest"
+	"spookat/schema/testkit"
 )
 
 // wantEvent reads the operator socket until an event of type typ for which match holds.
@@ -44,9 +45,7 @@ func TestTypingAndSeenBothWays(t *testing.T) {
 
 	visitor := edgetest.Dial(t, v.e.Addr, v.sites[0].Key, "")
 	ack, err := visitor.SendAck("v-1", "hello?")
-	if err != nil {
-		t.Fatal(err)
-	}
+	testkit.NoErr(t, err)
 	conv := *ack.ConversationID
 	convPath := "/conversations/" + strconv.FormatInt(conv, 10)
 	isConv := func(f map[string]any) bool { return f["conversation_id"] == float64(conv) }

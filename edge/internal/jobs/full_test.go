@@ -12,10 +12,10 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"spookat/edge/internal/broker"
-	"spookat/edge/internal/edgetest"
 	"spookat/edge/internal/jobs"
 	"spookat/edge/internal/store"
 	"spookat/schema"
+	"spookat/schema/testkit"
 )
 
 // syncBuffer is a log sink the publisher's goroutines and the test share.
@@ -58,7 +58,7 @@ func TestFullJobsHoldsJobsAndRetriesSlowly(t *testing.T) {
 			Author: schema.AuthorVisitor, Text: strings.Repeat("x", 300), First: i < convs})
 	}
 	p.Committed(msgs)
-	edgetest.WaitFor(t, "JOBS full", 20*time.Second, p.Full)
+	testkit.WaitFor(t, "JOBS full", 20*time.Second, p.Full)
 
 	// Held, not lost: the watermark stays below the first held job, so a restart
 	// re-publishes it.
@@ -72,9 +72,9 @@ func TestFullJobsHoldsJobsAndRetriesSlowly(t *testing.T) {
 	// Probing, not spinning: the old 250 ms retry of all 40 held subjects would refuse ~160
 	// publishes a second.
 	r1 := p.Refused()
-	edgetest.WaitFor(t, "a probe refused", 10*time.Second, func() bool { return p.Refused() > r1 })
+	testkit.WaitFor(t, "a probe refused", 10*time.Second, func() bool { return p.Refused() > r1 })
 	r1, t1 := p.Refused(), time.Now()
-	edgetest.WaitFor(t, "three more probes refused", 15*time.Second, func() bool { return p.Refused() >= r1+3 })
+	testkit.WaitFor(t, "three more probes refused", 15*time.Second, func() bool { return p.Refused() >= r1+3 })
 	r2, secs := p.Refused(), time.Since(t1).Seconds()
 	rate := float64(r2-r1) / secs
 	t.Logf("JOBS full: %d publishes refused in %.1fs (%.1f/s) with %d conversations held", r2-r1, secs, rate, convs)
@@ -91,17 +91,15 @@ func TestFullJobsHoldsJobsAndRetriesSlowly(t *testing.T) {
 	// Room again: the SRE raises the budget (what the edge does at start with a higher
 	// -jobs-max-bytes).
 	js, err := jetstream.New(br.NC)
-	if err != nil {
-		t.Fatal(err)
-	}
+	testkit.NoErr(t, err)
 	cfg := schema.StreamConfigs(1, schema.StreamLimits{JobsMaxBytes: 16 << 20})[0]
 	if _, err := js.UpdateStream(ctx, cfg); err != nil {
 		t.Fatal(err)
 	}
-	edgetest.WaitFor(t, "every held job published", 30*time.Second, func() bool {
+	testkit.WaitFor(t, "every held job published", 30*time.Second, func() bool {
 		return p.Backlog() == 0 && p.Watermark() == int64(len(msgs)) && !p.Full()
 	})
-	edgetest.WaitFor(t, "the end of the episode logged", 5*time.Second, func() bool {
+	testkit.WaitFor(t, "the end of the episode logged", 5*time.Second, func() bool {
 		return strings.Contains(logs.String(), "JOBS has room again")
 	})
 

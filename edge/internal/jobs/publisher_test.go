@@ -21,6 +21,7 @@ import (
 	"spookat/edge/internal/store"
 	"spookat/schema"
 	"spookat/schema/natsauth"
+	"spookat/schema/testkit"
 )
 
 func TestJobsPerMessageAndWatermark(t *testing.T) {
@@ -107,9 +108,7 @@ func TestJobsPerMessageAndWatermark(t *testing.T) {
 func startPublisher(t *testing.T, nc *nats.Conn, cfg jobs.Config, ledger jobs.Ledger) *jobs.Publisher {
 	t.Helper()
 	p := jobs.New(cfg)
-	if err := p.Start(nc, ledger); err != nil {
-		t.Fatal(err)
-	}
+	testkit.NoErr(t, p.Start(nc, ledger))
 	t.Cleanup(p.Close)
 	return p
 }
@@ -128,9 +127,7 @@ type storedJob struct {
 func storedJobs(t *testing.T, nc *nats.Conn) []storedJob {
 	t.Helper()
 	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	testkit.NoErr(t, err)
 	var out []storedJob
 	edgetest.StoredMsgs(t, js, schema.StreamJobs, func(m *jetstream.RawStreamMsg) {
 		seq := m.Sequence
@@ -164,13 +161,9 @@ func startBroker(t *testing.T, limits schema.StreamLimits) *broker.Broker {
 	t.Helper()
 	dir := t.TempDir()
 	auth, err := natsauth.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	testkit.NoErr(t, err)
 	br, err := broker.Start(context.Background(), broker.Options{Listen: "127.0.0.1:0", DataDir: dir, Auth: auth, Limits: limits})
-	if err != nil {
-		t.Fatal(err)
-	}
+	testkit.NoErr(t, err)
 	t.Cleanup(br.Close)
 	return br
 }

@@ -17,6 +17,7 @@ import (
 	"spookat/edge/internal/jobs"
 	"spookat/edge/internal/store"
 	"spookat/schema"
+	"spookat/schema/testkit"
 )
 
 // cutLog stands in for the outbox_cuts table: what SaveCut persisted survives the "crash".
@@ -71,9 +72,9 @@ func TestReplayFormsTheSameBatches(t *testing.T) {
 	for k := range chunks {
 		n := len(cuts.saved())
 		first.Committed(msgs[k*perChunk : (k+1)*perChunk])
-		edgetest.WaitFor(t, "the chunk's window end persisted", 10*time.Second, func() bool { return len(cuts.saved()) > n })
+		testkit.WaitFor(t, "the chunk's window end persisted", 10*time.Second, func() bool { return len(cuts.saved()) > n })
 	}
-	edgetest.WaitFor(t, "the windows up to 120 stored", 10*time.Second, func() bool { return first.Watermark() >= 120 })
+	testkit.WaitFor(t, "the windows up to 120 stored", 10*time.Second, func() bool { return first.Watermark() >= 120 })
 	first.Close() // the kill: windows past 120 persisted their end and were never published
 	before := len(storedJobs(t, br.NC))
 	if before == 0 || before >= 2*len(msgs) {
@@ -151,9 +152,7 @@ func TestBatchesStayUnderTheirByteBound(t *testing.T) {
 		t.Fatalf("%d batches for 60 jobs of ~3 KB, want the window cut by size", len(batches))
 	}
 	js, err := jetstream.New(br.NC)
-	if err != nil {
-		t.Fatal(err)
-	}
+	testkit.NoErr(t, err)
 	edgetest.StoredMsgs(t, js, schema.StreamJobs, func(m *jetstream.RawStreamMsg) {
 		if n := m.Header.Get(schema.HeaderJobs); len(m.Data) > schema.BatchMaxBytes && n != "1" {
 			t.Errorf("batch %s: %d bytes with %s jobs, over the %d bound", m.Header.Get(jetstream.MsgIDHeader), len(m.Data), n, schema.BatchMaxBytes)

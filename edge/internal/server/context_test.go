@@ -11,6 +11,7 @@ import (
 	"spookat/edge/internal/server"
 	"spookat/edge/internal/store"
 	"spookat/schema"
+	"spookat/schema/testkit"
 )
 
 // The page a visitor is on: a page frame is checked (each refusal is invalid with a sentence
@@ -51,16 +52,12 @@ func TestPageContext(t *testing.T) {
 	db := edgetest.OpenDB(t, e.DataDir)
 	c.Send(t, page("http://site.test/pricing?plan=pro", "Pricing"))
 	ack, err := c.SendAck("c1", "Is the pro plan monthly?") // an error for the page would come first
-	if err != nil {
-		t.Fatal(err)
-	}
+	testkit.NoErr(t, err)
 	conv := *ack.ConversationID
 	started := func() string {
 		var s string
 		st, _, err := db.Prepare(`SELECT c.context || '|' || v.context FROM conversations c JOIN visitors v ON v.id = c.visitor_id WHERE c.id = ?`)
-		if err != nil {
-			t.Fatal(err)
-		}
+		testkit.NoErr(t, err)
 		defer st.Close()
 		st.BindInt64(1, conv)
 		if st.Step() {
@@ -107,9 +104,7 @@ func TestPageContext(t *testing.T) {
 	// The same person on another device: one email, two conversations, each the other's earlier.
 	c2 := edgetest.Dial(t, e.Addr, site.Key, "")
 	ack2, err := c2.SendAck("d1", "Me again, from my phone")
-	if err != nil {
-		t.Fatal(err)
-	}
+	testkit.NoErr(t, err)
 	c2.Send(t, map[string]string{"type": "email", "email": "ADA@example.com"})
 	if f := c2.Read(t); f.Type != "email_saved" {
 		t.Fatalf("email: %+v", f)

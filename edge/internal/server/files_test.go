@@ -21,6 +21,7 @@ import (
 	"spookat/edge/internal/server"
 	"spookat/edge/internal/store"
 	"spookat/schema"
+	"spookat/schema/testkit"
 )
 
 var onePixelPNG, _ = base64.StdEncoding.DecodeString("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==")
@@ -50,9 +51,7 @@ func upload(t *testing.T, addr, siteKey, origin, token, name, typ string, data [
 		req.Header.Set("Origin", origin)
 	}
 	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
+	testkit.NoErr(t, err)
 	defer res.Body.Close()
 	b, _ := io.ReadAll(res.Body)
 	r := uploadReply{status: res.StatusCode, header: res.Header}
@@ -71,9 +70,7 @@ func get(t *testing.T, u string, header ...string) (*http.Response, []byte) {
 		req.Header.Set(header[i], header[i+1])
 	}
 	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
+	testkit.NoErr(t, err)
 	defer res.Body.Close()
 	b, _ := io.ReadAll(res.Body)
 	return res, b
@@ -117,16 +114,12 @@ func TestAttachments(t *testing.T) {
 	})
 	t.Run("a body over every limit is refused before it is read", func(t *testing.T) {
 		conn, err := net.Dial("tcp", e.Addr)
-		if err != nil {
-			t.Fatal(err)
-		}
+		testkit.NoErr(t, err)
 		defer conn.Close()
 		fmt.Fprintf(conn, "POST /v1/widget/files?site=%s HTTP/1.1\r\nHost: x\r\nContent-Type: multipart/form-data; boundary=b\r\nContent-Length: %d\r\n\r\n",
 			site.Key, schema.MaxFileMaxMB<<20+128<<10)
 		res, err := http.ReadResponse(bufio.NewReader(conn), nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		testkit.NoErr(t, err)
 		var e schema.HTTPError
 		json.NewDecoder(res.Body).Decode(&e)
 		if res.StatusCode != http.StatusRequestEntityTooLarge || e.Code != schema.CodeTooLarge || e.Message == "" {

@@ -17,6 +17,7 @@ import (
 	"spookat/edge/internal/server"
 	"spookat/edge/internal/store"
 	"spookat/schema"
+	"spookat/schema/testkit"
 )
 
 // Every frame type takes from the connection's bucket, with the same code as a message: a
@@ -80,17 +81,13 @@ func TestEveryFrameIsBraked(t *testing.T) {
 // send writes a frame as given (Client.Send marshals its argument).
 func send(t *testing.T, c *edgetest.Client, frame string) {
 	t.Helper()
-	if err := c.WS.WriteMessage(fws.TextMessage, []byte(frame)); err != nil {
-		t.Fatal(err)
-	}
+	testkit.NoErr(t, c.WS.WriteMessage(fws.TextMessage, []byte(frame)))
 }
 
 func TestInvalidUTF8ClosesWith1007(t *testing.T) {
 	e, site := startWithSite(t)
 	c := edgetest.Dial(t, e.Addr, site.Key, "")
-	if err := c.WS.WriteMessage(fws.TextMessage, []byte("{\"type\":\"message\",\"client_id\":\"u\",\"text\":\"caf\xe9\"}")); err != nil {
-		t.Fatal(err)
-	}
+	testkit.NoErr(t, c.WS.WriteMessage(fws.TextMessage, []byte("{\"type\":\"message\",\"client_id\":\"u\",\"text\":\"caf\xe9\"}")))
 	_, err := c.ReadErr(10 * time.Second)
 	if !fws.IsCloseError(err, fws.CloseInvalidFramePayloadData) {
 		t.Fatalf("read after invalid UTF-8: %v, want close 1007", err)
@@ -113,9 +110,7 @@ func TestControlCharactersNeverStored(t *testing.T) {
 		t.Fatalf("ack = %+v", ack)
 	}
 	st, _, err := db.Prepare(`SELECT text FROM messages WHERE id = ?`)
-	if err != nil {
-		t.Fatal(err)
-	}
+	testkit.NoErr(t, err)
 	defer st.Close()
 	st.BindInt64(1, ack.MessageID)
 	st.Step()
@@ -175,9 +170,7 @@ func TestVisitorSeesOnlyItsOwnClientIDs(t *testing.T) {
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("X-CSRF-Token", csrf)
 		resp, err := hc.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
+		testkit.NoErr(t, err)
 		return resp
 	}
 	resp := post("/login", "", map[string]string{"email": "olga@site.test", "password": "a long enough password"})

@@ -10,6 +10,7 @@ import (
 	"spookat/edge/internal/edgetest"
 	"spookat/edge/internal/server"
 	"spookat/edge/internal/store"
+	"spookat/schema/testkit"
 )
 
 // A window that is open hears the site's operators come and go: online as an inbox opens,
@@ -42,9 +43,7 @@ func TestPresenceReachesOpenWindows(t *testing.T) {
 		}
 	}
 	ack, err := v.SendAck("c1", "hello?")
-	if err != nil {
-		t.Fatal(err)
-	}
+	testkit.NoErr(t, err)
 
 	in := edgetest.Login(t, e.Addr, "ann@here.test", "correct horse battery")
 	ops := in.DialInbox(t)

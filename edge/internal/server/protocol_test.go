@@ -17,6 +17,7 @@ import (
 	"spookat/edge/internal/server"
 	"spookat/edge/internal/store"
 	"spookat/schema"
+	"spookat/schema/testkit"
 )
 
 func startWithSite(t *testing.T) (*edgetest.Edge, *store.Site) {
@@ -116,17 +117,13 @@ func TestErrorFramesKeepConnectionOpen(t *testing.T) {
 		{"negative resume", `{"type":"resume","after_message_id":-1}`, schema.CodeInvalid},
 	}
 	for _, tc := range cases {
-		if err := c.WS.WriteMessage(fws.TextMessage, []byte(tc.frame)); err != nil {
-			t.Fatal(err)
-		}
+		testkit.NoErr(t, c.WS.WriteMessage(fws.TextMessage, []byte(tc.frame)))
 		f := c.Read(t)
 		if f.Type != "error" || f.Code != tc.code || len(f.Message) < 10 {
 			t.Fatalf("%s: got %+v, want error %s with a sentence", tc.name, f, tc.code)
 		}
 	}
-	if err := c.WS.WriteMessage(fws.BinaryMessage, []byte{1, 2, 3}); err != nil {
-		t.Fatal(err)
-	}
+	testkit.NoErr(t, c.WS.WriteMessage(fws.BinaryMessage, []byte{1, 2, 3}))
 	if f := c.Read(t); f.Code != schema.CodeInvalid {
 		t.Fatalf("binary frame: %+v", f)
 	}
@@ -141,9 +138,7 @@ func TestFrameOver16KiBClosesWith1009(t *testing.T) {
 	e, site := startWithSite(t)
 	c := edgetest.Dial(t, e.Addr, site.Key, "")
 	big := `{"type":"message","client_id":"big","text":"` + strings.Repeat("a", schema.MaxFrameBytes) + `"}`
-	if err := c.WS.WriteMessage(fws.TextMessage, []byte(big)); err != nil {
-		t.Fatal(err)
-	}
+	testkit.NoErr(t, c.WS.WriteMessage(fws.TextMessage, []byte(big)))
 	_, err := c.ReadErr(10 * time.Second)
 	if !fws.IsCloseError(err, fws.CloseMessageTooBig) {
 		t.Fatalf("read after a 16 KiB+ frame: %v, want close 1009", err)
@@ -275,9 +270,7 @@ func TestFullWriteQueueAnswersUnavailable(t *testing.T) {
 	}
 
 	locker, err := sqlite3.Open(e.DataDir + "/" + store.FileName)
-	if err != nil {
-		t.Fatal(err)
-	}
+	testkit.NoErr(t, err)
 	defer locker.Close()
 	if err := locker.Exec(`BEGIN IMMEDIATE`); err != nil { // the write lock: the edge's writer waits
 		t.Fatal(err)
@@ -303,9 +296,7 @@ func TestFullWriteQueueAnswersUnavailable(t *testing.T) {
 	if len(refused) == 0 || len(refused) >= n {
 		t.Fatalf("refused %d of %d messages with a queue of 2; want some refused and some queued", len(refused), n)
 	}
-	if err := locker.Exec(`ROLLBACK`); err != nil {
-		t.Fatal(err)
-	}
+	testkit.NoErr(t, locker.Exec(`ROLLBACK`))
 	// The queued ones are acked now; then the refused ones are sent again, as the widget does.
 	for i := 0; i < n-len(refused); i++ {
 		if f := c.Read(t); f.Type != "ack" || refused[f.ClientID] {

@@ -5,6 +5,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"spookat/schema/testkit"
 )
 
 // edge/README.md lists the stages in the order Edge.stages starts them: a map that lies is
@@ -15,9 +17,7 @@ func TestStagesAreTheReadmes(t *testing.T) {
 		code = append(code, st.name)
 	}
 	readme, err := os.ReadFile("../../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
+	testkit.NoErr(t, err)
 	table := string(readme)[strings.Index(string(readme), "| stage |"):]
 	table = table[:strings.Index(table, "\n\n")]
 	var doc []string

@@ -15,6 +15,7 @@ import (
 	"spookat/edge/internal/store"
 	"spookat/schema"
 	"spookat/schema/natsauth"
+	"spookat/schema/testkit"
 )
 
 // A worker identity may publish results, not rewrite the database: results that do not
@@ -25,22 +26,14 @@ import (
 func connectWorker(t *testing.T, e *edgetest.Edge, id string) (jetstream.JetStream, *natsauth.Authority) {
 	t.Helper()
 	auth, err := natsauth.Open(e.DataDir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	testkit.NoErr(t, err)
 	ident, err := auth.Issue(schema.RoleWorker, id)
-	if err != nil {
-		t.Fatal(err)
-	}
+	testkit.NoErr(t, err)
 	nc, err := nats.Connect(e.NATSURL, ident.Options()...)
-	if err != nil {
-		t.Fatal(err)
-	}
+	testkit.NoErr(t, err)
 	t.Cleanup(nc.Close)
 	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	testkit.NoErr(t, err)
 	return js, auth
 }
 
@@ -89,7 +82,7 @@ func TestForgedResultsAreRefused(t *testing.T) {
 		r := good(other, slackSite)
 		r.Attempts = int(attempts)
 		publish(r)
-		edgetest.WaitFor(t, "the genuine result recorded", 10*time.Second, func() bool {
+		testkit.WaitFor(t, "the genuine result recorded", 10*time.Second, func() bool {
 			return edgetest.QueryInt(t, db, `SELECT coalesce(max(attempts), 0) FROM deliveries WHERE message_id = ?`, other.MessageID) == attempts
 		})
 	}

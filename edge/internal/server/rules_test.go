@@ -13,6 +13,7 @@ import (
 	"spookat/edge/internal/edgetest"
 	"spookat/edge/internal/server"
 	"spookat/edge/internal/store"
+	"spookat/schema/testkit"
 )
 
 const rulesFile = "../../../ops/prometheus/spookat.rules.yml"
@@ -28,9 +29,7 @@ var (
 // braked and sent a refused message first, so the series that exist only then are there too.
 func TestAlertRulesUseExportedMetrics(t *testing.T) {
 	rules, err := os.ReadFile(rulesFile)
-	if err != nil {
-		t.Fatal(err)
-	}
+	testkit.NoErr(t, err)
 	e := edgetest.Start(t, "", server.Config{StreamStatsEvery: 100 * time.Millisecond,
 		Brakes: brakes.Config{FloodThreshold: 1, FloodDivisor: 10, FloodMaxLevel: 3}})
 	site := edgetest.AddSite(t, e.DataDir, &store.Site{Name: "rules", Origins: []string{"http://site.test"}})
@@ -43,7 +42,7 @@ func TestAlertRulesUseExportedMetrics(t *testing.T) {
 	}
 
 	samples := map[string][]string{} // series name → label sets
-	edgetest.WaitFor(t, "stream use in /metrics", 10*time.Second, func() bool {
+	testkit.WaitFor(t, "stream use in /metrics", 10*time.Second, func() bool {
 		resp, err := http.Get("http://" + e.MetricsAddr + "/metrics")
 		if err != nil {
 			return false

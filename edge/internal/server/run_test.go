@@ -11,6 +11,7 @@ import (
 
 	"spookat/edge/internal/edgetest"
 	"spookat/edge/internal/server"
+	"spookat/schema/testkit"
 )
 
 // An edge whose HTTP server stops on its own returns the cause, so that the process exits
@@ -19,9 +20,7 @@ import (
 func TestRunReturnsWhenServingFails(t *testing.T) {
 	t.Run("serving fails", func(t *testing.T) {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
+		testkit.NoErr(t, err)
 		ready := make(chan server.Addrs, 1)
 		cfg := server.Config{DataDir: t.TempDir(), Listener: ln, NATSListen: edgetest.FreePort(t),
 			NATSMonitor: "", Ready: func(a server.Addrs) { ready <- a }}
@@ -46,9 +45,7 @@ func TestRunReturnsWhenServingFails(t *testing.T) {
 	})
 	t.Run("start fails", func(t *testing.T) {
 		busy, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
+		testkit.NoErr(t, err)
 		defer busy.Close()
 		var logs bytes.Buffer
 		cfg := server.Config{DataDir: t.TempDir(), Addr: "127.0.0.1:0", NATSListen: edgetest.FreePort(t), MetricsAddr: busy.Addr().String()}

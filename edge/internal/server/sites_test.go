@@ -12,6 +12,7 @@ import (
 	"spookat/edge/internal/server"
 	"spookat/edge/internal/store"
 	"spookat/schema"
+	"spookat/schema/testkit"
 )
 
 // A worker may read THREADS and write it; NATS then lets it name SITES as the reply subject
@@ -25,34 +26,26 @@ func TestEdgePutsForeignSitesValuesBack(t *testing.T) {
 	nc := js.Conn()
 	ctx := context.Background()
 	sites, err := js.KeyValue(ctx, schema.BucketSites)
-	if err != nil {
-		t.Fatal(err)
-	}
+	testkit.NoErr(t, err)
 	key := schema.SiteKey(site.ID)
 	good, err := sites.Get(ctx, key)
-	if err != nil {
-		t.Fatal(err)
-	}
+	testkit.NoErr(t, err)
 	if _, err := schema.OpenSite(key, good.Value(), auth.AccountPublicKey()); err != nil {
 		t.Fatalf("the edge's own value: %v", err)
 	}
 	threads, err := js.KeyValue(ctx, schema.BucketThreads)
-	if err != nil {
-		t.Fatal(err)
-	}
+	testkit.NoErr(t, err)
 	if _, err := threads.Put(ctx, "slack.9.9", []byte(`{"site_id":1,"webhook_url":"https://evil.example"}`)); err != nil {
 		t.Fatal(err)
 	}
 	m := nats.NewMsg("$JS.API.DIRECT.GET.KV_THREADS.$KV.THREADS.slack.9.9")
 	m.Reply = "$KV." + schema.BucketSites + "." + key
-	if err := nc.PublishMsg(m); err != nil {
-		t.Fatal(err)
-	}
-	edgetest.WaitFor(t, "the forged value in SITES", 5*time.Second, func() bool {
+	testkit.NoErr(t, nc.PublishMsg(m))
+	testkit.WaitFor(t, "the forged value in SITES", 5*time.Second, func() bool {
 		e, err := sites.Get(ctx, key)
 		return err == nil && e.Revision() > good.Revision()
 	})
-	edgetest.WaitFor(t, "the edge's value back", 5*time.Second, func() bool {
+	testkit.WaitFor(t, "the edge's value back", 5*time.Second, func() bool {
 		e, err := sites.Get(ctx, key)
 		return err == nil && bytes.Equal(e.Value(), good.Value())
 	})

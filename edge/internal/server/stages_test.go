@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"spookat/schema/testkit"
 )
 
 // At stop every signal runs first, in start order; then every stop in reverse order of start,
@@ -63,9 +65,7 @@ func TestStagesStopInReverseUnderOneDeadline(t *testing.T) {
 		log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 		e := New(Config{DataDir: t.TempDir(), Addr: "127.0.0.1:0", NATSListen: "127.0.0.1:0", MetricsAddr: "127.0.0.1:0",
 			InprocWorker: true, PublicURL: "http://127.0.0.1"}, log)
-		if err := e.Start(context.Background()); err != nil {
-			t.Fatal(err)
-		}
+		testkit.NoErr(t, e.Start(context.Background()))
 		ctx, cancel := context.WithTimeout(context.Background(), DefaultStopTimeout)
 		defer cancel()
 		e.Stop(ctx)

@@ -21,6 +21,7 @@ import (
 	"spookat/loadgen/mock"
 	"spookat/schema"
 	"spookat/schema/natsauth"
+	"spookat/schema/testkit"
 	"spookat/worker"
 )
 
@@ -58,7 +59,7 @@ func TestFullJobsKeepsAckingAndDeliversOnce(t *testing.T) {
 		{"the edge restarts with a higher budget and its worker", func(t *testing.T, e *edgetest.Edge, wcfg worker.Config) *edgetest.Edge {
 			e.Stop(t) // the held jobs are above the persisted watermark: re-published at start
 			e2 := edgetest.Start(t, e.DataDir, server.Config{InprocWorker: true, Worker: &wcfg, StreamStatsEvery: 200 * time.Millisecond})
-			edgetest.WaitFor(t, "the default JOBS budget applied to the existing stream", 10*time.Second, func() bool {
+			testkit.WaitFor(t, "the default JOBS budget applied to the existing stream", 10*time.Second, func() bool {
 				return metric(e2, `spookat_stream_max_bytes{stream="JOBS"}`) == float64(schema.DefaultJobsMaxBytes)
 			})
 			return e2
@@ -103,7 +104,7 @@ func TestFullJobsKeepsAckingAndDeliversOnce(t *testing.T) {
 			if n := edgetest.QueryInt(t, edgetest.OpenDB(t, e.DataDir), "SELECT count(*) FROM messages"); n != int64(sent) {
 				t.Fatalf("%d messages in SQLite, want %d", n, sent)
 			}
-			edgetest.WaitFor(t, "JOBS near its budget in /metrics", 10*time.Second, func() bool {
+			testkit.WaitFor(t, "JOBS near its budget in /metrics", 10*time.Second, func() bool {
 				used, limit := metric(e, `spookat_stream_bytes{stream="JOBS"}`), metric(e, `spookat_stream_max_bytes{stream="JOBS"}`)
 				return limit == broker.MinStreamBytes && used > 0.8*limit
 			})
@@ -126,8 +127,8 @@ func TestFullJobsKeepsAckingAndDeliversOnce(t *testing.T) {
 				}
 				return seen
 			}
-			edgetest.WaitFor(t, fmt.Sprintf("all %d messages in Slack", sent), 60*time.Second, func() bool { return len(count()) == sent })
-			edgetest.WaitFor(t, "JOBS drained and no job held", 30*time.Second, func() bool {
+			testkit.WaitFor(t, fmt.Sprintf("all %d messages in Slack", sent), 60*time.Second, func() bool { return len(count()) == sent })
+			testkit.WaitFor(t, "JOBS drained and no job held", 30*time.Second, func() bool {
 				return metric(e, "spookat_jobs_full") == 0 && metric(e, "spookat_publish_backlog") == 0 &&
 					metric(e, `spookat_stream_messages{stream="JOBS"}`) == 0
 			})
@@ -145,19 +146,13 @@ func TestFullJobsKeepsAckingAndDeliversOnce(t *testing.T) {
 func runWorker(t *testing.T, e *edgetest.Edge, wcfg worker.Config) {
 	t.Helper()
 	auth, err := natsauth.Open(e.DataDir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	testkit.NoErr(t, err)
 	wcfg.WorkerID = "full-test"
 	wcfg.SitesKey = auth.AccountPublicKey()
 	id, err := auth.Issue(schema.RoleWorker, wcfg.WorkerID)
-	if err != nil {
-		t.Fatal(err)
-	}
+	testkit.NoErr(t, err)
 	nc, err := nats.Connect(e.NATSURL, id.Options()...)
-	if err != nil {
-		t.Fatal(err)
-	}
+	testkit.NoErr(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- worker.Run(ctx, nc, wcfg) }()

@@ -12,6 +12,7 @@ import (
 	"spookat/edge/internal/server"
 	"spookat/edge/internal/store"
 	"spookat/schema"
+	"spookat/schema/testkit"
 )
 
 // The transcript frame is answered in turn: no address, then not closed, are invalid with a
@@ -24,9 +25,7 @@ func TestTranscriptFrame(t *testing.T) {
 	edgetest.AddOperator(t, e.DataDir, admin.OperatorRequest{Email: "rui@tx.test", Password: "correct horse battery", SiteKeys: []string{site.Key}})
 	c := edgetest.Dial(t, e.Addr, site.Key, "")
 	ack, err := c.SendAck("c1", "Where is my refund?")
-	if err != nil {
-		t.Fatal(err)
-	}
+	testkit.NoErr(t, err)
 	ask := func(code string) edgetest.Frame {
 		t.Helper()
 		c.Send(t, map[string]string{"type": "transcript"})

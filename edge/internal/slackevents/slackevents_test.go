@@ -20,6 +20,7 @@ import (
 	"spookat/edge/internal/sites"
 	"spookat/edge/internal/store"
 	"spookat/schema"
+	"spookat/schema/testkit"
 )
 
 // Handler tests of what is refused before anything is stored (the stored replies are
@@ -67,9 +68,7 @@ func TestRefusals(t *testing.T) {
 				req.Header.Set("X-Slack-Signature", "v0="+hex.EncodeToString(m.Sum(nil)))
 			}
 			resp, err := app.Test(req, 5000)
-			if err != nil {
-				t.Fatal(err)
-			}
+			testkit.NoErr(t, err)
 			body, _ := io.ReadAll(resp.Body)
 			if resp.StatusCode != c.status {
 				t.Fatalf("status %d, want %d: %s", resp.StatusCode, c.status, body)

@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"spookat/schema/testkit"
 )
 
 // fakeListener returns what its accept field says.
@@ -60,9 +62,7 @@ func TestAcceptClosedReturns(t *testing.T) {
 
 func TestBudget(t *testing.T) {
 	inner, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	testkit.NoErr(t, err)
 	refused := make(chan struct{}, 10)
 	l := &Listener{Listener: inner, Max: 2, Refused: func() { refused <- struct{}{} }}
 	defer l.Close()
@@ -78,9 +78,7 @@ func TestBudget(t *testing.T) {
 	}()
 	dial := func() net.Conn {
 		c, err := net.Dial("tcp", inner.Addr().String())
-		if err != nil {
-			t.Fatal(err)
-		}
+		testkit.NoErr(t, err)
 		t.Cleanup(func() { c.Close() })
 		return c
 	}
@@ -93,9 +91,7 @@ func TestBudget(t *testing.T) {
 		c := dial()
 		fmt.Fprintf(c, "GET /ws HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\n\r\n")
 		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		testkit.NoErr(t, err)
 		body, _ := io.ReadAll(resp.Body)
 		if resp.StatusCode != 503 || resp.Header.Get("Retry-After") == "" || !strings.Contains(string(body), `"code":"busy"`) {
 			t.Fatalf("got %d %q %s", resp.StatusCode, resp.Header.Get("Retry-After"), body)

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"spookat/schema"
+	"spookat/schema/testkit"
 )
 
 // recorder is a CommitListener that keeps what it hears.
@@ -46,9 +47,7 @@ func TestCommittedCarriesJobFacts(t *testing.T) {
 	submit(t, s, MessageRequest{SiteID: site.ID, ConversationID: conv, Author: schema.AuthorOperator, Text: "note", Internal: true})
 	submit(t, s, MessageRequest{SiteID: site.ID, ConversationID: conv, Author: schema.AuthorSystem, Name: "Transcript",
 		Text: "Transcript emailed", Kind: schema.KindTranscript})
-	if err := s.Flush(ctx); err != nil {
-		t.Fatal(err)
-	}
+	testkit.NoErr(t, s.Flush(ctx))
 
 	heard.mu.Lock()
 	live := heard.msgs

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"spookat/schema"
+	"spookat/schema/testkit"
 )
 
 // An upload is named, attached by the message that carries it (found with its message and
@@ -21,9 +22,7 @@ func TestFilesAndTranscript(t *testing.T) {
 	site := addSite(t, s)
 	th := sha256.Sum256([]byte("visitor-token"))
 	f := &File{Key: "AAAAAAAAAAAAAAAAAAAAAA", SiteID: site.ID, TokenHash: th[:], Name: "shot.png", Type: "image/png", Size: 1234, SHA256: make([]byte, 32)}
-	if err := s.Write(ctx, func(tx *Tx) error { return tx.InsertFile(f) }); err != nil {
-		t.Fatal(err)
-	}
+	testkit.NoErr(t, s.Write(ctx, func(tx *Tx) error { return tx.InsertFile(f) }))
 	got, found, err := s.FileByKey(ctx, f.Key)
 	if err != nil || !found || got.MessageID != 0 || got.Name != "shot.png" || string(got.TokenHash) != string(th[:]) {
 		t.Fatalf("unsent upload: %+v %v %v", got, found, err)
@@ -43,9 +42,7 @@ func TestFilesAndTranscript(t *testing.T) {
 	}
 	// An upload no message carries counts while it is recent, then is expired; a sent one stays.
 	unsent := &File{Key: "BBBBBBBBBBBBBBBBBBBBBB", SiteID: site.ID, TokenHash: th[:], Name: "never.png", Type: "image/png", Size: 500, SHA256: make([]byte, 32)}
-	if err := s.Write(ctx, func(tx *Tx) error { return tx.InsertFile(unsent) }); err != nil {
-		t.Fatal(err)
-	}
+	testkit.NoErr(t, s.Write(ctx, func(tx *Tx) error { return tx.InsertFile(unsent) }))
 	if n, _ := s.SiteFileBytes(ctx, site.ID, time.Now().Add(-UnsentFileTTL)); n != 1734 {
 		t.Fatalf("site bytes with a recent unsent upload: %d, want 1734", n)
 	}
@@ -78,9 +75,7 @@ func TestFilesAndTranscript(t *testing.T) {
 	}
 
 	tr, err := s.Transcript(ctx, conv, req.MessageID)
-	if err != nil {
-		t.Fatal(err)
-	}
+	testkit.NoErr(t, err)
 	want := []schema.TranscriptLine{{Author: "visitor", Text: "hello"}, {Author: "visitor", File: "shot.png"}, {Author: "operator", Name: "Rui", Text: "Looks fine"}}
 	if len(tr.Lines) != len(want) || tr.Earlier != 0 {
 		t.Fatalf("transcript %+v", tr)

@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/ncruces/go-sqlite3"
+
+	"spookat/schema/testkit"
 )
 
 // The data directory and the database files are private whatever the umask, including an
@@ -17,12 +19,8 @@ func TestFilesArePrivate(t *testing.T) {
 	old := syscall.Umask(0)
 	defer syscall.Umask(old)
 	dir := filepath.Join(t.TempDir(), "data")
-	if err := os.Mkdir(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, FileName), nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	testkit.NoErr(t, os.Mkdir(dir, 0o755))
+	testkit.NoErr(t, os.WriteFile(filepath.Join(dir, FileName), nil, 0o644))
 	s := openTest(t, dir, Options{})
 	addSite(t, s)
 	defer s.Close()
@@ -36,9 +34,7 @@ func TestFilesArePrivate(t *testing.T) {
 		{s.Path() + "-shm", 0o600},
 	} {
 		fi, err := os.Stat(c.path)
-		if err != nil {
-			t.Fatal(err)
-		}
+		testkit.NoErr(t, err)
 		if fi.Mode() != c.want {
 			t.Errorf("%s: mode %v, want %v", filepath.Base(c.path), fi.Mode(), c.want)
 		}
@@ -60,9 +56,7 @@ func TestCachedStatementsAreNotReprepared(t *testing.T) {
 		if _, found, err := s.VisitorByToken(ctx, site.ID, token); err != nil || !found {
 			t.Fatalf("visitor %d: %v %v", i, found, err)
 		}
-		if err := s.MessagesAfter(ctx, r.ConversationID, int64(i%2), 10, i%3 == 0, func(*Message) error { return nil }); err != nil {
-			t.Fatal(err)
-		}
+		testkit.NoErr(t, s.MessagesAfter(ctx, r.ConversationID, int64(i%2), 10, i%3 == 0, func(*Message) error { return nil }))
 	}
 	check := func(who string, c *stmtCache) {
 		for sql, st := range c.stmts {

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"spookat/schema"
+	"spookat/schema/testkit"
 )
 
 // The words SQL compares authors, statuses, kinds and sources with are the schema's
@@ -31,9 +32,7 @@ func TestSQLWordsAreTheSchemas(t *testing.T) {
 			continue
 		}
 		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
+		testkit.NoErr(t, err)
 		for n, line := range strings.Split(string(b), "\n") {
 			for _, m := range compare.FindAllStringSubmatch(line, -1) {
 				seen++

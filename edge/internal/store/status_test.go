@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"spookat/schema"
+	"spookat/schema/testkit"
 )
 
 // Closing and reopening go through the writer as status messages; a change to the status the
@@ -35,16 +36,12 @@ func TestStatusChanges(t *testing.T) {
 			_, err = queryRow(stmt, []any{first.ConversationID}, &st, &last)
 			return err
 		})
-		if err != nil {
-			t.Fatal(err)
-		}
+		testkit.NoErr(t, err)
 		return st, last
 	}
 	lastCommit := func() Committed {
 		t.Helper()
-		if err := s.Flush(ctx); err != nil {
-			t.Fatal(err)
-		}
+		testkit.NoErr(t, s.Flush(ctx))
 		mu.Lock()
 		defer mu.Unlock()
 		return commits[len(commits)-1]
@@ -74,9 +71,7 @@ func TestStatusChanges(t *testing.T) {
 			if st != step.status || last != first.MessageID {
 				t.Fatalf("status %q, last message %d; want %q and the visitor's %d (a status message is not a last message)", st, last, step.status, first.MessageID)
 			}
-			if err := s.Flush(ctx); err != nil {
-				t.Fatal(err)
-			}
+			testkit.NoErr(t, s.Flush(ctx))
 			mu.Lock()
 			got := commits[before:]
 			mu.Unlock()
@@ -158,15 +153,11 @@ func TestStatusChanges(t *testing.T) {
 	before := len(commits)
 	mu.Unlock()
 	close(release)
-	if err := <-held; err != nil {
-		t.Fatal(err)
-	}
+	testkit.NoErr(t, <-held)
 	if v, c := <-visitorDone, <-closeDone; v.Err != nil || c.Err != nil || c.Unchanged {
 		t.Fatalf("visitor %+v, close %+v", v, c)
 	}
-	if err := s.Flush(ctx); err != nil {
-		t.Fatal(err)
-	}
+	testkit.NoErr(t, s.Flush(ctx))
 	mu.Lock()
 	got := commits[before:]
 	mu.Unlock()

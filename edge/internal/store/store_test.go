@@ -9,23 +9,20 @@ import (
 	"time"
 
 	"spookat/schema"
+	"spookat/schema/testkit"
 )
 
 func openTest(t *testing.T, dir string, opts Options) *Store {
 	t.Helper()
 	s, err := Open(dir, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	testkit.NoErr(t, err)
 	return s
 }
 
 func addSite(t *testing.T, s *Store) *Site {
 	t.Helper()
 	site := &Site{Name: "test", Origins: []string{"*"}}
-	if err := s.Write(context.Background(), func(tx *Tx) error { return tx.AddSite(site) }); err != nil {
-		t.Fatal(err)
-	}
+	testkit.NoErr(t, s.Write(context.Background(), func(tx *Tx) error { return tx.AddSite(site) }))
 	return site
 }
 
@@ -34,9 +31,7 @@ func submit(t *testing.T, s *Store, req MessageRequest) MessageResult {
 	t.Helper()
 	ch := make(chan MessageResult, 1)
 	req.Done = func(r MessageResult) { ch <- r }
-	if err := s.SubmitMessage(&req); err != nil {
-		t.Fatal(err)
-	}
+	testkit.NoErr(t, s.SubmitMessage(&req))
 	r := <-ch
 	if r.Err != nil {
 		t.Fatal(r.Err)
@@ -48,16 +43,12 @@ func TestMigrationsFreshAndRerun(t *testing.T) {
 	dir := t.TempDir()
 	s := openTest(t, dir, Options{})
 	site := addSite(t, s)
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
+	testkit.NoErr(t, s.Close())
 	// Re-opening applies nothing twice and keeps the data.
 	s = openTest(t, dir, Options{})
 	defer s.Close()
 	sites, err := s.Sites(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
+	testkit.NoErr(t, err)
 	if len(sites) != 1 || sites[0].Key != site.Key || sites[0].Origins[0] != "*" {
 		t.Fatalf("sites after re-open = %+v", sites)
 	}
@@ -190,9 +181,7 @@ func TestRecordDeliveryKeepsFinalState(t *testing.T) {
 				ExternalID: external, ThreadID: external}, true)
 			return err
 		})
-		if err != nil {
-			t.Fatal(err)
-		}
+		testkit.NoErr(t, err)
 		return st, n
 	}
 	if st, n := record(schema.StatusRetrying, 1, ""); st != schema.StatusRetrying || n != 1 {
@@ -222,26 +211,18 @@ func TestFlushReturnsAfterListeners(t *testing.T) {
 		time.Sleep(5 * time.Millisecond) // a slow consumer: the window where the order shows
 		handed.Add(int64(len(c)))
 	})}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	testkit.NoErr(t, err)
 	defer s.Close()
 	site := &Site{Name: "flush", Origins: []string{"*"}}
-	if err := s.Write(context.Background(), func(tx *Tx) error { return tx.AddSite(site) }); err != nil {
-		t.Fatal(err)
-	}
+	testkit.NoErr(t, s.Write(context.Background(), func(tx *Tx) error { return tx.AddSite(site) }))
 	for round := range 20 {
 		before := handed.Load()
 		for i := range 10 {
 			req := &MessageRequest{SiteID: site.ID, TokenHash: fmt.Appendf(nil, "flush-%d", i), Author: "visitor",
 				Text: "hi", ClientID: fmt.Sprintf("%d-%d", round, i), Done: func(MessageResult) {}}
-			if err := s.SubmitMessage(req); err != nil {
-				t.Fatal(err)
-			}
+			testkit.NoErr(t, s.SubmitMessage(req))
 		}
-		if err := s.Flush(context.Background()); err != nil {
-			t.Fatal(err)
-		}
+		testkit.NoErr(t, s.Flush(context.Background()))
 		if got := handed.Load() - before; got != 10 {
 			t.Fatalf("round %d: Flush returned with %d of the 10 messages before it handed to the listeners", round, got)
 		}

@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"spookat/schema/testkit"
 )
 
 // Under writes that never pause, the WAL stays near WALPages: the writer finishes the
@@ -25,14 +27,10 @@ func TestWALStaysBoundedUnderSteadyWrites(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			s, err := Open(t.TempDir(), Options{WALPages: c.pages, CheckpointEvery: 20 * time.Millisecond})
-			if err != nil {
-				t.Fatal(err)
-			}
+			testkit.NoErr(t, err)
 			defer s.Close()
 			site := &Site{Name: "wal", Origins: []string{"*"}}
-			if err := s.Write(context.Background(), func(tx *Tx) error { return tx.AddSite(site) }); err != nil {
-				t.Fatal(err)
-			}
+			testkit.NoErr(t, s.Write(context.Background(), func(tx *Tx) error { return tx.AddSite(site) }))
 			// 64 visitors write as fast as the writer commits, for 24 times WALPages of frames.
 			var peak atomic.Int64
 			stop := make(chan struct{})

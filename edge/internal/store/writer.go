@@ -142,11 +142,11 @@ func (s *Store) signal() {
 }
 
 // writeLoop is the single writer. It sleeps until woken, then lets more messages join the
-// batch before committing everything queued: on one core, draining at once gave batches of
-// 1-1.3 rows in the prototype, and each commit has a fixed cost (locks, WAL frames) of about
-// 100 us here. At low rates it only yields once, so a lone message is not delayed; from
-// WindowRate requests a second it sleeps CommitWindow, which lets the runtime poll the
-// network and run every reader with a frame ready.
+// batch before committing everything queued: on one core, draining at once gives batches of
+// one row or little more, and each commit has a fixed cost (locks, WAL frames). At low rates
+// it only yields once, so a lone message is not delayed; from WindowRate requests a second it
+// sleeps CommitWindow, which lets the runtime poll the network and run every reader with a
+// frame ready.
 func (s *Store) writeLoop() {
 	defer close(s.done)
 	persist := time.NewTicker(500 * time.Millisecond)
@@ -184,9 +184,9 @@ func (s *Store) writeLoop() {
 	}
 }
 
-// arrivalRate counts requests over windows of 100 ms. (A moving average of each batch's
-// size over the time since the previous commit was fooled by bursts: three messages half a
-// millisecond apart read as 6,000 a second at a real rate of 1,000.)
+// arrivalRate counts requests over windows of 100 ms: a moving average of each batch's size
+// over the time since the previous commit is fooled by bursts (three messages half a
+// millisecond apart read as 6,000 a second at a real rate of 1,000).
 type arrivalRate struct {
 	perSecond float64
 	start     time.Time

@@ -15,6 +15,7 @@ import (
 	"spookat/edge/internal/sites"
 	"spookat/edge/internal/store"
 	"spookat/schema"
+	"spookat/schema/testkit"
 )
 
 type answer struct {
@@ -27,9 +28,7 @@ type answer struct {
 func call(t *testing.T, app *fiber.App, req *http.Request) answer {
 	t.Helper()
 	resp, err := app.Test(req, -1)
-	if err != nil {
-		t.Fatal(err)
-	}
+	testkit.NoErr(t, err)
 	defer resp.Body.Close()
 	a := answer{status: resp.StatusCode, retryAfter: resp.Header.Get(fiber.HeaderRetryAfter),
 		cors: resp.Header.Get(fiber.HeaderAccessControlAllowOrigin)}

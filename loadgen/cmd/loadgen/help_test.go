@@ -9,15 +9,15 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"spookat/schema/testkit"
 )
 
 // stderrOf runs fn with os.Stderr going to a pipe and returns what it wrote.
 func stderrOf(t *testing.T, fn func()) string {
 	t.Helper()
 	r, w, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
+	testkit.NoErr(t, err)
 	old := os.Stderr
 	os.Stderr = w
 	got := make(chan string)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"spookat/loadgen/internal/stairs"
+	"spookat/schema/testkit"
 )
 
 // The Bun peer from ../shared/peers (or SPOOKAT_PEER_DIR) is installed, seeded, started and
@@ -28,9 +29,7 @@ func TestPeerSetupRunsTheBunPeer(t *testing.T) {
 		Setups: []string{"peer+group"}, Dir: t.TempDir(), Sites: 20, Peer: peer, Log: testLog{t},
 		Run: stairs.Config{Sockets: 40, Stairs: []float64{400}, Step: 3 * time.Second, Warmup: time.Second, Drain: 5 * time.Second},
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	testkit.NoErr(t, err)
 	if len(rep.Results) != 1 || rep.Results[0].Report == nil {
 		t.Fatalf("no result: %+v", rep.Results)
 	}

@@ -5,15 +5,15 @@ import (
 	"os"
 	"testing"
 	"time"
+
+	"spookat/schema/testkit"
 )
 
 func TestParseStat(t *testing.T) {
 	// A real line, with a command name holding a space and a parenthesis.
 	line := "4242 (my (edge) x) S 1 4242 4242 0 -1 4194560 12345 0 0 0 1523 377 0 0 20 0 9 0 123456 1234567890 3456 18446744073709551615 1 1 0 0 0 0 0 0 2143420159 0 0 0 17 1 0 0 0 0 0\n"
 	s, err := ParseStat([]byte(line))
-	if err != nil {
-		t.Fatal(err)
-	}
+	testkit.NoErr(t, err)
 	if s.Comm != "my (edge) x" || s.State != 'S' || s.UTime != 1523 || s.STime != 377 || s.Ticks() != 1900 {
 		t.Fatalf("got %+v", s)
 	}
@@ -28,9 +28,7 @@ func TestParseStat(t *testing.T) {
 func TestParseStatus(t *testing.T) {
 	data := "Name:\tedge\nUmask:\t0022\nState:\tS (sleeping)\nVmPeak:\t 1300000 kB\nVmHWM:\t   98765 kB\nVmRSS:\t   51200 kB\nThreads:\t9\n"
 	m, err := ParseStatus([]byte(data))
-	if err != nil {
-		t.Fatal(err)
-	}
+	testkit.NoErr(t, err)
 	if m.HWM != 98765*1024 || m.RSS != 51200*1024 {
 		t.Fatalf("got %+v", m)
 	}

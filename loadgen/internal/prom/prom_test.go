@@ -4,6 +4,8 @@ import (
 	"math"
 	"strings"
 	"testing"
+
+	"spookat/schema/testkit"
 )
 
 const scrape = `# HELP go_sched_latencies_seconds Distribution of the time goroutines have spent in the scheduler in a runnable state before actually running.
@@ -24,9 +26,7 @@ spookat_open_sockets{kind="inbox",note="a \"quoted\", value"} 3 1700000000000
 
 func TestParse(t *testing.T) {
 	m, err := Parse(strings.NewReader(scrape))
-	if err != nil {
-		t.Fatal(err)
-	}
+	testkit.NoErr(t, err)
 	if got := m.Sum("spookat_messages_saved_total"); got != 12345 {
 		t.Fatalf("saved = %v", got)
 	}
@@ -94,9 +94,7 @@ func TestQuantile(t *testing.T) {
 
 func TestDeltaQuantile(t *testing.T) {
 	m, err := Parse(strings.NewReader(scrape))
-	if err != nil {
-		t.Fatal(err)
-	}
+	testkit.NoErr(t, err)
 	before := m.Histogram("go_sched_latencies_seconds")
 	after := []Bucket{
 		{6.399999999999999e-08, 100},

@@ -11,6 +11,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"spookat/schema"
+	"spookat/schema/testkit"
 )
 
 // A server whose sockets each hold 64 KiB shows at least that much a socket; one with no Go
@@ -42,9 +43,7 @@ func TestIdleMeasuresWhatSocketsHold(t *testing.T) {
 	}))
 	defer srv.Close()
 	rep, err := Idle(context.Background(), Config{EdgeURL: srv.URL, Keys: []string{"a"}, Sockets: 100, EdgePID: os.Getpid()}, 200*time.Millisecond)
-	if err != nil {
-		t.Fatal(err)
-	}
+	testkit.NoErr(t, err)
 	t.Log(rep.Line())
 	if rep.Sockets != 100 || rep.KiBPerSocket < 64 {
 		t.Fatalf("%d sockets, %.1f KiB a socket: want 100 and at least 64", rep.Sockets, rep.KiBPerSocket)

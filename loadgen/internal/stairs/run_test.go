@@ -17,6 +17,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"spookat/schema"
+	"spookat/schema/testkit"
 )
 
 // fakeEdge speaks the widget protocol: hello, an ack per message, and an error for every
@@ -85,9 +86,7 @@ func TestRunAgainstFakeEdge(t *testing.T) {
 		Drain:   3 * time.Second,
 		EdgePID: os.Getpid(), // this test process plays the edge
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	testkit.NoErr(t, err)
 	if got := fe.origins.Load(); got != "http://loadgen.test" {
 		t.Fatalf("origin %v", got)
 	}
@@ -126,9 +125,7 @@ func TestRunAgainstFakeEdge(t *testing.T) {
 		}
 	}
 	dir := t.TempDir()
-	if err := rep.WriteJSON(filepath.Join(dir, "r.json")); err != nil {
-		t.Fatal(err)
-	}
+	testkit.NoErr(t, rep.WriteJSON(filepath.Join(dir, "r.json")))
 	var back Report
 	b, _ := os.ReadFile(filepath.Join(dir, "r.json"))
 	if err := json.Unmarshal(b, &back); err != nil || back.Acked != rep.Acked {

@@ -14,6 +14,7 @@ import (
 
 	"spookat/loadgen/internal/proc"
 	"spookat/loadgen/internal/stairs"
+	"spookat/schema/testkit"
 )
 
 // edgeBinary is $SPOOKAT_BIN/edge. Without SPOOKAT_BIN the test is skipped; with it (make
@@ -42,18 +43,14 @@ func TestSmokeRunAgainstRealEdge(t *testing.T) {
 	var addrs [4]string
 	for i := range addrs {
 		a, err := proc.FreeAddr()
-		if err != nil {
-			t.Fatal(err)
-		}
+		testkit.NoErr(t, err)
 		addrs[i] = a
 	}
 	var out bytes.Buffer
 	edge, _, err := proc.Start("edge", &syncWriter{b: &out}, "", bin,
 		"-addr", addrs[0], "-nats-listen", addrs[1], "-nats-monitor", addrs[2], "-metrics-addr", addrs[3], "-data", data,
 		"-conn-msg-rate", "1e6", "-conn-msg-burst", "1e6", "-site-msg-rate", "1e7", "-site-msg-burst", "1e7")
-	if err != nil {
-		t.Fatal(err)
-	}
+	testkit.NoErr(t, err)
 	stopped := false
 	defer func() {
 		if !stopped {
@@ -64,23 +61,17 @@ func TestSmokeRunAgainstRealEdge(t *testing.T) {
 		}
 	}()
 	base := "http://" + addrs[0]
-	if err := edge.WaitHTTP(ctx, base+"/readyz", 30*time.Second); err != nil {
-		t.Fatal(err)
-	}
+	testkit.NoErr(t, edge.WaitHTTP(ctx, base+"/readyz", 30*time.Second))
 
 	sites, err := stairs.Seed(ctx, bin, data, 20, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	testkit.NoErr(t, err)
 	if len(sites) != 20 {
 		t.Fatalf("seeded %d sites, want 20", len(sites))
 	}
 	// Three operators watch the sites the sockets write to: together their inboxes get
 	// every message the run stored.
 	ops, err := stairs.SeedOperators(ctx, bin, data, stairs.Keys(sites), 50, 3)
-	if err != nil {
-		t.Fatal(err)
-	}
+	testkit.NoErr(t, err)
 	rep, err := stairs.Run(ctx, stairs.Config{
 		Operators:  ops,
 		EdgeURL:    base,
@@ -94,9 +85,7 @@ func TestSmokeRunAgainstRealEdge(t *testing.T) {
 		EdgePID:    edge.PID(),
 		Log:        testLog{t},
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	testkit.NoErr(t, err)
 	var table strings.Builder
 	rep.WriteTable(&table)
 	t.Logf("\n%s", table.String())
@@ -128,14 +117,10 @@ func TestSmokeRunAgainstRealEdge(t *testing.T) {
 	}
 
 	db, err := sql.Open("sqlite3", "file:"+filepath.Join(data, "spookat.db")+"?mode=ro")
-	if err != nil {
-		t.Fatal(err)
-	}
+	testkit.NoErr(t, err)
 	defer db.Close()
 	var rows int64
-	if err := db.QueryRow(`SELECT count(*) FROM messages`).Scan(&rows); err != nil {
-		t.Fatal(err)
-	}
+	testkit.NoErr(t, db.QueryRow(`SELECT count(*) FROM messages`).Scan(&rows))
 	if rows != rep.Acked {
 		t.Fatalf("report acked %d, SQLite holds %d messages (sent %d, errors %v)", rep.Acked, rows, rep.Sent, rep.Errors)
 	}

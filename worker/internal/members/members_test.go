@@ -25,27 +25,19 @@ func startJS(t *testing.T, ctx context.Context) (jetstream.JetStream, jetstream.
 	t.Helper()
 	srv, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, JetStream: true,
 		StoreDir: t.TempDir(), NoLog: true, NoSigs: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	testkit.NoErr(t, err)
 	go srv.Start()
 	if !srv.ReadyForConnections(10 * time.Second) {
 		t.Fatal("nats-server not ready")
 	}
 	t.Cleanup(srv.Shutdown)
 	nc, err := nats.Connect(srv.ClientURL())
-	if err != nil {
-		t.Fatal(err)
-	}
+	testkit.NoErr(t, err)
 	t.Cleanup(nc.Close)
 	js, _ := jetstream.New(nc)
-	if err := schema.EnsureWorkerBuckets(ctx, js, 1, 2*time.Second); err != nil {
-		t.Fatal(err)
-	}
+	testkit.NoErr(t, schema.EnsureWorkerBuckets(ctx, js, 1, 2*time.Second))
 	kv, err := js.KeyValue(ctx, schema.BucketWorkers)
-	if err != nil {
-		t.Fatal(err)
-	}
+	testkit.NoErr(t, err)
 	return js, kv
 }
 
@@ -78,16 +70,10 @@ func TestWatchSurvivesTheBucketGoingAway(t *testing.T) {
 	go func() { done <- New(kv, "w-1", 2*time.Second, log).Run(ctx, func(live []string) { seen <- live }) }()
 	waitLive(t, seen, []string{"w-1"})
 
-	if err := js.DeleteKeyValue(ctx, schema.BucketWorkers); err != nil {
-		t.Fatal(err)
-	}
-	if err := schema.EnsureWorkerBuckets(ctx, js, 1, 2*time.Second); err != nil {
-		t.Fatal(err)
-	}
+	testkit.NoErr(t, js.DeleteKeyValue(ctx, schema.BucketWorkers))
+	testkit.NoErr(t, schema.EnsureWorkerBuckets(ctx, js, 1, 2*time.Second))
 	kv2, err := js.KeyValue(ctx, schema.BucketWorkers)
-	if err != nil {
-		t.Fatal(err)
-	}
+	testkit.NoErr(t, err)
 	go New(kv2, "w-2", 2*time.Second, log).Run(ctx, func([]string) {})
 	waitLive(t, seen, []string{"w-1", "w-2"})
 	select {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"spookat/loadgen/mock"
+	"spookat/schema/testkit"
 )
 
 // Over TLS, as with the real Slack: the post arrives with its thread and its text intact
@@ -60,18 +61,14 @@ func TestReaction(t *testing.T) {
 	a := newAPI(srv.URL+"/api/", NewHTTP(2))
 	ctx, deadline := context.Background(), time.Now().Add(10*time.Second)
 	ts, err := a.postMessage(ctx, deadline, "xoxb-1", "C1", "", "parent")
-	if err != nil {
-		t.Fatal(err)
-	}
+	testkit.NoErr(t, err)
 	for _, c := range []struct {
 		name string
 		on   bool
 		want bool // the reaction is there after
 	}{{"add", true, true}, {"add again", true, true}, {"remove", false, false}, {"remove again", false, false}} {
 		t.Run(c.name, func(t *testing.T) {
-			if err := a.reaction(ctx, deadline, "xoxb-1", "C1", ts, doneReaction, c.on); err != nil {
-				t.Fatal(err)
-			}
+			testkit.NoErr(t, a.reaction(ctx, deadline, "xoxb-1", "C1", ts, doneReaction, c.on))
 			if got := m.Reacted("C1", ts, doneReaction); got != c.want {
 				t.Fatalf("reacted %v, want %v", got, c.want)
 			}
