@@ -67,8 +67,13 @@ type Authority struct {
 // (in the old JWT or in issued.json), so an upgrade or a lost JWT file cannot undo one.
 func Open(dataDir string) (*Authority, error) {
 	dir := filepath.Join(dataDir, DirName)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, err
+	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return nil, err
+		}
+		if err := schema.SyncDir(dataDir); err != nil {
+			return nil, err
+		}
 	}
 	if err := os.Chmod(dir, 0o700); err != nil { // an older, looser folder
 		return nil, err
@@ -110,7 +115,7 @@ func Open(dataDir string) (*Authority, error) {
 			if b, err := os.ReadFile(filepath.Join(dir, acc.jwtFile)); err == nil {
 				old, err := jwt.DecodeAccountClaims(string(b))
 				if err != nil {
-					return nil, fmt.Errorf("%s/%s: %w", dir, acc.jwtFile, err)
+					return nil, damaged(filepath.Join(dir, acc.jwtFile), err.Error())
 				}
 				for k, at := range old.Revocations {
 					revoked[k] = at
@@ -145,7 +150,7 @@ func (a *Authority) key(name string, create func() (nkeys.KeyPair, error)) (nkey
 	if b, err := os.ReadFile(path); err == nil {
 		kp, err := nkeys.FromSeed([]byte(strings.TrimSpace(string(b))))
 		if err != nil {
-			return nil, fmt.Errorf("%s: not an nkey seed", path)
+			return nil, damaged(path, "not an nkey seed")
 		}
 		return kp, nil
 	} else if !errors.Is(err, os.ErrNotExist) {
@@ -156,7 +161,7 @@ func (a *Authority) key(name string, create func() (nkeys.KeyPair, error)) (nkey
 		return nil, err
 	}
 	seed, _ := kp.Seed()
-	if err := WriteSecret(path, append(seed, '\n')); err != nil {
+	if err := schema.WriteSecret(path, append(seed, '\n')); err != nil {
 		return nil, err
 	}
 	return kp, nil
@@ -192,7 +197,7 @@ func (a *Authority) sign(acc *account, revoked map[string]int64) error {
 		return err
 	}
 	if acc.jwtFile != "" {
-		if err := WriteSecret(filepath.Join(a.dir, acc.jwtFile), []byte(s)); err != nil {
+		if err := schema.WriteSecret(filepath.Join(a.dir, acc.jwtFile), []byte(s)); err != nil {
 			return err
 		}
 	}
@@ -200,6 +205,15 @@ func (a *Authority) sign(acc *account, revoked map[string]int64) error {
 	acc.jwt = s
 	a.mu.Unlock()
 	return nil
+}
+
+// damaged says how to recover from a file of the authority that cannot be read (empty after
+// a power cut that an older edge, which wrote it without a sync, did not survive).
+func damaged(path, what string) error {
+	return fmt.Errorf("%s is damaged (%s). If no worker, NATS server or `edge creds` output was ever given credentials "+
+		"from this data directory, stop the edge, remove %s and start again: a new authority is made. Otherwise restore "+
+		"that folder from a backup (ops/RUNBOOK.md, Durability): the credentials given out are signed by it",
+		path, what, filepath.Dir(path))
 }
 
 // lock takes the folder's lock file, so an edge and an `edge creds` command never write
@@ -214,19 +228,6 @@ func (a *Authority) lock() (func(), error) {
 		return nil, err
 	}
 	return func() { f.Close() }, nil
-}
-
-// WriteSecret writes a file only its owner can read, whatever the umask, replacing what was
-// there at once (a temporary file renamed): keys, JWTs, credentials files.
-func WriteSecret(path string, data []byte) error {
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, data, 0o600); err != nil {
-		return err
-	}
-	if err := os.Chmod(tmp, 0o600); err != nil { // whatever the umask
-		return err
-	}
-	return os.Rename(tmp, path)
 }
 
 func (a *Authority) jwtOf(acc *account) string {
@@ -333,14 +334,15 @@ func (a *Authority) readIssued() ([]Record, error) {
 	}
 	var list []Record
 	if err := json.Unmarshal(b, &list); err != nil {
-		return nil, fmt.Errorf("%s/issued.json: %w", a.dir, err)
+		return nil, fmt.Errorf("%s/issued.json is damaged (%v): restore it from a backup (ops/RUNBOOK.md, Durability); "+
+			"it records the credentials given out and their revocations, which a new one would forget", a.dir, err)
 	}
 	return list, nil
 }
 
 func (a *Authority) writeIssued(list []Record) error {
 	b, _ := json.MarshalIndent(list, "", "  ")
-	return WriteSecret(filepath.Join(a.dir, "issued.json"), append(b, '\n'))
+	return schema.WriteSecret(filepath.Join(a.dir, "issued.json"), append(b, '\n'))
 }
 
 // Record keeps an identity handed out as a file, so it can be listed and revoked.

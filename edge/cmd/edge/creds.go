@@ -69,7 +69,7 @@ func issue(dataDir string, role schema.Role, id, out string, until time.Time) (*
 		_, err = os.Stdout.Write(ident.Creds())
 		return ident, err
 	}
-	return ident, natsauth.WriteSecret(out, ident.Creds())
+	return ident, schema.WriteSecret(out, ident.Creds())
 }
 
 func credsList(args []string) error {
@@ -174,7 +174,7 @@ func natsConfig(args []string) error {
 		_, err := os.Stdout.WriteString(conf)
 		return err
 	}
-	if err := natsauth.WriteSecret(*out, []byte(conf)); err != nil {
+	if err := schema.WriteSecret(*out, []byte(conf)); err != nil {
 		return err
 	}
 	fmt.Fprintf(os.Stderr, "nats-server auth written to %s (account %s)\n", *out, auth.AccountPublicKey())

@@ -96,7 +96,7 @@ func (o *Ops) AddSite(ctx context.Context, s *store.Site) (*store.Site, error) {
 	if len(s.Origins) == 0 {
 		return nil, errors.New("a site needs at least one allowed origin (-origin https://example.com, or * for development)")
 	}
-	if err := o.Store.Write(ctx, func(tx *store.Tx) error { return tx.AddSite(s) }); err != nil {
+	if err := o.Store.WriteDurable(ctx, func(tx *store.Tx) error { return tx.AddSite(s) }); err != nil {
 		return nil, err
 	}
 	return s, o.publish(ctx, s)
@@ -153,7 +153,7 @@ func (o *Ops) AddOperator(ctx context.Context, req OperatorRequest) (*store.Oper
 		return nil, errors.New("an operator needs at least one site: -site KEY (see `edge site list`)")
 	}
 	var op *store.Operator
-	err := o.Store.Write(ctx, func(tx *store.Tx) error {
+	err := o.Store.WriteDurable(ctx, func(tx *store.Tx) error {
 		var err error
 		op, err = tx.AddOperator(req.Email, req.Name, req.Password, req.SiteKeys)
 		return err
@@ -177,7 +177,7 @@ func (o *Ops) Seed(ctx context.Context, req SeedRequest) (*SeedResult, error) {
 		req.Origin = "*"
 	}
 	list := make([]*store.Site, req.Sites)
-	err := o.Store.Write(ctx, func(tx *store.Tx) error {
+	err := o.Store.WriteDurable(ctx, func(tx *store.Tx) error {
 		for i := range list {
 			s := &store.Site{
 				Name:          fmt.Sprintf("%s-%05d", req.NamePrefix, i+1),

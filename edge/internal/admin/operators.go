@@ -79,7 +79,7 @@ func (o *Ops) SetPassword(ctx context.Context, req PasswordRequest) (*store.Oper
 		return nil, err
 	}
 	var op store.Operator
-	err = o.Store.Write(ctx, func(tx *store.Tx) error {
+	err = o.Store.WriteDurable(ctx, func(tx *store.Tx) error {
 		var err error
 		if op, err = operator(tx, req.Email); err != nil {
 			return err
@@ -96,7 +96,7 @@ func (o *Ops) SetPassword(ctx context.Context, req PasswordRequest) (*store.Oper
 // RemoveOperator deletes an operator, their sessions, tokens and memberships.
 func (o *Ops) RemoveOperator(ctx context.Context, req OperatorRef) (*store.Operator, error) {
 	var op store.Operator
-	err := o.Store.Write(ctx, func(tx *store.Tx) error {
+	err := o.Store.WriteDurable(ctx, func(tx *store.Tx) error {
 		var err error
 		if op, err = operator(tx, req.Email); err != nil {
 			return err
@@ -120,7 +120,7 @@ func (o *Ops) member(ctx context.Context, req MemberRequest, add bool) (*MemberR
 		return nil, errors.New("-site is required, e.g. -site st_… (see `edge site list`)")
 	}
 	res := &MemberResult{SiteKey: req.SiteKey, Live: o.Sessions != nil}
-	err := o.Store.Write(ctx, func(tx *store.Tx) error {
+	err := o.Store.WriteDurable(ctx, func(tx *store.Tx) error {
 		var err error
 		if res.Operator, err = operator(tx, req.Email); err != nil {
 			return err

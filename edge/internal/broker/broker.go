@@ -46,6 +46,10 @@ type Options struct {
 	// Refused, if set, counts each client the embedded server turns away, by reason
 	// (credentials, tls).
 	Refused func(reason string)
+	// LazySync lets the embedded JetStream answer a publish before its data is on disk (it
+	// syncs every two minutes, NATS's default; the edge's -sync normal). Off, it syncs every
+	// write before it answers (-sync full).
+	LazySync bool
 }
 
 // TLS of the NATS client port. Embedded: Cert and Key are the server's, ClientCA (optional)
@@ -196,6 +200,7 @@ func (b *Broker) embed() error {
 		Port:       port,
 		JetStream:  true,
 		StoreDir:   filepath.Join(b.opts.DataDir, "nats"),
+		SyncAlways: !b.opts.LazySync,
 		NoSigs:     true, // the edge handles signals
 		NoLog:      true,
 		MaxPayload: 1 << 20,

@@ -61,10 +61,17 @@ type Proc struct {
 // /readyz. Its stderr goes to dataDir/edge-<n>.log.
 func StartProc(t testing.TB, bin, dataDir string, extra ...string) *Proc {
 	t.Helper()
+	return StartProcLogs(t, bin, dataDir, dataDir, extra...)
+}
+
+// StartProcLogs is StartProc with the logs in logDir (a power-cut test keeps them off the
+// disk it cuts).
+func StartProcLogs(t testing.TB, bin, dataDir, logDir string, extra ...string) *Proc {
+	t.Helper()
 	p := &Proc{Addr: FreePort(t), MetricsAddr: FreePort(t), NATSAddr: FreePort(t), DataDir: dataDir}
 	args := append([]string{"-data", dataDir, "-addr", p.Addr, "-metrics-addr", p.MetricsAddr, "-nats-listen", p.NATSAddr, "-nats-monitor", ""}, extra...)
-	logs, _ := filepath.Glob(filepath.Join(dataDir, "edge-*.log"))
-	p.process = startProcess(t, "edge", filepath.Join(dataDir, fmt.Sprintf("edge-%d.log", len(logs))), bin, args...)
+	logs, _ := filepath.Glob(filepath.Join(logDir, "edge-*.log"))
+	p.process = startProcess(t, "edge", filepath.Join(logDir, fmt.Sprintf("edge-%d.log", len(logs))), bin, args...)
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		resp, err := http.Get("http://" + p.Addr + "/readyz")

@@ -37,7 +37,7 @@ func OpenSigner(dataDir string) (*Signer, error) {
 	if errors.Is(err, os.ErrNotExist) {
 		b = make([]byte, 32)
 		rand.Read(b)
-		if err := os.WriteFile(p, b, 0o600); err != nil {
+		if err := schema.WriteSecret(p, b); err != nil {
 			return nil, err
 		}
 		return &Signer{key: b}, nil
@@ -46,7 +46,8 @@ func OpenSigner(dataDir string) (*Signer, error) {
 		return nil, err
 	}
 	if len(b) < 32 {
-		return nil, errors.New(p + " is shorter than 32 bytes: remove it to make a new one (links given out stop working)")
+		return nil, errors.New(p + " is damaged (shorter than 32 bytes): restore it from a backup (ops/RUNBOOK.md, Durability), " +
+			"or remove it to make a new one (the attachment links given out stop working)")
 	}
 	return &Signer{key: b}, nil
 }

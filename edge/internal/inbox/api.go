@@ -355,7 +355,7 @@ func (h *Handler) updateSettings(c *fiber.Ctx) error {
 	ctx, cancel := reqCtx(c)
 	defer cancel()
 	var row *store.Site
-	err = h.Store.Write(ctx, func(tx *store.Tx) error {
+	err = h.Store.WriteDurable(ctx, func(tx *store.Tx) error {
 		// Read inside the writer's transaction, so two updates never undo each other.
 		var origins, widget string
 		cur := &store.Site{ID: s.ID}
@@ -501,7 +501,7 @@ func (h *Handler) newToken(c *fiber.Ctx) error {
 	defer cancel()
 	var id int64
 	w := current(c)
-	if err := h.Store.Write(ctx, func(tx *store.Tx) error {
+	if err := h.Store.WriteDurable(ctx, func(tx *store.Tx) error {
 		var err error
 		id, err = tx.AddAPIToken(w.op.ID, hashToken(tok), strings.TrimSpace(req.Name))
 		return err
@@ -520,7 +520,7 @@ func (h *Handler) deleteToken(c *fiber.Ctx) error {
 	defer cancel()
 	w := current(c)
 	var th []byte
-	if err := h.Store.Write(ctx, func(tx *store.Tx) error {
+	if err := h.Store.WriteDurable(ctx, func(tx *store.Tx) error {
 		var err error
 		th, err = tx.DeleteAPIToken(w.op.ID, id)
 		return err

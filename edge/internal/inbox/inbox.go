@@ -355,7 +355,7 @@ func (h *Handler) changePassword(c *fiber.Ctx) error {
 	if err != nil {
 		return fail(c, fiber.StatusBadRequest, "invalid", "The new password is not accepted: "+err.Error()+".")
 	}
-	if err := h.Store.Write(ctx, func(tx *store.Tx) error { return tx.SetOperatorPassword(w.op.ID, hash, w.session) }); err != nil {
+	if err := h.Store.WriteDurable(ctx, func(tx *store.Tx) error { return tx.SetOperatorPassword(w.op.ID, hash, w.session) }); err != nil {
 		return err
 	}
 	h.Hub.endOthers(w.op.ID, w.session)

@@ -1,6 +1,7 @@
 package jobs
 
 import (
+	"slices"
 	"time"
 
 	"spookat/edge/internal/store"
@@ -43,6 +44,8 @@ func Build(c *store.Committed, env Env) []schema.Job {
 		replyTo = c.VisitorEmail
 		targets = append(targets, schema.TargetEmail)
 	}
+	// A replay after a crash: what was delivered already is not sent again.
+	targets = slices.DeleteFunc(targets, func(t string) bool { return slices.Contains(c.Done, t) })
 	if len(targets) == 0 {
 		return nil
 	}
@@ -86,7 +89,7 @@ func Build(c *store.Committed, env Env) []schema.Job {
 // transcriptJob is the one job of a transcript request: the conversation, emailed to the
 // visitor (none when they left no address).
 func transcriptJob(c *store.Committed) []schema.Job {
-	if c.VisitorEmail == "" || c.Transcript == nil {
+	if c.VisitorEmail == "" || c.Transcript == nil || slices.Contains(c.Done, schema.TargetEmail) {
 		return nil
 	}
 	return []schema.Job{{ID: schema.JobID(c.MessageID, schema.TargetEmail), Lane: schema.LaneEmail, Target: schema.TargetEmail,

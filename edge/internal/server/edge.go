@@ -292,6 +292,9 @@ func (e *Edge) startNATS(ctx context.Context) error {
 		Listen: cfg.NATSListen, Monitor: cfg.NATSMonitor, URL: cfg.NATSURL, DataDir: cfg.DataDir,
 		Replicas: cfg.Replicas, Auth: auth, Creds: cfg.NATSCreds, TLS: cfg.NATSTLS, Insecure: cfg.NATSInsecure, Log: e.log,
 		Limits: cfg.StreamLimits, Refused: func(reason string) { e.metrics.NATSRefused.WithLabelValues(reason).Inc() },
+		// -sync full: JetStream syncs every write before it answers, so the job publisher's
+		// watermark only passes jobs a power cut keeps (bench/issue32.md has the cost).
+		LazySync: !cfg.SyncFull,
 	})
 	if err != nil {
 		return err

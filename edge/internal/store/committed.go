@@ -54,6 +54,10 @@ type Committed struct {
 	// Transcript is the conversation as its visitor saw it up to this message, on a
 	// transcript request.
 	Transcript *schema.Transcript
+	// Done are the targets whose delivery of this message is recorded as ended (delivered,
+	// or dead): a replay after a crash publishes no job for them again. Only a replay reads
+	// them; a fresh commit has none.
+	Done []string
 }
 
 // stmtFunc hands out a cached prepared statement: the writer's (Tx.Stmt) or a reader's

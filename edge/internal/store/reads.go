@@ -100,10 +100,22 @@ func (s *Store) Unpublished(ctx context.Context, after int64, fn func([]Committe
 			return total, nil
 		}
 		if err := s.Read(ctx, func(q Querier) error {
+			done, err := q.Stmt(`SELECT target FROM deliveries WHERE message_id = ? AND status IN ('delivered', 'dead')`)
+			if err != nil {
+				return err
+			}
 			for i := range batch {
-				if err := addJobFacts(q.Stmt, &batch[i]); err != nil {
+				c := &batch[i]
+				if err := addJobFacts(q.Stmt, c); err != nil {
 					return err
 				}
+				if err := eachRow(done, []any{c.MessageID}, func() error {
+					c.Done = append(c.Done, done.ColumnText(0))
+					return nil
+				}); err != nil {
+					return err
+				}
+				done.Reset()
 			}
 			return nil
 		}); err != nil {

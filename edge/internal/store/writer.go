@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"runtime"
+	"slices"
 	"time"
 
 	"github.com/ncruces/go-sqlite3"
@@ -69,10 +70,11 @@ type MessageResult struct {
 }
 
 type request struct {
-	msg    *MessageRequest
-	fn     func(*Tx) error
-	fnDone chan error
-	res    MessageResult
+	msg     *MessageRequest
+	fn      func(*Tx) error
+	fnDone  chan error
+	durable bool // its commit is synced whatever Options.SyncFull says (WriteDurable)
+	res     MessageResult
 }
 
 // SubmitMessage queues a message for the next group commit. It never waits for the commit:
@@ -96,13 +98,24 @@ func (s *Store) SubmitMessage(req *MessageRequest) error {
 // Write runs fn inside the writer's next transaction and waits for the commit. fn runs in a
 // savepoint of its own: its error rolls back its work alone and is returned here.
 func (s *Store) Write(ctx context.Context, fn func(*Tx) error) error {
+	return s.write(ctx, fn, false)
+}
+
+// WriteDurable is Write for what a power cut must never take once it is answered: a site, an
+// operator, a password, a token, settings. Its commit is synced (synchronous=FULL for that
+// one transaction) even when the store runs with NORMAL, which may lose the last commits.
+func (s *Store) WriteDurable(ctx context.Context, fn func(*Tx) error) error {
+	return s.write(ctx, fn, true)
+}
+
+func (s *Store) write(ctx context.Context, fn func(*Tx) error, durable bool) error {
 	done := make(chan error, 1)
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
 		return ErrClosed
 	}
-	s.queue = append(s.queue, request{fn: fn, fnDone: done})
+	s.queue = append(s.queue, request{fn: fn, fnDone: done, durable: durable})
 	s.mu.Unlock()
 	s.signal()
 	select {
@@ -306,6 +319,12 @@ const convSet = `UPDATE conversations SET last_message_id = ?2, updated_at = ?3,
 func (s *Store) runTx(batch []request, start time.Time, persistWatermark bool) (committed []Committed, err error) {
 	now := start.UnixMilli()
 	tx := &Tx{c: s.w, stmts: &s.wstmts, now: now}
+	if !s.opts.SyncFull && slices.ContainsFunc(batch, func(r request) bool { return r.durable }) {
+		if err := tx.exec(`PRAGMA synchronous=FULL`); err != nil {
+			return nil, err
+		}
+		defer func() { _ = s.w.Exec(`PRAGMA synchronous=NORMAL`) }()
+	}
 	if err := tx.exec(`BEGIN IMMEDIATE`); err != nil {
 		return nil, err
 	}
