@@ -48,8 +48,9 @@ func TestPowerCut(t *testing.T) {
 // acked in, and who takes a new token when a cut took its visitor (-sync normal).
 type cutVisitor struct {
 	loader
-	life   map[string]int // client id → the life (0 before the first load cut) it was acked in
-	tokens int            // tokens lost to cuts
+	life   map[string]int   // client id → the life (0 before the first load cut) it was acked in
+	convs  map[int64]string // conversation id → the token it was acked to
+	tokens int              // tokens lost to cuts
 }
 
 func runPowerCuts(t *testing.T, mode string, cuts int) {
@@ -94,7 +95,7 @@ func runPowerCuts(t *testing.T, mode string, cuts int) {
 	errs := make(chan error, len(visitors))
 	var wg sync.WaitGroup
 	for i := range visitors {
-		v := &cutVisitor{loader: loader{site: site.Key, name: fmt.Sprintf("%s%02d", mode, i), acked: map[string]int64{}}, life: map[string]int{}}
+		v := &cutVisitor{loader: loader{site: site.Key, name: fmt.Sprintf("%s%02d", mode, i), acked: map[string]int64{}}, life: map[string]int{}, convs: map[int64]string{}}
 		visitors[i] = v
 		wg.Go(func() {
 			if err := v.run(t, w, &total, &life, mode == "normal"); err != nil {
@@ -192,6 +193,23 @@ func runPowerCuts(t *testing.T, mode string, cuts int) {
 		}
 	}
 
+	// No id is given out twice, however much a cut took: a message id or a conversation id
+	// seen by two visitors would meet the other's jobs, results and Slack thread.
+	msgOwner, convOwner := map[int64]string{}, map[int64]string{}
+	for _, v := range visitors {
+		for cid, id := range v.acked {
+			if other, ok := msgOwner[id]; ok && other != cid {
+				t.Errorf("message id %d acked to %s and to %s", id, other, cid)
+			}
+			msgOwner[id] = cid
+		}
+		for id, token := range v.convs {
+			if other, ok := convOwner[id]; ok && other != token {
+				t.Errorf("conversation id %d acked to two visitors", id)
+			}
+			convOwner[id] = token
+		}
+	}
 	acked, lostAcked := 0, map[int]int{}
 	for _, v := range visitors {
 		for cid := range v.acked {
@@ -295,6 +313,9 @@ func (v *cutVisitor) run(t *testing.T, w *world, total, life *atomic.Int64, mayL
 			}
 			l.acked[l.pending] = f.MessageID
 			v.life[l.pending] = int(life.Load())
+			if f.ConversationID != nil {
+				v.convs[*f.ConversationID] = l.token
+			}
 			l.pending = ""
 			total.Add(1)
 		}

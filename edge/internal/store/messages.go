@@ -81,13 +81,15 @@ func (tx *Tx) insertMessage(m *MessageRequest, res *MessageResult) (Committed, e
 	if m.File != nil {
 		fileID, file = m.File.ID, m.File.Wire()
 	}
-	if err := tx.exec(`INSERT INTO messages (conversation_id, author, name, text, source, client_id, internal, created_at, file_id, kind)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (conversation_id, source, client_id) DO NOTHING`,
-		res.ConversationID, m.Author, m.Name, m.Text, string(source), clientID, m.Internal, tx.now, fileID, string(m.Kind)); err != nil {
+	id := tx.ids.nextMsg
+	if err := tx.exec(`INSERT INTO messages (id, conversation_id, author, name, text, source, client_id, internal, created_at, file_id, kind)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (conversation_id, source, client_id) DO NOTHING`,
+		id, res.ConversationID, m.Author, m.Name, m.Text, string(source), clientID, m.Internal, tx.now, fileID, string(m.Kind)); err != nil {
 		return Committed{}, err
 	}
 	if tx.c.Changes() == 1 {
-		res.MessageID = tx.c.LastInsertRowID()
+		res.MessageID = id
+		tx.ids.nextMsg++
 	} else {
 		res.Duplicate, res.First = true, false
 		_, err := tx.QueryRow(`SELECT id, created_at FROM messages WHERE conversation_id = ? AND source = ? AND client_id = ?`,
@@ -145,9 +147,12 @@ func (tx *Tx) visitorConversation(m *MessageRequest, res *MessageResult) error {
 	if err != nil || found {
 		return err
 	}
-	_, err = tx.QueryRow(`INSERT INTO conversations (site_id, visitor_id, created_at, updated_at, context)
-		VALUES (?, ?, ?, ?, ?) RETURNING id`,
-		[]any{m.SiteID, res.VisitorID, tx.now, tx.now, ctx}, &res.ConversationID)
-	res.First = true
-	return err
+	id := tx.ids.nextConv
+	if err := tx.exec(`INSERT INTO conversations (id, site_id, visitor_id, created_at, updated_at, context) VALUES (?, ?, ?, ?, ?, ?)`,
+		id, m.SiteID, res.VisitorID, tx.now, tx.now, ctx); err != nil {
+		return err
+	}
+	tx.ids.nextConv++
+	res.ConversationID, res.First = id, true
+	return nil
 }

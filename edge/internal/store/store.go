@@ -85,6 +85,7 @@ type Store struct {
 	// watermark is the job publisher's, handed over by SetWatermark (-1: none yet).
 	watermark     atomic.Int64
 	persistedCuts []int64 // outbox_cuts above the watermark at open
+	ids           ids     // message and conversation ids (ids.go); the writer's
 	stats         Stats
 
 	walPages   int       // frames in the WAL after the last commit (the writer's WAL hook)
@@ -176,6 +177,10 @@ func Open(dir string, opts Options) (*Store, error) {
 		return nil, err
 	}
 	if err := s.loadWatermark(); err != nil {
+		w.Close()
+		return nil, err
+	}
+	if err := s.loadIDs(); err != nil {
 		w.Close()
 		return nil, err
 	}
@@ -334,6 +339,9 @@ func (s *Store) Close() error {
 	s.mu.Unlock()
 	close(s.stop)
 	<-s.done
+	// A clean stop: every id given out is committed, so the next start may begin right after
+	// them instead of at the limits (no gap in the ids after a restart).
+	_ = s.w.Exec(fmt.Sprintf(`UPDATE id_limits SET messages = %d, conversations = %d WHERE id = 1`, s.ids.nextMsg, s.ids.nextConv))
 	<-s.ckptDone
 	return s.closeConns()
 }

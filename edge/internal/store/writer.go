@@ -318,25 +318,38 @@ const convSet = `UPDATE conversations SET last_message_id = ?2, updated_at = ?3,
 
 func (s *Store) runTx(batch []request, start time.Time, persistWatermark bool) (committed []Committed, err error) {
 	now := start.UnixMilli()
-	tx := &Tx{c: s.w, stmts: &s.wstmts, now: now}
-	if !s.opts.SyncFull && slices.ContainsFunc(batch, func(r request) bool { return r.durable }) {
+	tx := &Tx{c: s.w, stmts: &s.wstmts, now: now, ids: &s.ids}
+	msgs, newConvs := 0, 0
+	for i := range batch {
+		if m := batch[i].msg; m != nil {
+			msgs++
+			if m.ConversationID == 0 {
+				newConvs++
+			}
+		}
+	}
+	before := s.ids
+	raise := s.ids.reserve(int64(msgs), int64(newConvs))
+	if !s.opts.SyncFull && (raise || slices.ContainsFunc(batch, func(r request) bool { return r.durable })) {
 		if err := tx.exec(`PRAGMA synchronous=FULL`); err != nil {
+			s.ids = before
 			return nil, err
 		}
 		defer func() { _ = s.w.Exec(`PRAGMA synchronous=NORMAL`) }()
 	}
 	if err := tx.exec(`BEGIN IMMEDIATE`); err != nil {
+		s.ids = before
 		return nil, err
 	}
 	defer func() {
 		if err != nil {
 			_ = s.w.Exec(`ROLLBACK`)
+			s.ids = before // nothing of this commit was given out
 		}
 	}()
-	msgs := 0
-	for i := range batch {
-		if batch[i].msg != nil {
-			msgs++
+	if raise {
+		if err := tx.exec(`UPDATE id_limits SET messages = ?, conversations = ? WHERE id = 1`, s.ids.msgLimit, s.ids.convLimit); err != nil {
+			return nil, err
 		}
 	}
 	if msgs > 0 {
@@ -457,6 +470,7 @@ type Tx struct {
 	c     *sqlite3.Conn
 	stmts *stmtCache
 	now   int64
+	ids   *ids // the writer's id limits; nil outside a commit of messages
 }
 
 // Now is the transaction's timestamp in Unix ms.
