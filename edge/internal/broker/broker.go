@@ -46,11 +46,14 @@ type Options struct {
 	// Refused, if set, counts each client the embedded server turns away, by reason
 	// (credentials, tls).
 	Refused func(reason string)
-	// LazySync lets the embedded JetStream answer a publish before its data is on disk (it
-	// syncs every two minutes, NATS's default; the edge's -sync normal). Off, it syncs every
+	// LazySync lets the embedded JetStream answer a publish before its data is on disk; it
+	// syncs every LazySyncInterval instead (the edge's -sync normal). Off, it syncs every
 	// write before it answers (-sync full).
 	LazySync bool
 }
+
+// LazySyncInterval is how often a lazily synced embedded JetStream syncs its files.
+const LazySyncInterval = time.Second
 
 // TLS of the NATS client port. Embedded: Cert and Key are the server's, ClientCA (optional)
 // the authority client certificates must come from. External: CA verifies the server, Cert
@@ -201,9 +204,12 @@ func (b *Broker) embed() error {
 		JetStream:  true,
 		StoreDir:   filepath.Join(b.opts.DataDir, "nats"),
 		SyncAlways: !b.opts.LazySync,
-		NoSigs:     true, // the edge handles signals
-		NoLog:      true,
-		MaxPayload: 1 << 20,
+		// NATS's default is two minutes: jobs a cut could take for that long after the job
+		// publisher's watermark passed them.
+		SyncInterval: LazySyncInterval,
+		NoSigs:       true, // the edge handles signals
+		NoLog:        true,
+		MaxPayload:   1 << 20,
 	}
 	if err := b.trust(o); err != nil {
 		return fmt.Errorf("embedded NATS auth: %w", err)

@@ -66,7 +66,12 @@ type Config struct {
 	PublicURL string
 	// Window is how long the first job of a window waits for company (0: DefaultWindow).
 	Window time.Duration
-	Log    *slog.Logger
+	// SyncLag, when JetStream answers before its data is on disk (syncing every interval),
+	// is how old a watermark must be before the ledger gets it: by then JetStream has synced
+	// the jobs it covers, so a power cut cannot take jobs the persisted watermark passed.
+	// 0: JetStream syncs before it answers, the watermark goes over at once.
+	SyncLag time.Duration
+	Log     *slog.Logger
 }
 
 // Ledger is where the publisher's progress survives a crash: the store.
@@ -117,10 +122,18 @@ type Publisher struct {
 	refused     int64     // publishes refused because JOBS is full, for metrics
 	lastFullLog time.Time
 
+	marks []mark // watermarks not yet SyncLag old, oldest first (the loop's)
+
 	wake    chan struct{}
 	stop    chan struct{}
 	closing sync.Once
 	done    chan struct{}
+}
+
+// mark is a watermark and when the publisher reached it.
+type mark struct {
+	at time.Time
+	wm int64
 }
 
 // window is the jobs of a run of messages, one batch per lane partition.
@@ -284,7 +297,7 @@ func (p *Publisher) Close() {
 	p.closing.Do(func() { close(p.stop) })
 	<-p.done
 	if p.ledger != nil {
-		p.ledger.SetWatermark(p.Watermark())
+		p.ledger.SetWatermark(p.Watermark()) // a clean stop: JetStream syncs as it stops
 	}
 }
 
@@ -329,9 +342,30 @@ func (p *Publisher) loop() {
 		}
 		p.saveCuts()
 		p.publishSaved()
-		if p.ledger != nil {
-			p.ledger.SetWatermark(p.Watermark())
-		}
+		p.handOver(now)
+	}
+}
+
+// handOver gives the ledger the newest watermark at least SyncLag old.
+func (p *Publisher) handOver(now time.Time) {
+	if p.ledger == nil {
+		return
+	}
+	wm := p.Watermark()
+	if p.cfg.SyncLag <= 0 {
+		p.ledger.SetWatermark(wm)
+		return
+	}
+	if n := len(p.marks); n == 0 || p.marks[n-1].wm != wm {
+		p.marks = append(p.marks, mark{now, wm})
+	}
+	i := 0
+	for i < len(p.marks) && now.Sub(p.marks[i].at) >= p.cfg.SyncLag {
+		i++
+	}
+	if i > 0 {
+		p.ledger.SetWatermark(p.marks[i-1].wm)
+		p.marks = p.marks[i-1:] // the one handed over stays: it is the floor until a newer one is old enough
 	}
 }
 

@@ -239,6 +239,7 @@ func (e *Edge) openStore(context.Context) error {
 		VisitorHere: e.visitors.Watching,
 		Files:       signer,
 		PublicURL:   e.cfg.PublicURL,
+		SyncLag:     e.syncLag(),
 		Log:         e.log,
 	})
 	m := e.metrics
@@ -269,6 +270,16 @@ func (e *Edge) closeStore(context.Context) error {
 		return nil
 	}
 	return e.store.Close()
+}
+
+// syncLag is how old the job publisher's watermark must be before the store persists it: with
+// -sync normal the embedded JetStream syncs every broker.LazySyncInterval, so twice that; with
+// -sync full or an external NATS (whose durability is its cluster's), none.
+func (e *Edge) syncLag() time.Duration {
+	if e.cfg.SyncFull || e.cfg.NATSURL != "" {
+		return 0
+	}
+	return 2 * broker.LazySyncInterval
 }
 
 // delivery is a site's targets (nil: no such site), for the publisher.
