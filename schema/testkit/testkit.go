@@ -3,6 +3,8 @@
 package testkit
 
 import (
+	"bytes"
+	"sync"
 	"testing"
 	"time"
 )
@@ -26,4 +28,24 @@ func NoErr(t testing.TB, err error) {
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+// LogBuffer is a bytes.Buffer that a logger writes from several goroutines while the test
+// reads it.
+type LogBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *LogBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+// String is what was written so far.
+func (l *LogBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }

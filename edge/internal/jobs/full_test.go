@@ -1,11 +1,9 @@
 package jobs_test
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,24 +16,6 @@ import (
 	"spookat/schema/testkit"
 )
 
-// syncBuffer is a log sink the publisher's goroutines and the test share.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // A JOBS at its byte budget refuses jobs ("maximum bytes exceeded"): the publisher keeps them
 // above the watermark, probes for room about once a second instead of retrying every held
 // job every 250 ms, logs the episode once rather than per attempt, and when the budget is
@@ -43,7 +23,7 @@ func (s *syncBuffer) String() string {
 func TestFullJobsHoldsJobsAndRetriesSlowly(t *testing.T) {
 	ctx := context.Background()
 	br := startBroker(t, schema.StreamLimits{JobsMaxBytes: broker.MinStreamBytes})
-	logs := &syncBuffer{}
+	logs := &testkit.LogBuffer{}
 	site := &schema.SiteDelivery{SiteID: 1, SlackToken: "xoxb", SlackChannel: "C1"}
 	p := startPublisher(t, br.NC, jobs.Config{
 		Targets: func(int64) *schema.SiteDelivery { return site },

@@ -61,7 +61,7 @@ func TestStagesStopInReverseUnderOneDeadline(t *testing.T) {
 	})
 
 	t.Run("a real edge", func(t *testing.T) {
-		var logs syncBuffer
+		var logs testkit.LogBuffer
 		log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 		e := New(Config{DataDir: t.TempDir(), Addr: "127.0.0.1:0", NATSListen: "127.0.0.1:0", MetricsAddr: "127.0.0.1:0",
 			InprocWorker: true, PublicURL: "http://127.0.0.1"}, log)
@@ -88,7 +88,7 @@ func TestStagesStopInReverseUnderOneDeadline(t *testing.T) {
 	})
 
 	t.Run("a failed start stops what started", func(t *testing.T) {
-		var logs syncBuffer
+		var logs testkit.LogBuffer
 		log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 		dir := t.TempDir()
 		e := New(Config{DataDir: dir, Addr: "127.0.0.1:0", NATSListen: "no-such-host.invalid:99999"}, log)
@@ -109,22 +109,4 @@ func TestStagesStopInReverseUnderOneDeadline(t *testing.T) {
 		}
 		_ = again.unlockData(context.Background())
 	})
-}
-
-// syncBuffer is a bytes.Buffer for a logger written from several goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

@@ -1,14 +1,12 @@
 package members
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
 	"log/slog"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -138,7 +136,7 @@ func TestTwoProcessesOnOneIDAreTold(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	_, kv := startJS(t, ctx)
-	var logs [2]safeBuffer
+	var logs [2]testkit.LogBuffer
 	seen := make(chan []string, 64)
 	go New(kv, "w-1", 2*time.Second, slog.New(slog.NewTextHandler(&logs[0], nil))).Run(ctx, func(live []string) { seen <- live })
 	waitLive(t, seen, []string{"w-1"})
@@ -149,16 +147,3 @@ func TestTwoProcessesOnOneIDAreTold(t *testing.T) {
 		})
 	}
 }
-
-// safeBuffer is a bytes.Buffer a logger writes while the test reads.
-type safeBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *safeBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-func (s *safeBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
