@@ -44,13 +44,12 @@ func TestPowerCut(t *testing.T) {
 	}
 }
 
-// cutVisitor is a loader whose acked messages are marked with the edge's life they were
-// acked in, and who takes a new token when a cut took its visitor (-sync normal).
+// cutVisitor is a loader whose acks are marked with the edge's life they came in and the
+// conversation they went to.
 type cutVisitor struct {
 	loader
-	life   map[string]int   // client id → the life (0 before the first load cut) it was acked in
-	convs  map[int64]string // conversation id → the token it was acked to
-	tokens int              // tokens lost to cuts
+	life  map[string]int   // client id → the life (0 before the first load cut) it was acked in
+	convs map[int64]string // conversation id → the token it was acked to
 }
 
 func runPowerCuts(t *testing.T, mode string, cuts int) {
@@ -95,10 +94,17 @@ func runPowerCuts(t *testing.T, mode string, cuts int) {
 	errs := make(chan error, len(visitors))
 	var wg sync.WaitGroup
 	for i := range visitors {
-		v := &cutVisitor{loader: loader{site: site.Key, name: fmt.Sprintf("%s%02d", mode, i), acked: map[string]int64{}}, life: map[string]int{}, convs: map[int64]string{}}
+		v := &cutVisitor{loader: loader{site: site.Key, name: fmt.Sprintf("%s%02d", mode, i), acked: map[string]int64{},
+			mayLoseVisitor: mode == "normal"}, life: map[string]int{}, convs: map[int64]string{}}
+		v.onAck = func(clientID string, ack edgetest.Frame) {
+			v.life[clientID] = int(life.Load())
+			if ack.ConversationID != nil {
+				v.convs[*ack.ConversationID] = v.token
+			}
+		}
 		visitors[i] = v
 		wg.Go(func() {
-			if err := v.run(t, w, &total, &life, mode == "normal"); err != nil {
+			if err := v.run(t, w, &total); err != nil {
 				t.Errorf("visitor %s stopped: %v", v.name, err) // now: the load may stall without it
 				errs <- err
 			}
@@ -168,7 +174,7 @@ func runPowerCuts(t *testing.T, mode string, cuts int) {
 	db, err := sqlite3.Open(backing + "/spookat.db")
 	testkit.NoErr(t, err)
 	defer db.Close()
-	if ok := queryText(t, db, `PRAGMA integrity_check`); ok != "ok" {
+	if ok := edgetest.QueryText(t, db, `PRAGMA integrity_check`); ok != "ok" {
 		t.Fatalf("integrity_check: %s", ok)
 	}
 	stored := map[string]bool{}
@@ -250,75 +256,4 @@ func runPowerCuts(t *testing.T, mode string, cuts int) {
 	if undelivered > 0 {
 		t.Errorf("-sync %s: %d deliveries of stored messages never made", mode, undelivered)
 	}
-}
-
-func queryText(t *testing.T, db *sqlite3.Conn, sql string) string {
-	t.Helper()
-	st, _, err := db.Prepare(sql)
-	testkit.NoErr(t, err)
-	defer st.Close()
-	st.Step()
-	return st.ColumnText(0)
-}
-
-// run is loader.run for power cuts: a visitor a cut took gets a new token (-sync normal),
-// and every ack is marked with the life it came in.
-func (v *cutVisitor) run(t *testing.T, w *world, total, life *atomic.Int64, mayLose bool) error {
-	l := &v.loader
-	for !w.stop.Load() {
-		addr, gen := w.current()
-		if gen < 0 {
-			return nil
-		}
-		ws, _, err := edgetest.DialRaw(addr, l.site, l.token, "http://cut.test")
-		if err != nil {
-			w.waitNext(gen)
-			continue
-		}
-		c := &edgetest.Client{WS: ws}
-		hello, err := c.ReadErr(5 * time.Second)
-		if err != nil {
-			ws.Close()
-			w.waitNext(gen)
-			continue
-		}
-		if l.token != "" && hello.Visitor != l.token {
-			if !mayLose {
-				ws.Close()
-				return fmt.Errorf("%s: token %s not recognised after a cut with -sync full", l.name, l.token)
-			}
-			v.tokens++
-		}
-		l.token = hello.Visitor
-		for !w.stop.Load() || l.pending != "" {
-			if l.pending == "" {
-				l.seq++
-				l.pending = fmt.Sprintf("%s-%d", l.name, l.seq)
-			}
-			if err := ws.WriteJSON(map[string]string{"type": "message", "client_id": l.pending, "text": "text of " + l.pending}); err != nil {
-				break
-			}
-			f, err := c.ReadErr(10 * time.Second)
-			if err != nil {
-				break
-			}
-			if f.Type != "ack" || f.ClientID != l.pending {
-				ws.Close()
-				return fmt.Errorf("%s: got %+v while waiting for the ack of %s", l.name, f, l.pending)
-			}
-			l.acked[l.pending] = f.MessageID
-			v.life[l.pending] = int(life.Load())
-			if f.ConversationID != nil {
-				v.convs[*f.ConversationID] = l.token
-			}
-			l.pending = ""
-			total.Add(1)
-		}
-		ws.Close()
-		if w.stop.Load() && l.pending == "" {
-			return nil
-		}
-		w.waitNext(gen)
-	}
-	return nil
 }

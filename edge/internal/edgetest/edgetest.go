@@ -286,6 +286,20 @@ func QueryInt(t testing.TB, db *sqlite3.Conn, sql string, args ...int64) int64 {
 	return st.ColumnInt64(0)
 }
 
+// QueryText runs a one-text query (PRAGMA integrity_check, say).
+func QueryText(t testing.TB, db *sqlite3.Conn, sql string) string {
+	t.Helper()
+	st, _, err := db.Prepare(sql)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if !st.Step() {
+		t.Fatalf("%s: no row (%v)", sql, st.Err())
+	}
+	return st.ColumnText(0)
+}
+
 // Metric reads one series from an edge's /metrics (addr: its metrics address), e.g. `spookat_publish_backlog` or
 // `spookat_results_rejected_total{reason="site_mismatch"}`.
 func Metric(addr, series string) (float64, bool) {
