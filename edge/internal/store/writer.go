@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"runtime"
-	"slices"
 	"time"
 
 	"github.com/ncruces/go-sqlite3"
@@ -319,8 +318,9 @@ const convSet = `UPDATE conversations SET last_message_id = ?2, updated_at = ?3,
 func (s *Store) runTx(batch []request, start time.Time, persistWatermark bool) (committed []Committed, err error) {
 	now := start.UnixMilli()
 	tx := &Tx{c: s.w, stmts: &s.wstmts, now: now, ids: &s.ids}
-	msgs, newConvs := 0, 0
+	msgs, newConvs, durable := 0, 0, false
 	for i := range batch {
+		durable = durable || batch[i].durable
 		if m := batch[i].msg; m != nil {
 			msgs++
 			if m.ConversationID == 0 {
@@ -329,22 +329,24 @@ func (s *Store) runTx(batch []request, start time.Time, persistWatermark bool) (
 		}
 	}
 	before := s.ids
+	defer func() {
+		if err != nil {
+			s.ids = before // nothing of this commit was given out
+		}
+	}()
 	raise := s.ids.reserve(int64(msgs), int64(newConvs))
-	if !s.opts.SyncFull && (raise || slices.ContainsFunc(batch, func(r request) bool { return r.durable })) {
+	if !s.opts.SyncFull && (raise || durable) {
 		if err := tx.exec(`PRAGMA synchronous=FULL`); err != nil {
-			s.ids = before
 			return nil, err
 		}
 		defer func() { _ = s.w.Exec(`PRAGMA synchronous=NORMAL`) }()
 	}
 	if err := tx.exec(`BEGIN IMMEDIATE`); err != nil {
-		s.ids = before
 		return nil, err
 	}
 	defer func() {
 		if err != nil {
 			_ = s.w.Exec(`ROLLBACK`)
-			s.ids = before // nothing of this commit was given out
 		}
 	}()
 	if raise {
