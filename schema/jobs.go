@@ -74,7 +74,16 @@ type Job struct {
 	// Transcript is set on the email job of a transcript request (To is the visitor): the
 	// conversation as the visitor saw it, without internal notes.
 	Transcript *Transcript `json:"transcript,omitempty"`
+	// MaybeRepeat says the job may have been delivered before: the edge published it again
+	// after a crash (its replay), or JetStream had handed it to a worker before (the worker
+	// sets it; a power cut can take a worker's acknowledgements with it). A chat post of such
+	// a job is marked as a possible repeat; a webhook repeats its webhook-id.
+	MaybeRepeat bool `json:"maybe_repeat,omitempty"`
 }
+
+// RepeatMark ends the line of a chat post whose job may have been posted before
+// (Job.MaybeRepeat), so an operator reading two copies knows which one to ignore.
+const RepeatMark = "↻ possible repeat"
 
 // Transcript is a conversation as emailed to its visitor.
 type Transcript struct {
@@ -106,7 +115,7 @@ func DecodeJob(b []byte, j *Job) error {
 }
 
 var jobFields = []string{"id", "lane", "target", "site_id", "conversation_id", "message_id", "author",
-	"name", "text", "created_at", "kind", "first", "reopened", "inbox_url", "to", "file", "context", "transcript"}
+	"name", "text", "created_at", "kind", "first", "reopened", "inbox_url", "to", "file", "context", "transcript", "maybe_repeat"}
 
 func (j *Job) field(b, key []byte, i int) (int, bool) {
 	if next, ok := fastjson.Null(b, i); ok {
@@ -146,6 +155,8 @@ func (j *Job) field(b, key []byte, i int) (int, bool) {
 		j.InboxURL, i, ok = fastjson.String(b, i)
 	case "to":
 		j.To, i, ok = fastjson.String(b, i)
+	case "maybe_repeat":
+		j.MaybeRepeat, i, ok = fastjson.Bool(b, i)
 	case "created_at":
 		var s string
 		if s, i, ok = fastjson.String(b, i); ok {
@@ -212,6 +223,9 @@ func AppendJob(b []byte, j *Job) []byte {
 	if j.Transcript != nil { // rare: one per request of a visitor
 		t, _ := json.Marshal(j.Transcript) // strings, ints and times: it cannot fail
 		b = append(append(b, `,"transcript":`...), t...)
+	}
+	if j.MaybeRepeat {
+		b = append(b, `,"maybe_repeat":true`...)
 	}
 	return append(b, '}')
 }

@@ -132,7 +132,7 @@ func TestAppendJobMatchesEncodingJSON(t *testing.T) {
 			Text: "Hello <b> \"you\" \n é 😀 \u2028 \x01 \xff", CreatedAt: at, First: true, Reopened: true, InboxURL: "https://x.test/app/#/conversations/2?a=1&b=2",
 			Context: &VisitorContext{URL: "https://x.test/p?a=1&b=<2>", Title: "Prix \u2028 é", Browser: "Chrome 131 on macOS", At: 1}},
 		{ID: "m9.email", Lane: LaneEmail, Target: TargetEmail, SiteID: 7, ConversationID: 8, MessageID: 9, Author: "operator",
-			Name: "Ann", Text: "", CreatedAt: at.In(time.FixedZone("x", 3600)), To: "v@example.com"},
+			Name: "Ann", Text: "", CreatedAt: at.In(time.FixedZone("x", 3600)), To: "v@example.com", MaybeRepeat: true},
 		{ID: "m10.discord", Lane: LaneChat, Target: TargetDiscord, SiteID: 7, ConversationID: 8, MessageID: 10, Author: "visitor",
 			CreatedAt: at, File: &File{ID: "k", Name: `shot "1".png`, Type: "image/png", Size: 4096, URL: "https://x.test/v1/files/k?exp=1&sig=a%2B"}},
 		{ID: "m11.email", Lane: LaneEmail, Target: TargetEmail, SiteID: 7, ConversationID: 8, MessageID: 11, Author: "system",

@@ -85,6 +85,17 @@ func DeadSubject(lane string, siteID, conversationID int64) string {
 	return "dead." + lane + "." + conversationTokens(siteID, conversationID)
 }
 
+// KeyUncleanStart is the SITES key under which the edge, started after its last run crashed
+// or lost its power, says when it started (its payload UncleanStart, signed as a site's is):
+// the embedded JetStream may have lost acknowledgements of jobs delivered just before, so a
+// worker marks the jobs of JOBS messages stored before then as possible repeats.
+const KeyUncleanStart = "edge.unclean-start"
+
+// UncleanStart is the payload under KeyUncleanStart.
+type UncleanStart struct {
+	At time.Time `json:"at"`
+}
+
 // SiteKey is a site's key in the SITES bucket.
 func SiteKey(siteID int64) string { return "site." + strconv.FormatInt(siteID, 10) }
 

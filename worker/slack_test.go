@@ -2,6 +2,7 @@ package worker_test
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -182,4 +183,41 @@ func TestSlackStatusMarksTheParent(t *testing.T) {
 		t.Fatalf("a status change without a thread posted: %d posts, want 3", n)
 	}
 	w.stop(t)
+}
+
+// A job that may have been delivered before says so in its post: the edge's replay marked it,
+// or it was stored in JOBS before an edge started after a crash or power cut (whose JetStream
+// may have lost the acknowledgements). A job stored after that start is posted plain.
+func TestSlackMarksPossibleRepeats(t *testing.T) {
+	e := newEnv(t, mock.SlackOptions{})
+	e.putSite(schema.SiteDelivery{SiteID: 1, Name: "Acme", SlackToken: "xoxb-1", SlackChannel: "C1"})
+
+	replayed := job(schema.TargetSlack, 1, 1, 100, true, marker(1, 0))
+	replayed.MaybeRepeat = true
+	before := job(schema.TargetSlack, 1, 2, 101, true, marker(2, 0))
+	e.publish(replayed, before)
+
+	body, err := json.Marshal(schema.UncleanStart{At: time.Now()})
+	testkit.NoErr(t, err)
+	kv, err := e.js.KeyValue(context.Background(), schema.BucketSites)
+	testkit.NoErr(t, err)
+	_, err = kv.Put(context.Background(), schema.KeyUncleanStart, e.auth.SignSite(schema.KeyUncleanStart, body))
+	testkit.NoErr(t, err)
+	// A value not signed by the edge is ignored: it would otherwise mark every job.
+	forged, _ := json.Marshal(schema.UncleanStart{At: time.Now().Add(time.Hour)})
+	_, err = kv.Put(context.Background(), schema.KeyUncleanStart+".x", forged)
+	testkit.NoErr(t, err)
+
+	after := job(schema.TargetSlack, 1, 3, 102, true, marker(3, 0))
+	e.publish(after)
+	w := e.start(e.config())
+	defer w.stop(t)
+
+	testkit.WaitFor(t, "3 posts", 10*time.Second, func() bool { return e.slack.Count() == 3 })
+	for _, p := range e.slack.Posts() {
+		want := !strings.Contains(p.Text, marker(3, 0))
+		if got := strings.Contains(p.Text, schema.RepeatMark); got != want {
+			t.Errorf("marked %v, want %v: %q", got, want, p.Text)
+		}
+	}
 }

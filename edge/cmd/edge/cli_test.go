@@ -400,3 +400,42 @@ func TestCLIFlagPlaceholdersAreOneWord(t *testing.T) {
 		}
 	}
 }
+
+// The disaster drill of the RUNBOOK, as its commands: a backup of a serving edge, a restore
+// elsewhere, which refuses the running edge's directory and answers what to do.
+func TestCLIBackupAndRestore(t *testing.T) {
+	bin := edgetest.Bin(t, "edge")
+	data := t.TempDir()
+	edgetest.StartProc(t, bin, data)
+	site := edgetest.AddSite(t, data, &store.Site{Name: "drill", Origins: []string{"http://drill.test"}})
+	archive := filepath.Join(t.TempDir(), "spookat.tar.gz")
+	out := edgetest.Admin(t, bin, data, "backup", "-out", archive)
+	if !regexp.MustCompile(`^backup .*spookat.tar.gz: 0 messages \(last id 0\), 0 attachment files, schema \d+, \d+ bytes, taken `).MatchString(out) {
+		t.Errorf("backup said %q", out)
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"backup"}, "-out is required"},
+		{[]string{"restore", "-from", archive}, "-from and -data are required"},
+		{[]string{"restore", "-from", archive, "-data", data}, "an edge is running on"},
+		{[]string{"restore", "-from", filepath.Join(data, store.FileName), "-data", t.TempDir()}, "not a spookat backup"},
+	} {
+		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
+			b, err := exec.Command(bin, c.args...).CombinedOutput()
+			if err == nil || !strings.Contains(string(b), c.want) {
+				t.Fatalf("%v: %s, want an error saying %q", err, b, c.want)
+			}
+		})
+	}
+	restored := t.TempDir()
+	b, err := exec.Command(bin, "restore", "-from", archive, "-data", restored).CombinedOutput()
+	if err != nil || !strings.Contains(string(b), "start the edge with -data "+restored) {
+		t.Fatalf("restore: %v %s", err, b)
+	}
+	list := edgetest.Admin(t, bin, restored, "site", "list")
+	if !strings.Contains(list, site.Key) {
+		t.Errorf("the restored directory lacks the site: %s", list)
+	}
+}

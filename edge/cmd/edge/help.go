@@ -41,6 +41,8 @@ func commands() []command {
 		{"creds edge", "[-expires 1h] -out FILE", "the edge's own NATS credentials (external NATS, one-off replays)", role(schema.RoleEdge)},
 		{"creds list", "[-json]", "every NATS credential issued, and which are revoked", credsList},
 		{"creds revoke", "-key U… | -id ID", "revoke one NATS credential, or every one of a worker", credsRevoke},
+		{"backup", "-out FILE", "one archive of the database, attachments and keys, while the edge serves", backupCmd},
+		{"restore", "-from FILE -data DIR", "make a data directory from a backup (never under a running edge)", restoreCmd},
 		{"nats-config", "-out FILE", "what a NATS cluster needs to trust this edge", natsConfig},
 		{"help", "[command]", "this list, or one command's flags", help},
 	}

@@ -78,6 +78,7 @@ func Build(c *store.Committed, env Env) []schema.Job {
 			File:           file,
 			Context:        started,
 			InboxURL:       env.InboxURL,
+			MaybeRepeat:    c.Replayed,
 		}
 		if target == schema.TargetEmail {
 			jobs[i].To = replyTo
@@ -94,7 +95,7 @@ func transcriptJob(c *store.Committed) []schema.Job {
 	}
 	return []schema.Job{{ID: schema.JobID(c.MessageID, schema.TargetEmail), Lane: schema.LaneEmail, Target: schema.TargetEmail,
 		SiteID: c.SiteID, ConversationID: c.ConversationID, MessageID: c.MessageID, Author: c.Author, Name: c.Name, Text: c.Text,
-		CreatedAt: time.UnixMilli(c.CreatedAt).UTC(), Kind: c.Kind, To: c.VisitorEmail, Transcript: c.Transcript}}
+		CreatedAt: time.UnixMilli(c.CreatedAt).UTC(), Kind: c.Kind, To: c.VisitorEmail, Transcript: c.Transcript, MaybeRepeat: c.Replayed}}
 }
 
 // withoutSlack drops the Slack target (in place: Targets returns a fresh slice).

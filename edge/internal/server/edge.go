@@ -70,8 +70,10 @@ type Edge struct {
 	store      *store.Store
 	auth       *natsauth.Authority
 	nats       *broker.Broker
-	js         jetstream.JetStream
-	sites      *sites.Registry
+	// natsStarted: JOBS messages stored before it predate this start (MarkUncleanStart).
+	natsStarted time.Time
+	js          jetstream.JetStream
+	sites       *sites.Registry
 
 	background     sync.WaitGroup
 	stopBackground context.CancelFunc
@@ -84,6 +86,7 @@ type Edge struct {
 	app         *fiber.App
 	listener    *sockets.Listener
 	draining    atomic.Bool
+	serving     atomic.Bool // every stage started: /readyz may say ready (the admin socket is last)
 	serveErr    chan error
 
 	stopAdmin context.CancelFunc
@@ -159,6 +162,7 @@ func (e *Edge) Start(ctx context.Context) error {
 		}
 	}
 	e.served = true
+	e.serving.Store(true)
 	e.log.Info("edge serving", "addr", e.listener.Addr().String(), "metrics", metricsAddr(e.metricsSrv), "max_sockets", e.listener.Max,
 		"nats", e.nats.ClientURL(), "embedded_nats", e.nats.Embedded(), "worker_inproc", e.cfg.InprocWorker, "data", e.cfg.DataDir)
 	if e.cfg.Ready != nil {
@@ -256,6 +260,9 @@ func (e *Edge) openStore(context.Context) error {
 		return err
 	}
 	e.store = st
+	if st.PreMigration != "" {
+		e.log.Info("the database was copied before its migration", "copy", st.PreMigration)
+	}
 	st.SetObservers(func(n int) { m.CommitBatch.Observe(float64(n)) },
 		func(d time.Duration) { m.CommitDuration.Observe(d.Seconds()) })
 	m.WAL(st.WALBytes, func() (int64, int64, time.Duration) {
@@ -299,6 +306,7 @@ func (e *Edge) startNATS(ctx context.Context) error {
 	}
 	e.auth = auth
 	cfg := e.cfg
+	e.natsStarted = time.Now()
 	br, err := broker.Start(ctx, broker.Options{
 		Listen: cfg.NATSListen, Monitor: cfg.NATSMonitor, URL: cfg.NATSURL, DataDir: cfg.DataDir,
 		Replicas: cfg.Replicas, Auth: auth, Creds: cfg.NATSCreds, TLS: cfg.NATSTLS, Insecure: cfg.NATSInsecure, Log: e.log,
@@ -373,6 +381,15 @@ func (e *Edge) loadSites(ctx context.Context) error {
 	}
 	if err := reg.Mirror(ctx, kv, e.auth, e.log); err != nil {
 		return fmt.Errorf("mirror sites to %s: %w", schema.BucketSites, err)
+	}
+	if e.store.Unclean() && e.cfg.NATSURL == "" {
+		// The embedded JetStream went down with the last run: acknowledgements of jobs
+		// delivered just before may be gone, and those jobs will come again. Before the
+		// in-process worker starts, so that it marks them from the first.
+		e.log.Warn("the last run did not stop cleanly; workers mark the jobs stored before this start as possible repeats")
+		if err := reg.MarkUncleanStart(ctx, e.natsStarted); err != nil {
+			return fmt.Errorf("tell workers of an unclean start: %w", err)
+		}
 	}
 	return nil
 }

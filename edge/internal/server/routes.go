@@ -61,6 +61,8 @@ func (e *Edge) routes() *fiber.App {
 	app.Get("/healthz", func(c *fiber.Ctx) error { return c.SendString("ok") })
 	app.Get("/readyz", func(c *fiber.Ctx) error {
 		switch {
+		case !e.serving.Load():
+			return c.Status(fiber.StatusServiceUnavailable).SendString("starting")
 		case e.draining.Load():
 			return c.Status(fiber.StatusServiceUnavailable).SendString("stopping")
 		case !e.nats.Ready():

@@ -59,7 +59,8 @@ type Registry struct {
 	mu     sync.Mutex // serialises writers
 	kv     jetstream.KeyValue
 	signer Signer
-	put    map[int64][]byte // the value last put for each site
+	put    map[int64][]byte  // the value last put for each site
+	facts  map[string][]byte // the edge's other keys (schema.KeyUncleanStart): the value put
 	log    *slog.Logger
 	br     *brakes.Brakes
 }
@@ -178,6 +179,24 @@ func (r *Registry) Mirror(ctx context.Context, kv jetstream.KeyValue, signer Sig
 	return nil
 }
 
+// MarkUncleanStart tells the workers that this edge started at at after a run that crashed or
+// lost its power (schema.KeyUncleanStart). Call it after Mirror.
+func (r *Registry) MarkUncleanStart(ctx context.Context, at time.Time) error {
+	body, err := json.Marshal(schema.UncleanStart{At: at})
+	if err != nil {
+		return err
+	}
+	val := r.signer.SignSite(schema.KeyUncleanStart, body)
+	r.mu.Lock()
+	if r.facts == nil {
+		r.facts = make(map[string][]byte)
+	}
+	r.facts[schema.KeyUncleanStart] = val // before the put: the guard may see it first
+	r.mu.Unlock()
+	_, err = r.kv.Put(ctx, schema.KeyUncleanStart, val)
+	return err
+}
+
 func (r *Registry) guard(ctx context.Context, w jetstream.KeyWatcher) {
 	defer w.Stop()
 	for e := range w.Updates() {
@@ -187,6 +206,9 @@ func (r *Registry) guard(ctx context.Context, w jetstream.KeyWatcher) {
 		id, err := strconv.ParseInt(strings.TrimPrefix(e.Key(), "site."), 10, 64)
 		r.mu.Lock()
 		want, known := r.put[id]
+		if fact, ok := r.facts[e.Key()]; ok {
+			want, known, err = fact, true, nil
+		}
 		foreign := err != nil || !known || e.Operation() != jetstream.KeyValuePut || !bytes.Equal(e.Value(), want)
 		if foreign {
 			r.log.Warn("SITES written by someone other than the edge; putting back what the edge holds", "key", e.Key(), "op", e.Operation().String())

@@ -58,6 +58,10 @@ type Committed struct {
 	// or dead): a replay after a crash publishes no job for them again. Only a replay reads
 	// them; a fresh commit has none.
 	Done []string
+	// Replayed marks a record Unpublished read back: its jobs may have gone out before the
+	// crash (a delivery whose record the crash or a power cut took), so they travel marked
+	// as possible repeats.
+	Replayed bool
 }
 
 // stmtFunc hands out a cached prepared statement: the writer's (Tx.Stmt) or a reader's

@@ -87,6 +87,10 @@ func TestCommittedCarriesJobFacts(t *testing.T) {
 	}
 	for i := range live {
 		live[i].Origin = nil // the sender's connection: not stored
+		if live[i].Replayed || !replayed[i].Replayed {
+			t.Errorf("message %d: Replayed %v live, %v replayed", i+1, live[i].Replayed, replayed[i].Replayed)
+		}
+		live[i].Replayed = true
 	}
 	// A replay reads the facts as they stand then: the address left since is on the earlier
 	// reply too.

@@ -15,13 +15,14 @@ type ids struct {
 const idBlock = 100_000
 
 func (s *Store) loadIDs() error {
-	st, _, err := s.w.Prepare(`SELECT messages, conversations FROM id_limits WHERE id = 1`)
+	st, _, err := s.w.Prepare(`SELECT messages, conversations, running FROM id_limits WHERE id = 1`)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
 	if st.Step() {
 		s.ids.msgLimit, s.ids.convLimit = st.ColumnInt64(0), st.ColumnInt64(1)
+		s.unclean = st.ColumnInt64(2) != 0
 	}
 	if err := st.Err(); err != nil {
 		return err

@@ -106,6 +106,7 @@ func (s *Store) Unpublished(ctx context.Context, after int64, fn func([]Committe
 			}
 			for i := range batch {
 				c := &batch[i]
+				c.Replayed = true
 				if err := addJobFacts(q.Stmt, c); err != nil {
 					return err
 				}

@@ -13,6 +13,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -64,6 +66,10 @@ type Options struct {
 type Store struct {
 	path string
 	opts Options
+	// PreMigration is the copy of the database taken before this open migrated it ("": none).
+	PreMigration string
+	// unclean: the last run did not close the store (see Unclean).
+	unclean bool
 
 	w      *sqlite3.Conn // the write connection; used only by the writer goroutine
 	wstmts stmtCache
@@ -162,7 +168,7 @@ func Open(dir string, opts Options) (*Store, error) {
 		w.Close()
 		return nil, fmt.Errorf("configure %s: %w", s.path, err)
 	}
-	if err := migrate(w); err != nil {
+	if s.PreMigration, err = migrate(w, dir); err != nil {
 		w.Close()
 		return nil, err
 	}
@@ -181,6 +187,11 @@ func Open(dir string, opts Options) (*Store, error) {
 		return nil, err
 	}
 	if err := s.loadIDs(); err != nil {
+		w.Close()
+		return nil, err
+	}
+	// Synced whatever -sync says: a cut right after this start must still find it set.
+	if err := w.Exec(`PRAGMA synchronous=FULL; UPDATE id_limits SET running = 1 WHERE id = 1; PRAGMA synchronous=` + sync); err != nil {
 		w.Close()
 		return nil, err
 	}
@@ -236,25 +247,35 @@ func chmodExisting(mode os.FileMode, paths ...string) error {
 func (s *Store) Path() string { return s.path }
 
 // migrate applies the migrations above PRAGMA user_version, each in its own transaction.
-func migrate(c *sqlite3.Conn) error {
+func migrate(c *sqlite3.Conn, dir string) (copied string, err error) {
 	migrations, err := schema.Migrations()
 	if err != nil {
-		return err
+		return "", err
 	}
+	inUse := -1 // the version the file had before this open: 0 for a new one
 	for _, m := range migrations {
 		stmt, _, err := c.Prepare(`PRAGMA user_version`)
 		if err != nil {
-			return err
+			return copied, err
 		}
 		stmt.Step()
 		have := stmt.ColumnInt(0)
 		stmt.Close()
+		if inUse < 0 {
+			inUse = have
+		}
 		if m.Version <= have {
 			continue
 		}
+		if inUse > 0 && copied == "" {
+			// A database in use is about to change: keep it as it was first.
+			if copied, err = copyBeforeMigration(c, dir, have, migrations[len(migrations)-1].Version); err != nil {
+				return "", err
+			}
+		}
 		tx, err := c.BeginImmediate()
 		if err != nil {
-			return err
+			return copied, err
 		}
 		err = c.Exec(m.SQL)
 		if err == nil {
@@ -262,13 +283,63 @@ func migrate(c *sqlite3.Conn) error {
 		}
 		if err != nil {
 			tx.Rollback()
-			return fmt.Errorf("migration %s: %w", m.Name, err)
+			return copied, fmt.Errorf("migration %s: %w", m.Name, err)
 		}
 		if err := tx.Commit(); err != nil {
-			return fmt.Errorf("migration %s: %w", m.Name, err)
+			return copied, fmt.Errorf("migration %s: %w", m.Name, err)
 		}
 	}
-	return nil
+	return copied, nil
+}
+
+// BackupsDir is the data directory's folder of the copies taken before migrations.
+const BackupsDir = "backups"
+
+// keepPreMigration is how many copies taken before migrations are kept (the newest).
+const keepPreMigration = 3
+
+// copyBeforeMigration writes a copy of the database (VACUUM INTO, synced) to
+// backups/pre-<to>-from-<from>-<time>.db and drops the older such copies past keepPreMigration.
+func copyBeforeMigration(c *sqlite3.Conn, dir string, from, to int) (string, error) {
+	folder := filepath.Join(dir, BackupsDir)
+	if err := os.MkdirAll(folder, 0o700); err != nil {
+		return "", err
+	}
+	name := filepath.Join(folder, fmt.Sprintf("pre-%d-from-%d-%s.db", to, from, time.Now().UTC().Format("20060102T150405.000000Z")))
+	if err := c.Exec(`VACUUM INTO '` + strings.ReplaceAll(name, "'", "''") + `'`); err != nil {
+		return "", fmt.Errorf("copy the database before migrating it to version %d: %w", to, err)
+	}
+	if err := os.Chmod(name, 0o600); err != nil {
+		return "", err
+	}
+	if err := syncFile(name); err != nil {
+		return "", err
+	}
+	old, _ := filepath.Glob(filepath.Join(folder, "pre-*.db"))
+	sort.Strings(old)
+	sort.SliceStable(old, func(i, j int) bool { return modTime(old[i]).Before(modTime(old[j])) })
+	for len(old) > keepPreMigration {
+		_ = os.Remove(old[0])
+		old = old[1:]
+	}
+	return name, schema.SyncDir(folder)
+}
+
+func modTime(name string) time.Time {
+	st, err := os.Stat(name)
+	if err != nil {
+		return time.Time{}
+	}
+	return st.ModTime()
+}
+
+func syncFile(name string) error {
+	f, err := os.Open(name)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return f.Sync()
 }
 
 func (s *Store) loadWatermark() error {
@@ -327,6 +398,10 @@ func (s *Store) SaveCut(through int64, done func(error)) {
 // after a crash (JetStream's duplicate window drops those repeats).
 func (s *Store) SetWatermark(through int64) { s.watermark.Store(through) }
 
+// Unclean reports that the last run did not close the store: it crashed, was killed or lost
+// its power.
+func (s *Store) Unclean() bool { return s.unclean }
+
 // Close stops accepting writes, commits what is queued, persists the watermark and closes.
 func (s *Store) Close() error {
 	s.mu.Lock()
@@ -341,7 +416,7 @@ func (s *Store) Close() error {
 	<-s.done
 	// A clean stop: every id given out is committed, so the next start may begin right after
 	// them instead of at the limits (no gap in the ids after a restart).
-	_ = s.w.Exec(fmt.Sprintf(`UPDATE id_limits SET messages = %d, conversations = %d WHERE id = 1`, s.ids.nextMsg, s.ids.nextConv))
+	_ = s.w.Exec(fmt.Sprintf(`UPDATE id_limits SET messages = %d, conversations = %d, running = 0 WHERE id = 1`, s.ids.nextMsg, s.ids.nextConv))
 	<-s.ckptDone
 	return s.closeConns()
 }

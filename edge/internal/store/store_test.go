@@ -3,10 +3,13 @@ package store
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/ncruces/go-sqlite3"
 
 	"spookat/schema"
 	"spookat/schema/testkit"
@@ -226,5 +229,73 @@ func TestFlushReturnsAfterListeners(t *testing.T) {
 		if got := handed.Load() - before; got != 10 {
 			t.Fatalf("round %d: Flush returned with %d of the 10 messages before it handed to the listeners", round, got)
 		}
+	}
+}
+
+// A start knows whether the last run closed the store: the edge then tells the workers that
+// jobs stored before it may be repeats.
+func TestUncleanSaysTheLastRunDidNotClose(t *testing.T) {
+	dir := t.TempDir()
+	s := openTest(t, dir, Options{})
+	if s.Unclean() {
+		t.Error("a new file: unclean")
+	}
+	testkit.NoErr(t, s.Close())
+	s = openTest(t, dir, Options{})
+	if s.Unclean() {
+		t.Error("after a clean stop: unclean")
+	}
+	// A run that never closes (killed): the next start, on the same file, finds it running.
+	crashed := s
+	s = openTest(t, dir, Options{})
+	if !s.Unclean() {
+		t.Error("after a run that did not close: clean")
+	}
+	testkit.NoErr(t, s.Close())
+	testkit.NoErr(t, crashed.Close())
+	s = openTest(t, dir, Options{})
+	defer s.Close()
+	if s.Unclean() {
+		t.Error("after the clean stop that followed: unclean")
+	}
+}
+
+// A database about to be migrated is copied first, as it was; the newest few copies are kept.
+func TestMigrationCopiesTheDatabaseFirst(t *testing.T) {
+	dir := t.TempDir()
+	s := openTest(t, dir, Options{})
+	if s.PreMigration != "" {
+		t.Errorf("a new database was copied: %s", s.PreMigration)
+	}
+	addSite(t, s)
+	testkit.NoErr(t, s.Close())
+	migs, err := schema.Migrations()
+	testkit.NoErr(t, err)
+	latest := migs[len(migs)-1].Version
+	for range keepPreMigration + 1 {
+		// Back to the version before the last migration, as an older edge left it.
+		c, err := sqlite3.Open(filepath.Join(dir, FileName))
+		testkit.NoErr(t, err)
+		testkit.NoErr(t, c.Exec(fmt.Sprintf(`ALTER TABLE id_limits DROP COLUMN running; PRAGMA user_version = %d`, latest-1)))
+		testkit.NoErr(t, c.Close())
+		s = openTest(t, dir, Options{})
+		if s.PreMigration == "" {
+			t.Fatal("no copy before the migration")
+		}
+		testkit.NoErr(t, s.Close())
+		c, err = sqlite3.Open(s.PreMigration)
+		testkit.NoErr(t, err)
+		st, _, err := c.Prepare(`SELECT (SELECT user_version FROM pragma_user_version), (SELECT count(*) FROM sites)`)
+		testkit.NoErr(t, err)
+		st.Step()
+		if v, n := st.ColumnInt(0), st.ColumnInt(1); v != latest-1 || n != 1 {
+			t.Errorf("the copy is at version %d with %d sites, want %d with 1", v, n, latest-1)
+		}
+		st.Close()
+		c.Close()
+	}
+	copies, _ := filepath.Glob(filepath.Join(dir, BackupsDir, "pre-*.db"))
+	if len(copies) != keepPreMigration {
+		t.Errorf("%d copies kept, want %d: %v", len(copies), keepPreMigration, copies)
 	}
 }

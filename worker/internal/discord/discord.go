@@ -164,6 +164,13 @@ func header(site *schema.SiteDelivery, j *schema.Job) string {
 }
 
 func line(j *schema.Job) string {
+	if j.MaybeRepeat {
+		return statusOrText(j) + " *(" + schema.RepeatMark + ")*"
+	}
+	return statusOrText(j)
+}
+
+func statusOrText(j *schema.Job) string {
 	switch j.Kind {
 	case schema.KindClosed:
 		return "✅ *" + j.Text + "*"

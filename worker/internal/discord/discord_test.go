@@ -59,3 +59,21 @@ func TestErrorsHoldNoToken(t *testing.T) {
 		})
 	}
 }
+
+func TestLineMarksAPossibleRepeat(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		job  schema.Job
+		want string
+	}{
+		{"message", schema.Job{Name: "Ann", Text: "hi"}, "Ann: hi"},
+		{"repeat", schema.Job{Name: "Ann", Text: "hi", MaybeRepeat: true}, "Ann: hi *(" + schema.RepeatMark + ")*"},
+		{"status repeat", schema.Job{Kind: schema.KindClosed, Text: "Closed by Ann", MaybeRepeat: true}, "✅ *Closed by Ann* *(" + schema.RepeatMark + ")*"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := line(&tc.job); got != tc.want {
+				t.Errorf("line = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}

@@ -170,6 +170,10 @@ func (l *Lane) receive(s *Partition, gen int, m jetstream.Msg) {
 	}
 	d := &delivery{shard: s, msg: m, seq: meta.Sequence.Stream, touched: time.Now()}
 	attempts := int(meta.NumDelivered) - 1
+	// Handed out before (its worker may have delivered it and lost the ack: a crash, a
+	// partition handed over mid-batch), or stored before an edge started after a crash or
+	// power cut, which may have taken JetStream's record of the delivery with it.
+	maybeRepeat := attempts > 0 || meta.Timestamp.Before(l.env.Sites.UncleanStart())
 	var bad []*item
 	schema.SplitJobs(m.Headers().Get(schema.HeaderJobs) != "", m.Data(), func(line []byte) {
 		it := &item{d: d, data: line, attempts: attempts, pos: pos(d.seq, len(d.items))}
@@ -177,6 +181,9 @@ func (l *Lane) receive(s *Partition, gen int, m jetstream.Msg) {
 		if err := schema.DecodeJob(line, &it.job); err != nil || it.job.ID == "" {
 			// Not a job: nothing can deliver it. Keep it in DEAD for a human.
 			bad = append(bad, it)
+		}
+		if maybeRepeat {
+			it.job.MaybeRepeat = true
 		}
 	})
 	d.left = len(d.items)

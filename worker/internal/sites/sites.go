@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -25,6 +27,18 @@ type Cache struct {
 	log    *slog.Logger
 	mu     sync.RWMutex
 	m      map[int64]*schema.SiteDelivery
+	// uncleanStart is when the edge last started after a crash or power cut (UncleanStart).
+	uncleanStart atomic.Int64 // Unix ns, 0: never
+}
+
+// UncleanStart is when the edge last started after a run that crashed or lost its power
+// (schema.KeyUncleanStart; zero: not since the bucket was made): JOBS messages stored before
+// it may have been delivered already.
+func (c *Cache) UncleanStart() time.Time {
+	if ns := c.uncleanStart.Load(); ns != 0 {
+		return time.Unix(0, ns)
+	}
+	return time.Time{}
 }
 
 // Open starts watching the bucket and returns once the current values are loaded. The watch
@@ -75,6 +89,19 @@ func siteIDOf(key string) (int64, bool) {
 }
 
 func (c *Cache) apply(e jetstream.KeyValueEntry) {
+	if e.Key() == schema.KeyUncleanStart && e.Operation() == jetstream.KeyValuePut {
+		var u schema.UncleanStart
+		payload, err := schema.OpenSite(e.Key(), e.Value(), c.signer)
+		if err == nil {
+			err = json.Unmarshal(payload, &u)
+		}
+		if err != nil {
+			c.log.Warn("SITES value ignored", "key", e.Key(), "err", err)
+			return
+		}
+		c.uncleanStart.Store(u.At.UnixNano())
+		return
+	}
 	id, ok := siteIDOf(e.Key())
 	if !ok {
 		return

@@ -256,6 +256,9 @@ var statusEmoji = map[schema.MessageKind]string{
 }
 
 func writeLine(b *strings.Builder, j *schema.Job) {
+	if j.MaybeRepeat {
+		defer b.WriteString(" _(" + schema.RepeatMark + ")_")
+	}
 	if emoji, ok := statusEmoji[j.Kind]; ok {
 		b.WriteString(emoji)
 		b.WriteString(" _")

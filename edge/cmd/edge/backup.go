@@ -1,0 +1,63 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"time"
+
+	"spookat/edge/internal/backup"
+)
+
+// backupCmd writes one archive of a data directory, whether an edge serves from it or not.
+func backupCmd(args []string) error {
+	fs := flag.NewFlagSet("edge backup", flag.ContinueOnError)
+	dataDir := fs.String("data", "data", "data directory to copy (an edge may be serving from it)")
+	out := fs.String("out", "", "archive to write (.tar.gz; it holds every secret: keep it as you keep the data directory)")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if *out == "" {
+		return errors.New("-out is required: the archive to write, e.g. -out /backup/spookat-$(date +%F).tar.gz")
+	}
+	if err := needData(*dataDir); err != nil {
+		return err
+	}
+	start := time.Now()
+	m, err := backup.Create(context.Background(), *dataDir, *out)
+	if err != nil {
+		return err
+	}
+	st, _ := os.Stat(*out)
+	var size int64
+	if st != nil {
+		size = st.Size()
+	}
+	fmt.Fprintf(stdout, "backup %s: %d messages (last id %d), %d attachment files, schema %d, %d bytes, taken %s in %s\n",
+		*out, m.Messages, m.LastMessageID, m.Files, m.SchemaVersion, size, m.CreatedAt.Format(time.RFC3339), time.Since(start).Round(time.Millisecond))
+	return nil
+}
+
+// restoreCmd makes a data directory from an archive.
+func restoreCmd(args []string) error {
+	fs := flag.NewFlagSet("edge restore", flag.ContinueOnError)
+	from := fs.String("from", "", "archive written by 'edge backup'")
+	dataDir := fs.String("data", "", "data directory to make (no edge may be running on it)")
+	force := fs.Bool("force", false, "the directory holds a database already: move it aside into <data>/replaced-<time>/ and restore")
+	replay := fs.Duration("replay", backup.DefaultReplay, "re-publish the jobs of the messages of this long before the backup whose deliveries it does not record as done")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if *from == "" || *dataDir == "" {
+		return errors.New("-from and -data are required: edge restore -from /backup/spookat.tar.gz -data /var/lib/spookat/data")
+	}
+	m, err := backup.Restore(*from, *dataDir, *force, *replay)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "restored %s into %s: %d messages (last id %d), %d attachment files, taken %s; start the edge with -data %s\n",
+		*from, *dataDir, m.Messages, m.LastMessageID, m.Files, m.CreatedAt.Format(time.RFC3339), *dataDir)
+	return nil
+}
