@@ -15,7 +15,7 @@ PUBLIC_URL ?=
 MODULES := schema edge worker loadgen
 export CGO_ENABLED := 0
 
-.PHONY: build run test vet fmt nats bench clean chromium
+.PHONY: build run test vet fmt nats litestream bench clean chromium
 
 # nats-server is the version the edge embeds (go.mod), as a binary for clusters and the
 # cluster test.
@@ -34,8 +34,9 @@ run: build
 
 # Tests use the binaries (crash tests run bin/edge as a subprocess, the cluster test three
 # bin/nats-server), so build first; a real browser (Debian's chromium) for the widget and
-# inbox tests; the nats CLI for the ops identity's test, as an SRE runs it.
-test: build chromium nats
+# inbox tests; the nats CLI for the ops identity's test, as an SRE runs it; Litestream for the
+# RUNBOOK's disaster drill.
+test: build chromium nats litestream
 	$(GO) vet $(addprefix ./,$(addsuffix /...,$(MODULES)))
 	set -o pipefail; SPOOKAT_BIN=$(BIN) $(GO) test -count=1 -v -timeout 15m $(addprefix ./,$(addsuffix /...,$(MODULES))) 2>&1 \
 		| tee $(BIN)/test.log | awk -f .ci/testsummary.awk
@@ -61,6 +62,13 @@ nats: $(BIN)/nats
 $(BIN)/nats:
 	@mkdir -p $(BIN)
 	GOBIN=$(BIN) $(GO) install github.com/nats-io/natscli/nats@v0.5.0
+
+# Litestream, the version the RUNBOOK's drill is tested with (pure Go: its SQLite is modernc's).
+LITESTREAM_VERSION := v0.5.18
+litestream: $(BIN)/litestream
+$(BIN)/litestream:
+	@mkdir -p $(BIN)
+	GOTOOLCHAIN=local GOBIN=$(BIN) $(GO) install github.com/benbjohnson/litestream/cmd/litestream@$(LITESTREAM_VERSION)
 
 # Debian's chromium for the browser tests, installed when missing (CI runs as root).
 chromium:

@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -224,11 +225,49 @@ func siteList(args []string) error {
 			return printJSON(list)
 		}
 		tw := tabwriter.NewWriter(os.Stdout, 2, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "ID\tKEY\tNAME\tBRAKE\tORIGINS\tTARGETS")
+		fmt.Fprintln(tw, "ID\tKEY\tNAME\tBRAKE\tRETENTION\tORIGINS\tTARGETS")
 		for _, s := range list {
-			fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%s\t%s\n", s.ID, s.Key, s.Name, s.BrakeLevel, strings.Join(s.Origins, " "), strings.Join(s.Targets, " "))
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%s\t%s\t%s\n", s.ID, s.Key, s.Name, s.BrakeLevel, retention(s.RetentionDays), strings.Join(s.Origins, " "), strings.Join(s.Targets, " "))
 		}
 		return tw.Flush()
+	})
+}
+
+// retention says a site's retention in a word.
+func retention(days int) string {
+	if days == 0 {
+		return "forever"
+	}
+	return strconv.Itoa(days) + "d"
+}
+
+// siteRetention sets how long a site keeps an idle conversation.
+func siteRetention(args []string) error {
+	fs := flag.NewFlagSet("edge site retention", flag.ContinueOnError)
+	dataDir := fs.String("data", "data", "data directory")
+	req := admin.RetentionRequest{Days: -1}
+	fs.StringVar(&req.SiteKey, "site", "", "the site's key (required; see edge site list)")
+	fs.IntVar(&req.Days, "days", -1, "delete a conversation, its messages, attachments and visitor this many days after its last message (required; 0: keep forever)")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if req.SiteKey == "" {
+		return errors.New("-site is required, e.g. -site st_… (see `edge site list`)")
+	}
+	if req.Days < 0 {
+		return errors.New("-days is required: the days a conversation is kept after its last message, e.g. -days 365 (0: forever)")
+	}
+	return withAPI(*dataDir, func(ctx context.Context, api admin.API) error {
+		info, err := api.SetRetention(ctx, req)
+		if err != nil {
+			return err
+		}
+		if info.RetentionDays == 0 {
+			fmt.Printf("%s keeps its conversations\n", info.Key)
+		} else {
+			fmt.Printf("%s deletes a conversation %d days after its last message (applied every 10 minutes)\n", info.Key, info.RetentionDays)
+		}
+		return nil
 	})
 }
 

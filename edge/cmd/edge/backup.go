@@ -46,18 +46,23 @@ func restoreCmd(args []string) error {
 	from := fs.String("from", "", "archive written by 'edge backup'")
 	dataDir := fs.String("data", "", "data directory to make (no edge may be running on it)")
 	force := fs.Bool("force", false, "the directory holds a database already: move it aside into <data>/replaced-<time>/ and restore")
-	replay := fs.Duration("replay", backup.DefaultReplay, "re-publish the jobs of the messages of this long before the backup whose deliveries it does not record as done")
+	replay := fs.Duration("replay", backup.DefaultReplay, "re-publish the jobs of the messages of this long before the last one whose deliveries the copy does not record as done")
+	db := fs.String("db", "", "restore this database instead of the archive's (a newer copy, e.g. from 'litestream restore'); the archive gives the keys and attachments")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
 	if *from == "" || *dataDir == "" {
 		return errors.New("-from and -data are required: edge restore -from /backup/spookat.tar.gz -data /var/lib/spookat/data")
 	}
-	m, err := backup.Restore(*from, *dataDir, *force, *replay)
+	m, err := backup.Restore(*from, *dataDir, backup.RestoreOptions{Force: *force, Replay: *replay, DB: *db})
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "restored %s into %s: %d messages (last id %d), %d attachment files, taken %s; start the edge with -data %s\n",
-		*from, *dataDir, m.Messages, m.LastMessageID, m.Files, m.CreatedAt.Format(time.RFC3339), *dataDir)
+	what := "taken " + m.CreatedAt.Format(time.RFC3339)
+	if *db != "" {
+		what = "the database from " + *db
+	}
+	fmt.Fprintf(stdout, "restored %s into %s: %d messages (last id %d), %d attachment files, %s; start the edge with -data %s\n",
+		*from, *dataDir, m.Messages, m.LastMessageID, m.Files, what, *dataDir)
 	return nil
 }

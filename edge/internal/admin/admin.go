@@ -36,6 +36,13 @@ type API interface {
 	ListOperators(ctx context.Context) ([]OperatorInfo, error)
 	AddMember(ctx context.Context, req MemberRequest) (*MemberResult, error)
 	RemoveMember(ctx context.Context, req MemberRequest) (*MemberResult, error)
+	SetRetention(ctx context.Context, req RetentionRequest) (*SiteInfo, error)
+}
+
+// RetentionRequest sets how many days a site keeps an idle conversation (0: forever).
+type RetentionRequest struct {
+	SiteKey string `json:"site_key"`
+	Days    int    `json:"days"`
 }
 
 // SiteInfo is a site as `edge site list` shows it: secrets are reported as set or not.
@@ -46,8 +53,10 @@ type SiteInfo struct {
 	Origins []string `json:"origins"`
 	Targets []string `json:"targets"`
 	// BrakeLevel is the flood brake's level (0: not braked); known only while an edge runs.
-	BrakeLevel int   `json:"brake_level"`
-	CreatedAt  int64 `json:"created_at"`
+	BrakeLevel int `json:"brake_level"`
+	// RetentionDays: conversations idle this long are deleted (0: kept).
+	RetentionDays int   `json:"retention_days"`
+	CreatedAt     int64 `json:"created_at"`
 }
 
 // OperatorRequest adds an operator.
@@ -102,6 +111,27 @@ func (o *Ops) AddSite(ctx context.Context, s *store.Site) (*store.Site, error) {
 	return s, o.publish(ctx, s)
 }
 
+// SetRetention changes a site's retention; the edge's maintenance applies it within a minute.
+func (o *Ops) SetRetention(ctx context.Context, req RetentionRequest) (*SiteInfo, error) {
+	if req.Days < 0 || req.Days > store.MaxRetentionDays {
+		return nil, fmt.Errorf("-days must be between 0 (keep conversations) and %d", store.MaxRetentionDays)
+	}
+	var site *store.Site
+	err := o.Store.WriteDurable(ctx, func(tx *store.Tx) error {
+		var err error
+		site, err = tx.SetRetention(req.SiteKey, req.Days)
+		return err
+	})
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, fmt.Errorf("no site with key %s (see edge site list)", req.SiteKey)
+	}
+	if err != nil {
+		return nil, err
+	}
+	info := InfoOf(site)
+	return &info, nil
+}
+
 func (o *Ops) publish(ctx context.Context, list ...*store.Site) error {
 	if o.Registry == nil {
 		return nil
@@ -111,7 +141,7 @@ func (o *Ops) publish(ctx context.Context, list ...*store.Site) error {
 
 // InfoOf is a site as the CLI shows it: its delivery targets named, no secret.
 func InfoOf(s *store.Site) SiteInfo {
-	info := SiteInfo{ID: s.ID, Key: s.Key, Name: s.Name, Origins: s.Origins, CreatedAt: s.CreatedAt, Targets: []string{}}
+	info := SiteInfo{ID: s.ID, Key: s.Key, Name: s.Name, Origins: s.Origins, CreatedAt: s.CreatedAt, Targets: []string{}, RetentionDays: s.RetentionDays}
 	if s.SlackToken != "" && s.SlackChannel != "" {
 		info.Targets = append(info.Targets, "slack:"+s.SlackChannel)
 	}

@@ -44,6 +44,7 @@ func Serve(ctx context.Context, ln net.Listener, api API) error {
 	handle(mux, "POST /operators/remove", func(ctx context.Context, r *OperatorRef) (any, error) { return api.RemoveOperator(ctx, *r) })
 	handle(mux, "POST /members", func(ctx context.Context, r *MemberRequest) (any, error) { return api.AddMember(ctx, *r) })
 	handle(mux, "POST /members/remove", func(ctx context.Context, r *MemberRequest) (any, error) { return api.RemoveMember(ctx, *r) })
+	handle(mux, "POST /sites/retention", func(ctx context.Context, r *RetentionRequest) (any, error) { return api.SetRetention(ctx, *r) })
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go func() {
 		<-ctx.Done()
@@ -134,6 +135,11 @@ func call[T any](ctx context.Context, c *Client, method, path string, body any) 
 // AddSite implements API.
 func (c *Client) AddSite(ctx context.Context, s *store.Site) (*store.Site, error) {
 	return call[store.Site](ctx, c, http.MethodPost, "/sites", s)
+}
+
+// SetRetention implements API.
+func (c *Client) SetRetention(ctx context.Context, req RetentionRequest) (*SiteInfo, error) {
+	return call[SiteInfo](ctx, c, http.MethodPost, "/sites/retention", req)
 }
 
 // ListSites implements API.

@@ -16,6 +16,7 @@ package backup
 
 import (
 	"archive/tar"
+	"cmp"
 	"compress/gzip"
 	"context"
 	"crypto/sha256"
@@ -57,7 +58,7 @@ type Manifest struct {
 	DBSHA256      string    `json:"db_sha256"`
 }
 
-// DefaultReplay is how far before the backup a restored edge re-publishes the jobs of messages
+// DefaultReplay is how far before the database's last message a restored edge re-publishes the jobs of messages
 // whose deliveries the copy does not record as done (restore's -replay): a worker's retries of
 // a job end within a day, so an older delivery still pending at the backup is one whose
 // workers were away that long.
@@ -250,14 +251,27 @@ func addTree(ctx context.Context, tw *tar.Writer, dir, sub string) (int, error) 
 	return n, err
 }
 
+// RestoreOptions shape a restore.
+type RestoreOptions struct {
+	// Force moves a database already in the directory, and its companions, aside into
+	// dir/replaced-<time>/ first; without it such a directory is refused.
+	Force bool
+	// Replay is how long before the database's last message the restored edge re-publishes
+	// the jobs of messages whose deliveries it does not record as done (0: DefaultReplay).
+	Replay time.Duration
+	// DB, if set, is the database to restore instead of the archive's: a newer copy, such as
+	// `litestream restore` makes. The archive then gives the keys and the attachments.
+	DB string
+}
+
 // Restore makes the data directory dir from the archive from. It refuses a directory an edge
-// runs on, and one that already holds a database unless force, which moves that database
-// and its companions aside into dir/replaced-<time>/ first. The copy's database is checked
-// (its checksum and integrity_check) before anything is moved.
+// runs on, and one that already holds a database unless o.Force. The database is checked (the
+// archive's against its checksum, and integrity_check) before anything is moved.
 //
-// The jobs of the messages of the last replay before the backup are published again by the
-// restored edge (see rewind).
-func Restore(from, dir string, force bool, replay time.Duration) (Manifest, error) {
+// The jobs of the messages of the last o.Replay before the database's last message are
+// published again by the restored edge (see rewind).
+func Restore(from, dir string, o RestoreOptions) (Manifest, error) {
+	force, replay := o.Force, cmp.Or(o.Replay, DefaultReplay)
 	lock, free, err := admin.Lock(dir)
 	if err != nil {
 		return Manifest{}, err
@@ -283,7 +297,23 @@ func Restore(from, dir string, force bool, replay time.Duration) (Manifest, erro
 	if err := check(stage, m); err != nil {
 		return m, fmt.Errorf("%s: %w", from, err)
 	}
-	if err := rewind(filepath.Join(stage, store.FileName), m.CreatedAt.Add(-replay)); err != nil {
+	if o.DB != "" {
+		// The newer database replaces the archive's, checked the same way but for the sum.
+		db := filepath.Join(stage, store.FileName)
+		if err := os.Remove(db); err != nil {
+			return m, err
+		}
+		if err := copyFile(o.DB, db); err != nil {
+			return m, fmt.Errorf("-db %s: %w", o.DB, err)
+		}
+		if err := integrity(db); err != nil {
+			return m, fmt.Errorf("-db %s: %w", o.DB, err)
+		}
+		if err := describe(db, &m); err != nil {
+			return m, fmt.Errorf("-db %s: %w", o.DB, err)
+		}
+	}
+	if err := rewind(filepath.Join(stage, store.FileName), replay); err != nil {
 		return m, err
 	}
 
@@ -385,6 +415,11 @@ func check(dir string, m Manifest) error {
 	if _, err := os.Stat(filepath.Join(dir, files.KeyFile)); err != nil {
 		return fmt.Errorf("no %s in the archive", files.KeyFile)
 	}
+	return integrity(db)
+}
+
+// integrity runs SQLite's integrity_check on db.
+func integrity(db string) error {
 	c, err := sqlite3.OpenFlags(db, sqlite3.OPEN_READONLY)
 	if err != nil {
 		return err
@@ -401,19 +436,39 @@ func check(dir string, m Manifest) error {
 	return st.Err()
 }
 
-// rewind sets the copy's outbox watermark back to the last message before since: JetStream's
-// store is not in the archive, so the restored edge re-publishes the jobs of the messages
-// after it, except to the targets their deliveries are recorded done for (the replay's rule);
-// those jobs carry the possible-repeat mark.
-func rewind(db string, since time.Time) error {
+// rewind sets the copy's outbox watermark back to the last message older than replay before
+// its newest: JetStream's store is not in the archive, so the restored edge re-publishes the
+// jobs of the messages after it, except to the targets their deliveries are recorded done for
+// (the replay's rule); those jobs carry the possible-repeat mark.
+func rewind(db string, replay time.Duration) error {
 	c, err := sqlite3.Open(db)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
 	return c.Exec(fmt.Sprintf(`BEGIN;
-		UPDATE outbox SET published_through = min(published_through,
-			coalesce((SELECT max(id) FROM messages WHERE created_at < %d), 0)) WHERE id = 1;
+		UPDATE outbox SET published_through = min(published_through, coalesce((SELECT max(id) FROM messages
+			WHERE created_at < (SELECT max(created_at) FROM messages) - %d), 0)) WHERE id = 1;
 		DELETE FROM outbox_cuts;
-		COMMIT`, since.UnixMilli()))
+		COMMIT`, replay.Milliseconds()))
+}
+
+func copyFile(src, dst string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = io.Copy(out, in)
+	if err == nil {
+		err = out.Sync()
+	}
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }

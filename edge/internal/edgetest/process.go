@@ -99,3 +99,13 @@ func (p *process) ExitErr() error {
 	<-p.exited
 	return p.exitErr
 }
+
+// Cmd is another program a test runs beside the edge (litestream).
+type Cmd struct{ *process }
+
+// StartCmd starts bin with args, its output in logDir/<name>.log; it is killed at the end of
+// the test if still running.
+func StartCmd(t testing.TB, name, logDir, bin string, args ...string) *Cmd {
+	t.Helper()
+	return &Cmd{startProcess(t, name, logDir+"/"+name+".log", bin, args...)}
+}

@@ -3,6 +3,7 @@ package inbox
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"sync"
@@ -299,6 +300,7 @@ type Settings struct {
 	NotifyEmail           string                `json:"notify_email"`
 	IdentitySecretSet     bool                  `json:"identity_secret_set"`
 	Widget                schema.WidgetSettings `json:"widget"`
+	RetentionDays         int                   `json:"retention_days"`
 }
 
 func settingsOf(s *store.Site) Settings {
@@ -309,7 +311,7 @@ func settingsOf(s *store.Site) Settings {
 	return Settings{ID: s.ID, Key: s.Key, Name: s.Name, Origins: o, SlackChannel: s.SlackChannel,
 		SlackTokenSet: s.SlackToken != "", SlackSigningSecretSet: s.SlackSigningSecret != "",
 		DiscordWebhookSet: s.DiscordWebhook != "", WebhookURL: s.WebhookURL, WebhookSecretSet: s.WebhookSecret != "",
-		NotifyEmail: s.NotifyEmail, IdentitySecretSet: s.IdentitySecret != "", Widget: s.Widget}
+		NotifyEmail: s.NotifyEmail, IdentitySecretSet: s.IdentitySecret != "", Widget: s.Widget, RetentionDays: s.RetentionDays}
 }
 
 func (h *Handler) settings(c *fiber.Ctx) error {
@@ -341,6 +343,8 @@ type settingsUpdate struct {
 	IdentitySecret     *string   `json:"identity_secret"`
 	// Widget replaces the window's settings as a whole when present.
 	Widget *schema.WidgetSettings `json:"widget"`
+	// RetentionDays: conversations idle this long are deleted; 0 keeps them.
+	RetentionDays *int `json:"retention_days"`
 }
 
 func (h *Handler) updateSettings(c *fiber.Ctx) error {
@@ -360,9 +364,9 @@ func (h *Handler) updateSettings(c *fiber.Ctx) error {
 		var origins, widget string
 		cur := &store.Site{ID: s.ID}
 		found, err := tx.QueryRow(`SELECT key, name, origins, slack_token, slack_channel, slack_signing_secret,
-			discord_webhook, webhook_url, webhook_secret, notify_email, created_at, widget, identity_secret FROM sites WHERE id = ?`, []any{s.ID},
+			discord_webhook, webhook_url, webhook_secret, notify_email, created_at, widget, identity_secret, retention_days FROM sites WHERE id = ?`, []any{s.ID},
 			&cur.Key, &cur.Name, &origins, &cur.SlackToken, &cur.SlackChannel, &cur.SlackSigningSecret,
-			&cur.DiscordWebhook, &cur.WebhookURL, &cur.WebhookSecret, &cur.NotifyEmail, &cur.CreatedAt, &widget, &cur.IdentitySecret)
+			&cur.DiscordWebhook, &cur.WebhookURL, &cur.WebhookSecret, &cur.NotifyEmail, &cur.CreatedAt, &widget, &cur.IdentitySecret, &cur.RetentionDays)
 		if err != nil {
 			return err
 		}
@@ -393,6 +397,12 @@ func (h *Handler) updateSettings(c *fiber.Ctx) error {
 		set(&cur.WebhookSecret, u.WebhookSecret)
 		set(&cur.NotifyEmail, u.NotifyEmail)
 		set(&cur.IdentitySecret, u.IdentitySecret)
+		if u.RetentionDays != nil {
+			if d := *u.RetentionDays; d < 0 || d > store.MaxRetentionDays {
+				return badRequest(fmt.Sprintf("retention_days must be between 0 (keep conversations) and %d; it is the days a conversation is kept after its last message.", store.MaxRetentionDays))
+			}
+			cur.RetentionDays = *u.RetentionDays
+		}
 		if u.IdentitySecret != nil && cur.IdentitySecret != "" && len(cur.IdentitySecret) < 16 {
 			return badRequest("identity_secret must be at least 16 characters: generate one, e.g. openssl rand -hex 32.")
 		}

@@ -37,6 +37,10 @@ type Set struct {
 	SocketsPaced *prometheus.CounterVec
 	// AcceptErrors counts failed accepts (out of file descriptors), each retried.
 	AcceptErrors prometheus.Counter
+	// Retention: passes over the conversations, and what they deleted (conversations,
+	// messages, files).
+	RetentionPasses prometheus.Counter
+	RetentionPurged *prometheus.CounterVec
 	// Streams' use of their byte budgets, as last read from JetStream (see SetStream).
 	StreamBytes    *prometheus.GaugeVec
 	StreamMaxBytes *prometheus.GaugeVec
@@ -94,6 +98,12 @@ func New() *Set {
 		AcceptErrors: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "spookat_accept_errors_total", Help: "Failed accepts on the public listener (e.g. out of file descriptors), retried with a back-off.",
 		}),
+		RetentionPasses: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "spookat_retention_passes_total", Help: "Passes of the retention tick over every conversation (-retention of sites; every 10 minutes).",
+		}),
+		RetentionPurged: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "spookat_retention_purged_total", Help: "What sites' retention deleted: conversations, messages, files.",
+		}, []string{"what"}),
 		StreamBytes: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "spookat_stream_bytes", Help: "Bytes a JetStream stream holds (read every few seconds).",
 		}, []string{"stream"}),
@@ -105,7 +115,7 @@ func New() *Set {
 		}, []string{"stream"}),
 	}
 	reg.MustRegister(m.LoginFailures, m.NATSRefused, m.SocketRefusals, m.SocketsPaced, m.AcceptErrors, m.MessagesSaved, m.AckLatency, m.CommitBatch, m.CommitDuration, m.OpenSockets, m.FrameErrors, m.FilesStored, m.ResultsRecords, m.ResultsRejected,
-		m.StreamBytes, m.StreamMaxBytes, m.StreamMessages,
+		m.StreamBytes, m.StreamMaxBytes, m.StreamMessages, m.RetentionPasses, m.RetentionPurged,
 		collectors.NewGoCollector(collectors.WithGoCollectorRuntimeMetrics(collectors.MetricsScheduler, collectors.MetricsGC)),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m

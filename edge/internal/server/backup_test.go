@@ -76,7 +76,7 @@ func TestBackupWhileServingThenRestore(t *testing.T) {
 	for k, archive := range archives {
 		m := manifests[k]
 		restored := t.TempDir()
-		got, err := backup.Restore(archive, restored, false, backup.DefaultReplay)
+		got, err := backup.Restore(archive, restored, backup.RestoreOptions{})
 		testkit.NoErr(t, err)
 		if got != m || m.Files != 1 {
 			t.Fatalf("manifest read back %+v, written %+v", got, m)
@@ -105,18 +105,18 @@ func TestBackupWhileServingThenRestore(t *testing.T) {
 	}
 
 	t.Run("restore refuses a running edge's directory and a database already there", func(t *testing.T) {
-		_, err := backup.Restore(archives[0], e.DataDir, true, backup.DefaultReplay)
+		_, err := backup.Restore(archives[0], e.DataDir, backup.RestoreOptions{Force: true})
 		if err == nil || !strings.Contains(err.Error(), "an edge is running") {
 			t.Fatalf("over a running edge: %v", err)
 		}
 		used := t.TempDir()
-		_, err = backup.Restore(archives[0], used, false, backup.DefaultReplay)
+		_, err = backup.Restore(archives[0], used, backup.RestoreOptions{})
 		testkit.NoErr(t, err)
-		_, err = backup.Restore(archives[1], used, false, backup.DefaultReplay)
+		_, err = backup.Restore(archives[1], used, backup.RestoreOptions{})
 		if err == nil || !strings.Contains(err.Error(), "-force") {
 			t.Fatalf("over a database: %v", err)
 		}
-		_, err = backup.Restore(archives[1], used, true, backup.DefaultReplay)
+		_, err = backup.Restore(archives[1], used, backup.RestoreOptions{Force: true})
 		testkit.NoErr(t, err)
 		aside, _ := filepath.Glob(filepath.Join(used, "replaced-*", store.FileName))
 		if len(aside) != 1 {
@@ -130,7 +130,7 @@ func TestBackupWhileServingThenRestore(t *testing.T) {
 		bad := filepath.Join(dir, "bad.tar.gz")
 		testkit.NoErr(t, os.WriteFile(bad, b, 0o600))
 		target := t.TempDir()
-		if _, err := backup.Restore(bad, target, false, backup.DefaultReplay); err == nil {
+		if _, err := backup.Restore(bad, target, backup.RestoreOptions{}); err == nil {
 			t.Fatal("a damaged archive restored")
 		}
 		if _, err := os.Stat(filepath.Join(target, store.FileName)); err == nil {
@@ -142,7 +142,7 @@ func TestBackupWhileServingThenRestore(t *testing.T) {
 	// the operator's login.
 	e.Stop(t)
 	restored := t.TempDir()
-	_, err := backup.Restore(archives[2], restored, false, backup.DefaultReplay)
+	_, err := backup.Restore(archives[2], restored, backup.RestoreOptions{})
 	testkit.NoErr(t, err)
 	r := edgetest.Start(t, restored, server.Config{})
 	back := edgetest.Dial(t, r.Addr, site.Key, first.Hello.Visitor)

@@ -424,8 +424,8 @@ func (e *Edge) closePublisher(context.Context) error {
 }
 
 // startBackground starts the edge's background work: the results recorder, stream stats, the
-// snooze tick, the store watch, the consumer guard, the brake sweeper, presence and the expiry
-// of unsent uploads.
+// snooze tick, retention, the store watch, the consumer guard, the brake sweeper, presence and
+// the expiry of unsent uploads.
 func (e *Edge) startBackground(context.Context) error {
 	bg, stop := context.WithCancel(context.Background())
 	e.stopBackground = stop
@@ -436,6 +436,9 @@ func (e *Edge) startBackground(context.Context) error {
 		clock = time.Now
 	}
 	wg.Go(func() { wakeSnoozed(bg, e.store, cmp.Or(e.cfg.SnoozeTick, 10*time.Second), clock, log) })
+	wg.Go(func() {
+		purgeExpired(bg, e.store, e.files, cmp.Or(e.cfg.RetentionTick, RetentionEvery), clock, e.metrics, log)
+	})
 	wg.Go(func() { e.nats.WatchStore(bg, func() { e.provision("a JetStream restart") }) })
 	wg.Go(func() {
 		e.nats.GuardConsumers(bg, e.js, broker.ExpectedConsumer, func(stream, name string) {

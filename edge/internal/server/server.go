@@ -15,6 +15,7 @@ import (
 	"spookat/edge/internal/brakes"
 	"spookat/edge/internal/broker"
 	"spookat/edge/internal/files"
+	"spookat/edge/internal/metrics"
 	"spookat/edge/internal/sites"
 	"spookat/edge/internal/store"
 	"spookat/schema"
@@ -63,6 +64,8 @@ type Config struct {
 	MetricsAddr string
 	// SnoozeTick is how often conversations whose snooze has ended are reopened (0: 10 s).
 	SnoozeTick time.Duration
+	// RetentionTick is how often sites' retention is applied (0: RetentionEvery).
+	RetentionTick time.Duration
 	// Clock is the time the snooze tick compares snoozes with (nil: time.Now); tests move it.
 	Clock func() time.Time
 	// StopTimeout bounds a graceful stop, every stage together (0: DefaultStopTimeout).
@@ -157,6 +160,62 @@ func expireUnsentFiles(ctx context.Context, st *store.Store, dir files.Dir, log 
 			}
 		}
 	})
+}
+
+// RetentionEvery is how often the edge applies sites' retention.
+const RetentionEvery = 10 * time.Minute
+
+// Retention's pace: each commit deletes at most PurgeChunk messages, and the next waits
+// PurgePause, so the writer spends a small share of its time on a purge and visitors' commits
+// never queue behind one for long (bench/issue33.md has the measured cost).
+const (
+	PurgeChunk = 200
+	PurgePause = 20 * time.Millisecond
+)
+
+// purgeExpired is retention's maintenance tick: a pass over every conversation each tick,
+// deleting what sites' retention says is gone (store.PurgeExpired), files after their rows.
+func purgeExpired(ctx context.Context, st *store.Store, dir files.Dir, tick time.Duration, clock func() time.Time, m *metrics.Set, log *slog.Logger) {
+	pass := func() {
+		start, now := time.Now(), clock()
+		var total store.Purge
+		var files int
+		for after := int64(0); ; {
+			p, err := st.PurgeExpired(ctx, now, after, PurgeChunk)
+			if err != nil {
+				if ctx.Err() == nil {
+					log.Warn("retention: not all expired conversations deleted; the next pass goes on", "err", err)
+				}
+				break
+			}
+			for _, k := range p.FileKeys {
+				if err := dir.Remove(k); err != nil {
+					log.Warn("retention: remove an attachment", "err", err)
+				}
+			}
+			total.Conversations += p.Conversations
+			total.Messages += p.Messages
+			files += len(p.FileKeys)
+			m.RetentionPurged.WithLabelValues("conversations").Add(float64(p.Conversations))
+			m.RetentionPurged.WithLabelValues("messages").Add(float64(p.Messages))
+			m.RetentionPurged.WithLabelValues("files").Add(float64(len(p.FileKeys)))
+			if p.Next == 0 {
+				break
+			}
+			after = p.Next
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(PurgePause):
+			}
+		}
+		m.RetentionPasses.Inc()
+		if total.Conversations > 0 || total.Messages > 0 {
+			log.Info("retention: deleted expired conversations", "conversations", total.Conversations, "messages", total.Messages,
+				"files", files, "took", time.Since(start).Round(time.Millisecond))
+		}
+	}
+	every(ctx, tick, pass)
 }
 
 // every runs fn each d until ctx ends (the maintenance ticks).

@@ -317,7 +317,7 @@ func (s *Store) SiteByID(ctx context.Context, id int64) (*Site, error) {
 		}
 		found, err = queryRow(st, []any{id}, &site.ID, &site.Key, &site.Name, &origins, &site.SlackToken,
 			&site.SlackChannel, &site.SlackSigningSecret, &site.DiscordWebhook, &site.WebhookURL,
-			&site.WebhookSecret, &site.NotifyEmail, &site.CreatedAt, &widget, &site.IdentitySecret)
+			&site.WebhookSecret, &site.NotifyEmail, &site.CreatedAt, &widget, &site.IdentitySecret, &site.RetentionDays)
 		return err
 	})
 	if err != nil {
@@ -334,9 +334,9 @@ func (s *Store) SiteByID(ctx context.Context, id int64) (*Site, error) {
 // UpdateSite writes a site's settings (every field of s but id, key and created_at).
 func (tx *Tx) UpdateSite(s *Site) error {
 	return tx.exec(`UPDATE sites SET name = ?, origins = ?, slack_token = ?, slack_channel = ?, slack_signing_secret = ?,
-		discord_webhook = ?, webhook_url = ?, webhook_secret = ?, notify_email = ?, widget = ?, identity_secret = ? WHERE id = ?`,
+		discord_webhook = ?, webhook_url = ?, webhook_secret = ?, notify_email = ?, widget = ?, identity_secret = ?, retention_days = ? WHERE id = ?`,
 		s.Name, strings.Join(s.Origins, "\n"), s.SlackToken, s.SlackChannel, s.SlackSigningSecret,
-		s.DiscordWebhook, s.WebhookURL, s.WebhookSecret, s.NotifyEmail, widgetJSON(s.Widget), s.IdentitySecret, s.ID)
+		s.DiscordWebhook, s.WebhookURL, s.WebhookSecret, s.NotifyEmail, widgetJSON(s.Widget), s.IdentitySecret, s.RetentionDays, s.ID)
 }
 
 // ConversationByThread finds the conversation of a site whose Slack thread is threadTS.

@@ -28,9 +28,14 @@ type Site struct {
 	// IdentitySecret signs the site's user ids (identify's user_hash); write-only.
 	IdentitySecret string `json:"identity_secret,omitempty"`
 	// Widget is how the site's chat window looks and who it says answers.
-	Widget    schema.WidgetSettings `json:"widget"`
-	CreatedAt int64                 `json:"created_at"`
+	Widget schema.WidgetSettings `json:"widget"`
+	// RetentionDays: a conversation idle this many days is deleted (retention.go); 0: never.
+	RetentionDays int   `json:"retention_days"`
+	CreatedAt     int64 `json:"created_at"`
 }
+
+// MaxRetentionDays bounds a site's retention (ten years): a larger number is a typo.
+const MaxRetentionDays = 3650
 
 // widgetJSON is how a site's widget settings are stored.
 func widgetJSON(w schema.WidgetSettings) string {
@@ -62,11 +67,11 @@ func (tx *Tx) AddSite(site *Site) error {
 	}
 	site.CreatedAt = tx.now
 	if err := tx.exec(`INSERT INTO sites (key, name, origins, slack_token, slack_channel, slack_signing_secret,
-		discord_webhook, webhook_url, webhook_secret, notify_email, created_at, widget, identity_secret)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		discord_webhook, webhook_url, webhook_secret, notify_email, created_at, widget, identity_secret, retention_days)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		site.Key, site.Name, strings.Join(site.Origins, "\n"), site.SlackToken, site.SlackChannel,
 		site.SlackSigningSecret, site.DiscordWebhook, site.WebhookURL, site.WebhookSecret,
-		site.NotifyEmail, tx.now, widgetJSON(site.Widget), site.IdentitySecret); err != nil {
+		site.NotifyEmail, tx.now, widgetJSON(site.Widget), site.IdentitySecret, site.RetentionDays); err != nil {
 		return err
 	}
 	site.ID = tx.LastInsertRowID()
@@ -74,7 +79,7 @@ func (tx *Tx) AddSite(site *Site) error {
 }
 
 const siteColumns = `id, key, name, origins, slack_token, slack_channel, slack_signing_secret,
-	discord_webhook, webhook_url, webhook_secret, notify_email, created_at, widget, identity_secret`
+	discord_webhook, webhook_url, webhook_secret, notify_email, created_at, widget, identity_secret, retention_days`
 
 // Sites returns every site, by id.
 func (s *Store) Sites(ctx context.Context) ([]*Site, error) {
@@ -89,7 +94,7 @@ func (s *Store) Sites(ctx context.Context) ([]*Site, error) {
 			var origins, widget string
 			if err := scan(st, &site.ID, &site.Key, &site.Name, &origins, &site.SlackToken,
 				&site.SlackChannel, &site.SlackSigningSecret, &site.DiscordWebhook, &site.WebhookURL,
-				&site.WebhookSecret, &site.NotifyEmail, &site.CreatedAt, &widget, &site.IdentitySecret); err != nil {
+				&site.WebhookSecret, &site.NotifyEmail, &site.CreatedAt, &widget, &site.IdentitySecret, &site.RetentionDays); err != nil {
 				return err
 			}
 			site.Origins = splitLines(origins)

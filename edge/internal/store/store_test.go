@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -267,16 +268,22 @@ func TestMigrationCopiesTheDatabaseFirst(t *testing.T) {
 	if s.PreMigration != "" {
 		t.Errorf("a new database was copied: %s", s.PreMigration)
 	}
-	addSite(t, s)
 	testkit.NoErr(t, s.Close())
 	migs, err := schema.Migrations()
 	testkit.NoErr(t, err)
-	latest := migs[len(migs)-1].Version
+	older := migs[len(migs)-1].Version - 1
 	for range keepPreMigration + 1 {
-		// Back to the version before the last migration, as an older edge left it.
-		c, err := sqlite3.Open(filepath.Join(dir, FileName))
+		// A database as the edge before the last migration left it, with one site.
+		db := filepath.Join(dir, FileName)
+		for _, suffix := range []string{"", "-wal", "-shm"} {
+			testkit.NoErr(t, os.RemoveAll(db+suffix))
+		}
+		c, err := sqlite3.Open(db)
 		testkit.NoErr(t, err)
-		testkit.NoErr(t, c.Exec(fmt.Sprintf(`ALTER TABLE id_limits DROP COLUMN running; PRAGMA user_version = %d`, latest-1)))
+		for _, m := range migs[:older] {
+			testkit.NoErr(t, c.Exec(m.SQL))
+		}
+		testkit.NoErr(t, c.Exec(fmt.Sprintf(`INSERT INTO sites (key, name, created_at) VALUES ('st_old', 'old', 1); PRAGMA user_version = %d`, older)))
 		testkit.NoErr(t, c.Close())
 		s = openTest(t, dir, Options{})
 		if s.PreMigration == "" {
@@ -288,8 +295,8 @@ func TestMigrationCopiesTheDatabaseFirst(t *testing.T) {
 		st, _, err := c.Prepare(`SELECT (SELECT user_version FROM pragma_user_version), (SELECT count(*) FROM sites)`)
 		testkit.NoErr(t, err)
 		st.Step()
-		if v, n := st.ColumnInt(0), st.ColumnInt(1); v != latest-1 || n != 1 {
-			t.Errorf("the copy is at version %d with %d sites, want %d with 1", v, n, latest-1)
+		if v, n := st.ColumnInt(0), st.ColumnInt(1); v != older || n != 1 {
+			t.Errorf("the copy is at version %d with %d sites, want %d with 1", v, n, older)
 		}
 		st.Close()
 		c.Close()

@@ -667,7 +667,8 @@
       var form = el('form', { class: 'settings', id: 'settings', onsubmit: function (e) {
         e.preventDefault();
         var body = { name: f.name.value, origins: origins.value.split('\n').map(function (x) { return x.trim(); }).filter(Boolean),
-          slack_channel: f.slack_channel.value, webhook_url: f.webhook_url.value, notify_email: f.notify_email.value, widget: {} };
+          slack_channel: f.slack_channel.value, webhook_url: f.webhook_url.value, notify_email: f.notify_email.value, widget: {},
+          retention_days: parseInt(f.retention_days.value, 10) || 0 };
         WIDGET.forEach(function (k) { if (f[k].value.trim()) body.widget[k] = f[k].value; });
         if (w.language) body.widget.language = w.language; // set through the API: this form keeps them
         if (w.strings) body.widget.strings = w.strings;
@@ -701,7 +702,11 @@
         [el('fieldset', {}, [].concat([el('legend', { text: 'Identity verification' })], secret('identity_secret', 'Identity secret', s.identity_secret_set),
           [el('div', { class: 'hint', text: 'Your server signs each logged-in user: user_hash = hex HMAC-SHA256(this secret, user_id); the page calls spookat(\'identify\', {user_id, email, name, user_hash}). At least 16 characters.' })]))],
         [el('fieldset', {}, [].concat([el('legend', { text: 'Email' })], field('notify_email', 'Notify this address of new conversations', s.notify_email)))],
+        [el('fieldset', {}, [].concat([el('legend', { text: 'Retention' })],
+          field('retention_days', 'Delete a conversation this many days after its last message', s.retention_days ? String(s.retention_days) : '',
+            'Empty or 0: keep conversations. Deleted with their messages, files and visitor, within ten minutes; nothing brings them back.')))],
         [el('button', { class: 'primary', type: 'submit', text: 'Save settings' }), msg]));
+      f.retention_days.type = 'number'; f.retention_days.min = '0'; f.retention_days.max = '3650'; f.retention_days.inputMode = 'numeric';
       V.main.appendChild(form);
       var snippet = document.getElementById('set-snippet');
       snippet.value = '<script src="' + location.origin + '/widget.js" data-site="' + s.key + '"' +

@@ -1,0 +1,153 @@
+package store
+
+import (
+	"context"
+	"time"
+)
+
+// Retention: a site with retention_days > 0 keeps a conversation until its last activity
+// (updated_at: a message, a status change) is that many days old; then the conversation goes
+// with its messages, their delivery records and attachments, its read markers and its visitor
+// (a visitor has one conversation). Whole conversations, not old messages of a live one: an
+// operator never finds a conversation with its beginning cut off.
+
+// SetRetention sets the retention of the site with key, and returns the site.
+func (tx *Tx) SetRetention(key string, days int) (*Site, error) {
+	var id int64
+	found, err := tx.QueryRow(`UPDATE sites SET retention_days = ? WHERE key = ? RETURNING id`, []any{days, key}, &id)
+	if err != nil {
+		return nil, err
+	}
+	if !found {
+		return nil, ErrNotFound
+	}
+	var site Site
+	var origins, widget string
+	if _, err := tx.QueryRow(`SELECT `+siteColumns+` FROM sites WHERE id = ?`, []any{id}, &site.ID, &site.Key, &site.Name, &origins,
+		&site.SlackToken, &site.SlackChannel, &site.SlackSigningSecret, &site.DiscordWebhook, &site.WebhookURL,
+		&site.WebhookSecret, &site.NotifyEmail, &site.CreatedAt, &widget, &site.IdentitySecret, &site.RetentionDays); err != nil {
+		return nil, err
+	}
+	site.Origins = splitLines(origins)
+	site.Widget = widgetFrom(widget)
+	return &site, nil
+}
+
+// Purge is what one PurgeExpired call deleted.
+type Purge struct {
+	Conversations int
+	Messages      int
+	FileKeys      []string // the attachments' keys: the caller removes the files from disk
+	// Next is the cursor of the next call (0: the pass over every conversation is done).
+	Next int64
+}
+
+// purgeConvs is how many expired conversations one call looks for.
+const purgeConvs = 32
+
+// PurgeExpired deletes, in one commit of the writer, at most limit messages of conversations
+// whose site's retention has passed, scanning conversations with an id above after (0 to
+// begin a pass). The search runs on a reader, so the writer's commit holds only the deletes;
+// each conversation is checked again in that commit (a visitor who came back keeps it).
+func (s *Store) PurgeExpired(ctx context.Context, now time.Time, after int64, limit int) (p Purge, err error) {
+	type expired struct{ id int64 }
+	list, err := readList(ctx, s, `SELECT c.id FROM conversations c JOIN sites s ON s.id = c.site_id
+			WHERE c.id > ? AND s.retention_days > 0 AND c.updated_at < ? - s.retention_days * 86400000
+			ORDER BY c.id LIMIT ?`,
+		[]any{after, now.UnixMilli(), purgeConvs}, func(e *expired) []any { return []any{&e.id} })
+	if err != nil || len(list) == 0 {
+		return p, err
+	}
+	err = s.Write(ctx, func(tx *Tx) error {
+		p = Purge{Next: after}
+		left := limit
+		for _, c := range list {
+			if left <= 0 {
+				break
+			}
+			var visitor int64
+			still, err := tx.QueryRow(`SELECT c.visitor_id FROM conversations c JOIN sites s ON s.id = c.site_id
+				WHERE c.id = ? AND s.retention_days > 0 AND c.updated_at < ? - s.retention_days * 86400000`,
+				[]any{c.id, now.UnixMilli()}, &visitor)
+			if err != nil {
+				return err
+			}
+			if !still {
+				p.Next = c.id
+				continue
+			}
+			n, keys, err := tx.deleteMessages(c.id, left)
+			if err != nil {
+				return err
+			}
+			p.Messages += n
+			p.FileKeys = append(p.FileKeys, keys...)
+			left -= n
+			if left <= 0 {
+				// Maybe more of it: the next call starts at this conversation again.
+				p.Next = c.id - 1
+				break
+			}
+			for _, q := range []string{
+				`DELETE FROM conversation_reads WHERE conversation_id = ?`,
+				`DELETE FROM conversations WHERE id = ?`,
+			} {
+				if err := tx.exec(q, c.id); err != nil {
+					return err
+				}
+			}
+			if err := tx.exec(`DELETE FROM visitors WHERE id = ? AND NOT EXISTS (SELECT 1 FROM conversations WHERE visitor_id = ?)`, visitor, visitor); err != nil {
+				return err
+			}
+			p.Conversations++
+			p.Next = c.id
+		}
+		return nil
+	})
+	if err != nil {
+		return Purge{}, err
+	}
+	if p.Next == after && p.Messages == 0 && p.Conversations == 0 {
+		// Every conversation found had come back to life: go on past them.
+		p.Next = list[len(list)-1].id
+	}
+	return p, nil
+}
+
+// deleteMessages deletes up to limit messages of a conversation with their delivery records
+// and attachment rows, and returns how many and the attachments' keys.
+func (tx *Tx) deleteMessages(conversationID int64, limit int) (n int, keys []string, err error) {
+	st, err := tx.Stmt(`SELECT m.id, coalesce(f.id, 0), coalesce(f.key, '') FROM messages m LEFT JOIN files f ON f.id = m.file_id
+		WHERE m.conversation_id = ? LIMIT ?`)
+	if err != nil {
+		return 0, nil, err
+	}
+	type row struct {
+		msg, file int64
+		key       string
+	}
+	var rows []row
+	err = eachRow(st, []any{conversationID, limit}, func() error {
+		rows = append(rows, row{st.ColumnInt64(0), st.ColumnInt64(1), st.ColumnText(2)})
+		return nil
+	})
+	st.Reset()
+	if err != nil {
+		return 0, nil, err
+	}
+	for _, r := range rows {
+		if err := tx.exec(`DELETE FROM deliveries WHERE message_id = ?`, r.msg); err != nil {
+			return 0, nil, err
+		}
+		if err := tx.exec(`DELETE FROM messages WHERE id = ?`, r.msg); err != nil {
+			return 0, nil, err
+		}
+		if r.file != 0 {
+			if err := tx.exec(`DELETE FROM files WHERE id = ?`, r.file); err != nil {
+				return 0, nil, err
+			}
+			keys = append(keys, r.key)
+		}
+	}
+	return len(rows), keys, nil
+}
