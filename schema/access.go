@@ -152,6 +152,7 @@ func RolePermissions(role Role, workerID string) Permissions {
 				"$JS.ACK." + StreamResults + ".>", // ack recorded results
 				"$KV." + BucketSites + ".>",       // keep SITES current
 				"$JS.FC.KV_" + BucketSites + ".>", // and watch it (flow control)
+				"$KV." + BucketThreads + ".>",     // refill THREADS from SQLite on a new JetStream (a restore)
 			},
 			// its replies, and the consumers others create (it removes the unexpected ones)
 			Subscribe: []string{inbox, "$JS.EVENT.ADVISORY.CONSUMER.CREATED.>"},

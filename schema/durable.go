@@ -35,11 +35,16 @@ func WriteSecret(path string, data []byte) error {
 }
 
 // SyncDir makes a folder's entries (files created, renamed or removed in it) durable.
-func SyncDir(dir string) error {
-	d, err := os.Open(dir)
+func SyncDir(dir string) error { return syncPath(dir) }
+
+// SyncFile makes what was written to a closed file durable.
+func SyncFile(name string) error { return syncPath(name) }
+
+func syncPath(name string) error {
+	f, err := os.Open(name)
 	if err != nil {
 		return err
 	}
-	defer d.Close()
-	return d.Sync()
+	defer f.Close()
+	return f.Sync()
 }

@@ -2,9 +2,11 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"flag"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -15,6 +17,7 @@ import (
 
 	"spookat/edge/internal/edgetest"
 	"spookat/edge/internal/store"
+	"spookat/schema"
 	"spookat/schema/testkit"
 )
 
@@ -406,11 +409,18 @@ func TestCLIFlagPlaceholdersAreOneWord(t *testing.T) {
 func TestCLIBackupAndRestore(t *testing.T) {
 	bin := edgetest.Bin(t, "edge")
 	data := t.TempDir()
-	edgetest.StartProc(t, bin, data)
-	site := edgetest.AddSite(t, data, &store.Site{Name: "drill", Origins: []string{"http://drill.test"}})
+	p := edgetest.StartProc(t, bin, data)
+	site := edgetest.AddSite(t, data, &store.Site{Name: "drill", Origins: []string{"http://site.test"}})
+	c := edgetest.Dial(t, p.Addr, site.Key, "")
+	ack, err := c.SendAck("d-1", "before the backup")
+	testkit.NoErr(t, err)
+	// The conversation's Slack thread, as a worker's result records it.
+	db := edgetest.OpenDB(t, data)
+	testkit.NoErr(t, db.Exec(fmt.Sprintf(`UPDATE conversations SET slack_thread = '1712345678.000100' WHERE id = %d`, *ack.ConversationID)))
+	db.Close()
 	archive := filepath.Join(t.TempDir(), "spookat.tar.gz")
 	out := edgetest.Admin(t, bin, data, "backup", "-out", archive)
-	if !regexp.MustCompile(`^backup .*spookat.tar.gz: 0 messages \(last id 0\), 0 attachment files, schema \d+, \d+ bytes, taken `).MatchString(out) {
+	if !regexp.MustCompile(`^backup .*spookat.tar.gz: 1 messages \(last id \d+\), 0 attachment files, schema \d+, \d+ bytes, taken `).MatchString(out) {
 		t.Errorf("backup said %q", out)
 	}
 	for _, c := range []struct {
@@ -437,5 +447,15 @@ func TestCLIBackupAndRestore(t *testing.T) {
 	list := edgetest.Admin(t, bin, restored, "site", "list")
 	if !strings.Contains(list, site.Key) {
 		t.Errorf("the restored directory lacks the site: %s", list)
+	}
+	// The restored edge has a new JetStream: THREADS is refilled from the database, so a
+	// reply goes on in the conversation's Slack thread.
+	r := edgetest.StartProc(t, bin, restored)
+	js := edgetest.ConnectOps(t, bin, restored, "nats://"+r.NATSAddr)
+	stream, err := js.Stream(context.Background(), "KV_"+schema.BucketThreads)
+	testkit.NoErr(t, err)
+	m, err := stream.GetLastMsgForSubject(context.Background(), "$KV."+schema.BucketThreads+"."+schema.ThreadKey(schema.TargetSlack, site.ID, *ack.ConversationID))
+	if err != nil || string(m.Data) != "1712345678.000100" {
+		t.Fatalf("THREADS after the restore: %v %v", m, err)
 	}
 }

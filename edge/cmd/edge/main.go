@@ -85,6 +85,7 @@ func serve(args []string) error {
 	fs.IntVar(&cfg.MaxSockets, "max-sockets", 0, "open HTTP and websocket connections past which new ones get 503 (0: the file limit less a reserve for SQLite, NATS and outbound posts)")
 	fs.DurationVar(&cfg.RequestTimeout, "request-timeout", server.DefaultRequestTimeout, "a new connection's first byte must come within this, and its request be read within it (an attachment's upload: 2 min); silent connections never hold the socket budget longer")
 	fs.IntVar(&cfg.OpeningPerAddr, "opening-per-addr", 32, "connections one client address may hold before their first answer (trusted proxies: no cap; -1: no cap)")
+	fs.DurationVar(&cfg.RetentionTick, "retention-every", server.RetentionEvery, "how often sites' retention is applied: a pass deletes the conversations idle past their site's retention days")
 	fs.StringVar(&cfg.MetricsAddr, "metrics-addr", "127.0.0.1:9102", "serve /metrics on this address, apart from -addr (empty: off)")
 	// Disk is a budget: each stream's bytes on disk (see ops/RUNBOOK.md "Disk budget").
 	cfg.StreamLimits = schema.StreamLimits{}.WithDefaults()

@@ -382,6 +382,9 @@ func (e *Edge) loadSites(ctx context.Context) error {
 	if err := reg.Mirror(ctx, kv, e.auth, e.log); err != nil {
 		return fmt.Errorf("mirror sites to %s: %w", schema.BucketSites, err)
 	}
+	if err := e.refillThreads(ctx); err != nil {
+		return fmt.Errorf("refill %s from the database: %w", schema.BucketThreads, err)
+	}
 	if e.store.Unclean() && e.cfg.NATSURL == "" {
 		// The embedded JetStream went down with the last run: acknowledgements of jobs
 		// delivered just before may be gone, and those jobs will come again. Before the
@@ -390,6 +393,43 @@ func (e *Edge) loadSites(ctx context.Context) error {
 		if err := reg.MarkUncleanStart(ctx, e.natsStarted); err != nil {
 			return fmt.Errorf("tell workers of an unclean start: %w", err)
 		}
+	}
+	return nil
+}
+
+// refillThreads gives a JetStream without THREADS entries (a data directory restored on a new
+// box, a JetStream store removed) the Slack threads the database recorded, before any worker
+// starts here: replies to existing conversations then go on in their threads instead of
+// opening new parent posts. A bucket with entries is left alone; each entry is created only
+// if absent (a worker's is newer).
+func (e *Edge) refillThreads(ctx context.Context) error {
+	kv, err := e.js.KeyValue(ctx, schema.BucketThreads)
+	if err != nil {
+		return err
+	}
+	status, err := kv.Status(ctx)
+	if err != nil || status.Values() > 0 {
+		return err
+	}
+	n := 0
+	for after := int64(0); ; {
+		list, err := e.store.SlackThreads(ctx, after, 1000)
+		if err != nil {
+			return err
+		}
+		if len(list) == 0 {
+			break
+		}
+		for _, t := range list {
+			if _, err := kv.Create(ctx, schema.ThreadKey(schema.TargetSlack, t.SiteID, t.ConversationID), []byte(t.TS)); err != nil && !errors.Is(err, jetstream.ErrKeyExists) {
+				return err
+			}
+			n++
+		}
+		after = list[len(list)-1].ConversationID
+	}
+	if n > 0 {
+		e.log.Info("THREADS was empty: the Slack threads the database recorded are back in it", "threads", n)
 	}
 	return nil
 }

@@ -169,8 +169,8 @@ const RetentionEvery = 10 * time.Minute
 // PurgePause, so the writer spends a small share of its time on a purge and visitors' commits
 // never queue behind one for long (bench/issue33.md has the measured cost).
 const (
-	PurgeChunk = 200
-	PurgePause = 20 * time.Millisecond
+	PurgeChunk = 50
+	PurgePause = 100 * time.Millisecond
 )
 
 // purgeExpired is retention's maintenance tick: a pass over every conversation each tick,
@@ -199,7 +199,7 @@ func purgeExpired(ctx context.Context, st *store.Store, dir files.Dir, tick time
 			m.RetentionPurged.WithLabelValues("conversations").Add(float64(p.Conversations))
 			m.RetentionPurged.WithLabelValues("messages").Add(float64(p.Messages))
 			m.RetentionPurged.WithLabelValues("files").Add(float64(len(p.FileKeys)))
-			if p.Next == 0 {
+			if !p.More {
 				break
 			}
 			after = p.Next

@@ -38,7 +38,8 @@ type Purge struct {
 	Conversations int
 	Messages      int
 	FileKeys      []string // the attachments' keys: the caller removes the files from disk
-	// Next is the cursor of the next call (0: the pass over every conversation is done).
+	// More says the pass is not over: the next call goes on after Next.
+	More bool
 	Next int64
 }
 
@@ -59,7 +60,7 @@ func (s *Store) PurgeExpired(ctx context.Context, now time.Time, after int64, li
 		return p, err
 	}
 	err = s.Write(ctx, func(tx *Tx) error {
-		p = Purge{Next: after}
+		p = Purge{Next: after, More: true}
 		left := limit
 		for _, c := range list {
 			if left <= 0 {

@@ -312,7 +312,7 @@ func copyBeforeMigration(c *sqlite3.Conn, dir string, from, to int) (string, err
 	if err := os.Chmod(name, 0o600); err != nil {
 		return "", err
 	}
-	if err := syncFile(name); err != nil {
+	if err := schema.SyncFile(name); err != nil {
 		return "", err
 	}
 	old, _ := filepath.Glob(filepath.Join(folder, "pre-*.db"))
@@ -331,15 +331,6 @@ func modTime(name string) time.Time {
 		return time.Time{}
 	}
 	return st.ModTime()
-}
-
-func syncFile(name string) error {
-	f, err := os.Open(name)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	return f.Sync()
 }
 
 func (s *Store) loadWatermark() error {
