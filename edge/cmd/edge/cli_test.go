@@ -14,6 +14,10 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/ncruces/go-sqlite3"
 
 	"spookat/edge/internal/edgetest"
 	"spookat/edge/internal/store"
@@ -414,10 +418,16 @@ func TestCLIBackupAndRestore(t *testing.T) {
 	c := edgetest.Dial(t, p.Addr, site.Key, "")
 	ack, err := c.SendAck("d-1", "before the backup")
 	testkit.NoErr(t, err)
-	// The conversation's Slack thread, as a worker's result records it.
-	db := edgetest.OpenDB(t, data)
+	// The conversation's Slack thread, as a worker's result records it (written with the
+	// edge stopped: it is the only writer), then the edge serves again.
+	_, err = p.Stop(10 * time.Second)
+	testkit.NoErr(t, err)
+	db, err := sqlite3.Open(filepath.Join(data, store.FileName))
+	testkit.NoErr(t, err)
 	testkit.NoErr(t, db.Exec(fmt.Sprintf(`UPDATE conversations SET slack_thread = '1712345678.000100' WHERE id = %d`, *ack.ConversationID)))
-	db.Close()
+	testkit.NoErr(t, db.Close())
+	edgetest.StartProc(t, bin, data)
+	workerCreds := edgetest.Creds(t, bin, data, "worker", "box9-1") // given out before the backup
 	archive := filepath.Join(t.TempDir(), "spookat.tar.gz")
 	out := edgetest.Admin(t, bin, data, "backup", "-out", archive)
 	if !regexp.MustCompile(`^backup .*spookat.tar.gz: 1 messages \(last id \d+\), 0 attachment files, schema \d+, \d+ bytes, taken `).MatchString(out) {
@@ -458,4 +468,10 @@ func TestCLIBackupAndRestore(t *testing.T) {
 	if err != nil || string(m.Data) != "1712345678.000100" {
 		t.Fatalf("THREADS after the restore: %v %v", m, err)
 	}
+	// A worker's credentials from before the backup still let it in: same NATS authority.
+	nc, err := nats.Connect("nats://"+r.NATSAddr, nats.UserCredentials(workerCreds))
+	if err != nil {
+		t.Fatalf("a worker's credentials after the restore: %v", err)
+	}
+	nc.Close()
 }

@@ -205,21 +205,22 @@ func TestWorkerMayOnlyDoItsPart(t *testing.T) {
 	jobs, err := wk.js.Stream(ctx, schema.StreamJobs)
 	requireNoErr(t, err)
 	var got jetstream.Msg
-	for p := range schema.JobPartitions {
-		cons, err := jobs.Consumer(ctx, schema.JobConsumer(schema.LaneChat, p))
-		requireNoErr(t, err)
-		if info, _ := cons.Info(ctx); info.NumPending == 0 {
-			continue
+	// Until it comes: a fetch can end empty (its wait, a pin still settling) and is tried again.
+	testkit.WaitFor(t, "the worker to pull the job", 10*time.Second, func() bool {
+		for p := range schema.JobPartitions {
+			cons, err := jobs.Consumer(ctx, schema.JobConsumer(schema.LaneChat, p))
+			requireNoErr(t, err)
+			if info, _ := cons.Info(ctx); info == nil || info.NumPending == 0 {
+				continue
+			}
+			batch, err := cons.Fetch(1, jetstream.FetchMaxWait(time.Second), jetstream.FetchPriorityGroup(schema.JobPriorityGroup))
+			requireNoErr(t, err)
+			for m := range batch.Messages() {
+				got = m
+			}
 		}
-		batch, err := cons.Fetch(1, jetstream.FetchMaxWait(2*time.Second), jetstream.FetchPriorityGroup(schema.JobPriorityGroup))
-		requireNoErr(t, err)
-		for m := range batch.Messages() {
-			got = m
-		}
-	}
-	if got == nil {
-		t.Fatal("the worker could not pull the job")
-	}
+		return got != nil
+	})
 	wk.allowed("ack a job", func(ctx context.Context) error { return got.DoubleAck(ctx) })
 	wk.allowed("publish its results", func(ctx context.Context) error {
 		_, err := wk.js.Publish(ctx, schema.ResultSubject("box1.example.com-1"), []byte("{}"))
