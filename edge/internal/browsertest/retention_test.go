@@ -38,4 +38,18 @@ func TestRetentionInSettings(t *testing.T) {
 	op.waitJS("30 shown", `document.querySelector('#set-retention_days').value === '30'`)
 	op.do("scroll to it", chromedp.ScrollIntoView(chromedp.CSS("#set-retention_days")))
 	op.shot("retention")
+
+	// On a phone the field fits the screen.
+	phone := newTab(t, "phone")
+	phone.do("phone viewport", chromedp.EmulateViewport(390, 844, chromedp.EmulateScale(2), chromedp.EmulateMobile))
+	phone.login(e.base, "rita@kept.test", "correct horse battery")
+	phone.do("open the settings from the top bar", chromedp.Click(chromedp.CSS(`a[href$="/settings"]`)), chromedp.WaitVisible(chromedp.CSS("#set-retention_days")))
+	phone.waitJS("30 shown", `document.querySelector('#set-retention_days').value === '30'`)
+	if n := eval[float64](phone, `document.querySelector('#set-retention_days').getBoundingClientRect().right - document.documentElement.clientWidth`); n > 0 {
+		t.Fatalf("the retention field overflows a 390 px screen by %v px", n)
+	}
+	phone.do("scroll to it", chromedp.ScrollIntoView(chromedp.CSS("#set-retention_days")))
+	phone.shot("retention")
+	phone.do("back to the list", chromedp.ScrollIntoView(chromedp.CSS(".settings a.back")), chromedp.Click(chromedp.CSS(".settings a.back")))
+	phone.waitJS("the list, alone", `getComputedStyle(document.querySelector('#main')).display === 'none' && getComputedStyle(document.querySelector('#conversations')).display !== 'none'`)
 }

@@ -116,7 +116,7 @@
   }
   window.addEventListener('hashchange', route);
 
-  function placeholder() { S.conv = null; V.layout.classList.remove('has-conv'); clear(V.main); V.main.appendChild(el('p', { class: 'placeholder', text: 'Pick a conversation.' })); markSel(); }
+  function placeholder() { S.conv = null; V.layout.classList.remove('has-conv', 'has-settings'); clear(V.main); V.main.appendChild(el('p', { class: 'placeholder', text: 'Pick a conversation.' })); markSel(); }
 
   function selectSite(id) {
     if (S.site === id) return;
@@ -213,6 +213,7 @@
   function drawConv(msgs) {
     var c = S.conv;
     clear(V.main);
+    V.layout.classList.remove('has-settings');
     V.layout.classList.add('has-conv');
     V.status = el('span', { class: 'badge ' + c.status, id: 'conv-status', text: c.status });
     V.toggle = el('button', { id: 'conv-toggle', text: c.status === 'closed' ? 'Reopen' : 'Close', onclick: function () {
@@ -640,6 +641,9 @@
     var id = S.site;
     api('GET', '/sites/' + id + '/settings').then(function (s) {
       clear(V.main);
+      // On a phone the settings take the screen, as a conversation does, with a way back.
+      V.layout.classList.remove('has-conv');
+      V.layout.classList.add('has-settings');
       var f = {};
       function field(name, label, value, hint) {
         f[name] = el('input', { id: 'set-' + name, name: name, value: value || '' });
@@ -679,6 +683,7 @@
         api('PUT', '/sites/' + id + '/settings', body).then(function () { msg.className = 'ok'; msg.textContent = 'Saved.'; showSettingsSoon(); },
           function (e) { msg.className = 'error'; msg.textContent = e.message; });
       } }, [].concat(
+        [el('a', { class: 'back', href: '#/sites/' + id, text: '\u2039 All conversations' })],
         [el('h2', { text: 'Settings of ' + s.name })],
         [el('fieldset', {}, [].concat([el('legend', { text: 'Site' })], field('name', 'Name', s.name),
           [el('label', { for: 'set-origins', text: 'Allowed origins (one per line)' }), origins, el('div', { class: 'hint', text: 'Site key: ' + s.key })]))],
