@@ -439,7 +439,8 @@ func integrity(db string) error {
 // rewind sets the copy's outbox watermark back to the last message older than replay before
 // its newest: JetStream's store is not in the archive, so the restored edge re-publishes the
 // jobs of the messages after it, except to the targets their deliveries are recorded done for
-// (the replay's rule); those jobs carry the possible-repeat mark.
+// (the replay's rule); those jobs carry the possible-repeat mark. The copy of a running edge
+// says it is running: the restored edge, on a new JetStream, has no unclean start to tell.
 func rewind(db string, replay time.Duration) error {
 	c, err := sqlite3.Open(db)
 	if err != nil {
@@ -450,6 +451,7 @@ func rewind(db string, replay time.Duration) error {
 		UPDATE outbox SET published_through = min(published_through, coalesce((SELECT max(id) FROM messages
 			WHERE created_at < (SELECT max(created_at) FROM messages) - %d), 0)) WHERE id = 1;
 		DELETE FROM outbox_cuts;
+		UPDATE id_limits SET running = 0;
 		COMMIT`, replay.Milliseconds()))
 }
 

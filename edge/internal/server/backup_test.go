@@ -144,6 +144,11 @@ func TestBackupWhileServingThenRestore(t *testing.T) {
 	restored := t.TempDir()
 	_, err := backup.Restore(archives[2], restored, backup.RestoreOptions{})
 	testkit.NoErr(t, err)
+	db := edgetest.OpenDB(t, restored)
+	if n := edgetest.QueryInt(t, db, `SELECT running FROM id_limits`); n != 0 {
+		t.Errorf("the restored copy says its edge is running (%d): its first start would tell workers of an unclean stop", n)
+	}
+	db.Close()
 	r := edgetest.Start(t, restored, server.Config{})
 	back := edgetest.Dial(t, r.Addr, site.Key, first.Hello.Visitor)
 	if back.Hello.Visitor != first.Hello.Visitor {
