@@ -413,8 +413,10 @@ func TestCLIFlagPlaceholdersAreOneWord(t *testing.T) {
 func TestCLIBackupAndRestore(t *testing.T) {
 	bin := edgetest.Bin(t, "edge")
 	data := t.TempDir()
-	p := edgetest.StartProc(t, bin, data)
-	site := edgetest.AddSite(t, data, &store.Site{Name: "drill", Origins: []string{"http://site.test"}})
+	// No worker: the site posts to Slack, and only the recorded thread matters here.
+	p := edgetest.StartProc(t, bin, data, "-worker", "none")
+	site := edgetest.AddSite(t, data, &store.Site{Name: "drill", Origins: []string{"http://site.test"},
+		SlackToken: "xoxb-drill-1", SlackChannel: "CDRILL001"})
 	c := edgetest.Dial(t, p.Addr, site.Key, "")
 	ack, err := c.SendAck("d-1", "before the backup")
 	testkit.NoErr(t, err)
@@ -426,7 +428,7 @@ func TestCLIBackupAndRestore(t *testing.T) {
 	testkit.NoErr(t, err)
 	testkit.NoErr(t, db.Exec(fmt.Sprintf(`UPDATE conversations SET slack_thread = '1712345678.000100' WHERE id = %d`, *ack.ConversationID)))
 	testkit.NoErr(t, db.Close())
-	edgetest.StartProc(t, bin, data)
+	edgetest.StartProc(t, bin, data, "-worker", "none")
 	workerCreds := edgetest.Creds(t, bin, data, "worker", "box9-1") // given out before the backup
 	archive := filepath.Join(t.TempDir(), "spookat.tar.gz")
 	out := edgetest.Admin(t, bin, data, "backup", "-out", archive)
@@ -460,7 +462,7 @@ func TestCLIBackupAndRestore(t *testing.T) {
 	}
 	// The restored edge has a new JetStream: THREADS is refilled from the database, so a
 	// reply goes on in the conversation's Slack thread.
-	r := edgetest.StartProc(t, bin, restored)
+	r := edgetest.StartProc(t, bin, restored, "-worker", "none")
 	js := edgetest.ConnectOps(t, bin, restored, "nats://"+r.NATSAddr)
 	stream, err := js.Stream(context.Background(), "KV_"+schema.BucketThreads)
 	testkit.NoErr(t, err)

@@ -75,13 +75,11 @@ func Snapshot(dir, dst string) error {
 	if err := c.BusyTimeout(5 * time.Second); err != nil {
 		return err
 	}
-	if err := c.Exec(`VACUUM INTO ` + quote(dst)); err != nil {
+	if err := store.VacuumInto(c, dst); err != nil {
 		return fmt.Errorf("copy the database: %w", err)
 	}
 	return nil
 }
-
-func quote(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
 
 // Create writes the archive of the data directory dir to out (0600: it holds every secret),
 // through a temporary name, synced, so a crash leaves no half archive under out.

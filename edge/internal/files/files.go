@@ -13,6 +13,8 @@ import (
 	"os"
 	"path/filepath"
 	"syscall"
+
+	"spookat/schema"
 )
 
 // Dir is the folder of the attachments: <data>/files/<first two characters of the key>/<key>.
@@ -43,8 +45,8 @@ func ValidKey(k string) bool {
 
 func (d Dir) path(key string) string { return filepath.Join(d.Root, key[:2], key) }
 
-// Put writes data as the file key, durably (written to a temporary name, synced, renamed,
-// the folder synced), and returns its SHA-256. A crash leaves either no file or the whole one.
+// Put writes data as the file key, durably (schema.WriteSecret: a temporary name, synced,
+// renamed, the folder synced; only the edge's user reads it), and returns its SHA-256. A crash leaves either no file or the whole one.
 func (d Dir) Put(key string, data []byte) ([]byte, error) {
 	if !ValidKey(key) {
 		return nil, errors.New("files: not a file key")
@@ -53,31 +55,8 @@ func (d Dir) Put(key string, data []byte) ([]byte, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
-	tmp, err := os.CreateTemp(dir, ".upload-*")
-	if err != nil {
+	if err := schema.WriteSecret(d.path(key), data); err != nil {
 		return nil, err
-	}
-	defer os.Remove(tmp.Name()) // after the rename: a no-op
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return nil, err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return nil, err
-	}
-	if err := tmp.Close(); err != nil {
-		return nil, err
-	}
-	if err := os.Rename(tmp.Name(), d.path(key)); err != nil {
-		return nil, err
-	}
-	if f, err := os.Open(dir); err == nil {
-		err = f.Sync()
-		f.Close()
-		if err != nil {
-			return nil, err
-		}
 	}
 	sum := sha256.Sum256(data)
 	return sum[:], nil

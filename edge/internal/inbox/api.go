@@ -1,7 +1,6 @@
 package inbox
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -361,22 +360,10 @@ func (h *Handler) updateSettings(c *fiber.Ctx) error {
 	var row *store.Site
 	err = h.Store.WriteDurable(ctx, func(tx *store.Tx) error {
 		// Read inside the writer's transaction, so two updates never undo each other.
-		var origins, widget string
-		cur := &store.Site{ID: s.ID}
-		found, err := tx.QueryRow(`SELECT key, name, origins, slack_token, slack_channel, slack_signing_secret,
-			discord_webhook, webhook_url, webhook_secret, notify_email, created_at, widget, identity_secret, retention_days FROM sites WHERE id = ?`, []any{s.ID},
-			&cur.Key, &cur.Name, &origins, &cur.SlackToken, &cur.SlackChannel, &cur.SlackSigningSecret,
-			&cur.DiscordWebhook, &cur.WebhookURL, &cur.WebhookSecret, &cur.NotifyEmail, &cur.CreatedAt, &widget, &cur.IdentitySecret, &cur.RetentionDays)
+		cur, err := tx.SiteByID(s.ID)
 		if err != nil {
 			return err
 		}
-		if !found {
-			return store.ErrNotFound
-		}
-		if origins != "" {
-			cur.Origins = strings.Split(origins, "\n")
-		}
-		_ = json.Unmarshal([]byte(widget), &cur.Widget)
 		if u.Widget != nil {
 			if err := u.Widget.Check(); err != nil {
 				return badRequest(sentence(err))

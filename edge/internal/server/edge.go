@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -403,6 +404,9 @@ func (e *Edge) loadSites(ctx context.Context) error {
 // opening new parent posts. A bucket with entries is left alone; each entry is created only
 // if absent (a worker's is newer).
 func (e *Edge) refillThreads(ctx context.Context) error {
+	if !slices.ContainsFunc(e.sites.All(), func(s *sites.Site) bool { return s.SlackToken != "" }) {
+		return nil // nothing posts to Slack: no thread to go on in (and no scan of every conversation)
+	}
 	kv, err := e.js.KeyValue(ctx, schema.BucketThreads)
 	if err != nil {
 		return err

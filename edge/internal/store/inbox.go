@@ -307,17 +307,14 @@ func (tx *Tx) SetVisitorEmail(siteID, visitorID int64, email string) (found bool
 
 // SiteByID reads one site with its secrets (the caller decides what to show).
 func (s *Store) SiteByID(ctx context.Context, id int64) (*Site, error) {
-	var site Site
-	var origins, widget string
+	var r siteRow
 	var found bool
 	err := s.Read(ctx, func(q Querier) error {
 		st, err := q.Stmt(`SELECT ` + siteColumns + ` FROM sites WHERE id = ?`)
 		if err != nil {
 			return err
 		}
-		found, err = queryRow(st, []any{id}, &site.ID, &site.Key, &site.Name, &origins, &site.SlackToken,
-			&site.SlackChannel, &site.SlackSigningSecret, &site.DiscordWebhook, &site.WebhookURL,
-			&site.WebhookSecret, &site.NotifyEmail, &site.CreatedAt, &widget, &site.IdentitySecret, &site.RetentionDays)
+		found, err = queryRow(st, []any{id}, r.dest()...)
 		return err
 	})
 	if err != nil {
@@ -326,9 +323,7 @@ func (s *Store) SiteByID(ctx context.Context, id int64) (*Site, error) {
 	if !found {
 		return nil, ErrNotFound
 	}
-	site.Origins = splitLines(origins)
-	site.Widget = widgetFrom(widget)
-	return &site, nil
+	return r.site(), nil
 }
 
 // UpdateSite writes a site's settings (every field of s but id, key and created_at).

@@ -21,16 +21,7 @@ func (tx *Tx) SetRetention(key string, days int) (*Site, error) {
 	if !found {
 		return nil, ErrNotFound
 	}
-	var site Site
-	var origins, widget string
-	if _, err := tx.QueryRow(`SELECT `+siteColumns+` FROM sites WHERE id = ?`, []any{id}, &site.ID, &site.Key, &site.Name, &origins,
-		&site.SlackToken, &site.SlackChannel, &site.SlackSigningSecret, &site.DiscordWebhook, &site.WebhookURL,
-		&site.WebhookSecret, &site.NotifyEmail, &site.CreatedAt, &widget, &site.IdentitySecret, &site.RetentionDays); err != nil {
-		return nil, err
-	}
-	site.Origins = splitLines(origins)
-	site.Widget = widgetFrom(widget)
-	return &site, nil
+	return tx.SiteByID(id)
 }
 
 // Purge is what one PurgeExpired call deleted.
@@ -43,18 +34,22 @@ type Purge struct {
 	Next int64
 }
 
+// expiredAt is the condition on a conversation c of site s that retention has passed at ?2
+// (Unix ms): the search for expired conversations and the check in the commit share it.
+const expiredAt = `s.retention_days > 0 AND c.updated_at < ?2 - s.retention_days * 86400000`
+
 // purgeConvs is how many expired conversations one call looks for.
 const purgeConvs = 32
 
 // PurgeExpired deletes, in one commit of the writer, at most limit messages of conversations
 // whose site's retention has passed, scanning conversations with an id above after (0 to
 // begin a pass). The search runs on a reader, so the writer's commit holds only the deletes;
-// each conversation is checked again in that commit (a visitor who came back keeps it).
+// each conversation is checked again in that commit (a visitor who came back keeps it). While
+// it finds expired conversations the pass has More; the next call goes on after Next.
 func (s *Store) PurgeExpired(ctx context.Context, now time.Time, after int64, limit int) (p Purge, err error) {
 	type expired struct{ id int64 }
 	list, err := readList(ctx, s, `SELECT c.id FROM conversations c JOIN sites s ON s.id = c.site_id
-			WHERE c.id > ? AND s.retention_days > 0 AND c.updated_at < ? - s.retention_days * 86400000
-			ORDER BY c.id LIMIT ?`,
+			WHERE c.id > ?1 AND `+expiredAt+` ORDER BY c.id LIMIT ?3`,
 		[]any{after, now.UnixMilli(), purgeConvs}, func(e *expired) []any { return []any{&e.id} })
 	if err != nil || len(list) == 0 {
 		return p, err
@@ -68,8 +63,7 @@ func (s *Store) PurgeExpired(ctx context.Context, now time.Time, after int64, li
 			}
 			var visitor int64
 			still, err := tx.QueryRow(`SELECT c.visitor_id FROM conversations c JOIN sites s ON s.id = c.site_id
-				WHERE c.id = ? AND s.retention_days > 0 AND c.updated_at < ? - s.retention_days * 86400000`,
-				[]any{c.id, now.UnixMilli()}, &visitor)
+				WHERE c.id = ?1 AND `+expiredAt, []any{c.id, now.UnixMilli()}, &visitor)
 			if err != nil {
 				return err
 			}
@@ -107,10 +101,6 @@ func (s *Store) PurgeExpired(ctx context.Context, now time.Time, after int64, li
 	})
 	if err != nil {
 		return Purge{}, err
-	}
-	if p.Next == after && p.Messages == 0 && p.Conversations == 0 {
-		// Every conversation found had come back to life: go on past them.
-		p.Next = list[len(list)-1].id
 	}
 	return p, nil
 }

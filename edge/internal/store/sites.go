@@ -81,6 +81,25 @@ func (tx *Tx) AddSite(site *Site) error {
 const siteColumns = `id, key, name, origins, slack_token, slack_channel, slack_signing_secret,
 	discord_webhook, webhook_url, webhook_secret, notify_email, created_at, widget, identity_secret, retention_days`
 
+// siteRow is a row of siteColumns being read: scan into dest, then take the Site.
+type siteRow struct {
+	s               Site
+	origins, widget string
+}
+
+func (r *siteRow) dest() []any {
+	return []any{&r.s.ID, &r.s.Key, &r.s.Name, &r.origins, &r.s.SlackToken, &r.s.SlackChannel, &r.s.SlackSigningSecret,
+		&r.s.DiscordWebhook, &r.s.WebhookURL, &r.s.WebhookSecret, &r.s.NotifyEmail, &r.s.CreatedAt, &r.widget,
+		&r.s.IdentitySecret, &r.s.RetentionDays}
+}
+
+func (r *siteRow) site() *Site {
+	site := r.s
+	site.Origins = splitLines(r.origins)
+	site.Widget = widgetFrom(r.widget)
+	return &site
+}
+
 // Sites returns every site, by id.
 func (s *Store) Sites(ctx context.Context) ([]*Site, error) {
 	var out []*Site
@@ -90,20 +109,29 @@ func (s *Store) Sites(ctx context.Context) ([]*Site, error) {
 			return err
 		}
 		return eachRow(st, nil, func() error {
-			var site Site
-			var origins, widget string
-			if err := scan(st, &site.ID, &site.Key, &site.Name, &origins, &site.SlackToken,
-				&site.SlackChannel, &site.SlackSigningSecret, &site.DiscordWebhook, &site.WebhookURL,
-				&site.WebhookSecret, &site.NotifyEmail, &site.CreatedAt, &widget, &site.IdentitySecret, &site.RetentionDays); err != nil {
+			var r siteRow
+			if err := scan(st, r.dest()...); err != nil {
 				return err
 			}
-			site.Origins = splitLines(origins)
-			site.Widget = widgetFrom(widget)
-			out = append(out, &site)
+			out = append(out, r.site())
 			return nil
 		})
 	})
 	return out, err
+}
+
+// SiteByID reads one site with its secrets in the writer's transaction (an update that
+// starts from what is stored).
+func (tx *Tx) SiteByID(id int64) (*Site, error) {
+	var r siteRow
+	found, err := tx.QueryRow(`SELECT `+siteColumns+` FROM sites WHERE id = ?`, []any{id}, r.dest()...)
+	if err != nil {
+		return nil, err
+	}
+	if !found {
+		return nil, ErrNotFound
+	}
+	return r.site(), nil
 }
 
 func splitLines(s string) []string {

@@ -14,7 +14,6 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -292,6 +291,12 @@ func migrate(c *sqlite3.Conn, dir string) (copied string, err error) {
 	return copied, nil
 }
 
+// VacuumInto writes a consistent copy of c's database to dst, which must not exist: one read
+// transaction, so the writer goes on meanwhile (a backup, the copy before a migration).
+func VacuumInto(c *sqlite3.Conn, dst string) error {
+	return c.Exec(`VACUUM INTO ` + sqlite3.Quote(dst))
+}
+
 // BackupsDir is the data directory's folder of the copies taken before migrations.
 const BackupsDir = "backups"
 
@@ -306,7 +311,7 @@ func copyBeforeMigration(c *sqlite3.Conn, dir string, from, to int) (string, err
 		return "", err
 	}
 	name := filepath.Join(folder, fmt.Sprintf("pre-%d-from-%d-%s.db", to, from, time.Now().UTC().Format("20060102T150405.000000Z")))
-	if err := c.Exec(`VACUUM INTO '` + strings.ReplaceAll(name, "'", "''") + `'`); err != nil {
+	if err := VacuumInto(c, name); err != nil {
 		return "", fmt.Errorf("copy the database before migrating it to version %d: %w", to, err)
 	}
 	if err := os.Chmod(name, 0o600); err != nil {
@@ -315,22 +320,23 @@ func copyBeforeMigration(c *sqlite3.Conn, dir string, from, to int) (string, err
 	if err := schema.SyncFile(name); err != nil {
 		return "", err
 	}
-	old, _ := filepath.Glob(filepath.Join(folder, "pre-*.db"))
-	sort.Strings(old)
-	sort.SliceStable(old, func(i, j int) bool { return modTime(old[i]).Before(modTime(old[j])) })
-	for len(old) > keepPreMigration {
-		_ = os.Remove(old[0])
-		old = old[1:]
+	// Oldest first by modification time (a name's time orders copies of one version only).
+	type copied struct {
+		name string
+		at   time.Time
+	}
+	var all []copied
+	names, _ := filepath.Glob(filepath.Join(folder, "pre-*.db"))
+	for _, n := range names {
+		if st, err := os.Stat(n); err == nil {
+			all = append(all, copied{n, st.ModTime()})
+		}
+	}
+	sort.Slice(all, func(i, j int) bool { return all[i].at.Before(all[j].at) })
+	for _, old := range all[:max(0, len(all)-keepPreMigration)] {
+		_ = os.Remove(old.name)
 	}
 	return name, schema.SyncDir(folder)
-}
-
-func modTime(name string) time.Time {
-	st, err := os.Stat(name)
-	if err != nil {
-		return time.Time{}
-	}
-	return st.ModTime()
 }
 
 func (s *Store) loadWatermark() error {

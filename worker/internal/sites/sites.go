@@ -91,11 +91,7 @@ func siteIDOf(key string) (int64, bool) {
 func (c *Cache) apply(e jetstream.KeyValueEntry) {
 	if e.Key() == schema.KeyUncleanStart && e.Operation() == jetstream.KeyValuePut {
 		var u schema.UncleanStart
-		payload, err := schema.OpenSite(e.Key(), e.Value(), c.signer)
-		if err == nil {
-			err = json.Unmarshal(payload, &u)
-		}
-		if err != nil {
+		if err := c.open(e.Key(), e.Value(), &u); err != nil {
 			c.log.Warn("SITES value ignored", "key", e.Key(), "err", err)
 			return
 		}
@@ -112,25 +108,21 @@ func (c *Cache) apply(e jetstream.KeyValueEntry) {
 		c.mu.Unlock()
 		return
 	}
-	d, err := c.open(e.Key(), e.Value())
-	if err != nil {
+	var d schema.SiteDelivery
+	if err := c.open(e.Key(), e.Value(), &d); err != nil {
 		c.log.Warn("SITES value ignored", "key", e.Key(), "err", err)
 		return
 	}
-	c.keep(id, d)
+	c.keep(id, &d)
 }
 
-// open checks and decodes a value.
-func (c *Cache) open(key string, value []byte) (*schema.SiteDelivery, error) {
+// open checks a value's signature for key and decodes its JSON into v.
+func (c *Cache) open(key string, value []byte, v any) error {
 	payload, err := schema.OpenSite(key, value, c.signer)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	var d schema.SiteDelivery
-	if err := json.Unmarshal(payload, &d); err != nil {
-		return nil, err
-	}
-	return &d, nil
+	return json.Unmarshal(payload, v)
 }
 
 // keep stores d unless the cache holds a newer value (one written back from the past).
@@ -160,11 +152,11 @@ func (c *Cache) Get(ctx context.Context, id int64) (*schema.SiteDelivery, error)
 	if err != nil {
 		return nil, err
 	}
-	nd, err := c.open(e.Key(), e.Value())
-	if err != nil {
+	var nd schema.SiteDelivery
+	if err := c.open(e.Key(), e.Value(), &nd); err != nil {
 		return nil, err
 	}
-	return c.keep(id, nd), nil
+	return c.keep(id, &nd), nil
 }
 
 // Peek returns the cached settings without a bucket read (nil on a miss).
