@@ -22,6 +22,9 @@ for i in range(10000):
 cur.executemany("INSERT INTO visitors (id, site_id, token_hash, created_at) VALUES (?,?,?,?)", visitors)
 cur.executemany("INSERT INTO conversations (id, site_id, visitor_id, first_message_id, last_message_id, created_at, updated_at) VALUES (?,?,?,?,?,?,?)", convs)
 cur.executemany("INSERT INTO messages (id, conversation_id, author, name, text, client_id, created_at, source) VALUES (?,?,?,?,?,?,?,?)", msgs)
+# With search (schema 17), the index holds every message's words, as the edge's writer adds them.
+if cur.execute("SELECT count(*) FROM sqlite_master WHERE name = 'messages_fts'").fetchone()[0]:
+    cur.executemany("INSERT INTO messages_fts (rowid, site, text) VALUES (?,?,?)", [(m[0], site, m[4]) for m in msgs])
 cur.execute("UPDATE id_limits SET messages = max(messages, ?), conversations = max(conversations, ?)", (mid + 1, cid + 10001))
 cur.execute("UPDATE outbox SET published_through = ?", (mid - 1,))
 db.commit()

@@ -424,7 +424,7 @@ func TestCLIBackupAndRestore(t *testing.T) {
 	// edge stopped: it is the only writer), then the edge serves again.
 	_, err = p.Stop(10 * time.Second)
 	testkit.NoErr(t, err)
-	db, err := sqlite3.Open(filepath.Join(data, store.FileName))
+	db, err := store.OpenConn(filepath.Join(data, store.FileName), sqlite3.OPEN_READWRITE)
 	testkit.NoErr(t, err)
 	testkit.NoErr(t, db.Exec(fmt.Sprintf(`UPDATE conversations SET slack_thread = '1712345678.000100' WHERE id = %d`, *ack.ConversationID)))
 	testkit.NoErr(t, db.Close())

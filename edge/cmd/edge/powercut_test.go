@@ -19,6 +19,7 @@ import (
 	"github.com/ncruces/go-sqlite3"
 
 	"spookat/edge/internal/edgetest"
+	"spookat/edge/internal/store"
 	"spookat/loadgen/lazyfs"
 	"spookat/loadgen/mock"
 	"spookat/schema"
@@ -172,7 +173,7 @@ func runPowerCuts(t *testing.T, mode string, cuts int) {
 	testkit.NoErr(t, fs.Unmount())
 
 	// Count, from SQLite as the disk holds it and from what Slack and the receiver got.
-	db, err := sqlite3.Open(backing + "/spookat.db")
+	db, err := store.OpenConn(backing+"/spookat.db", sqlite3.OPEN_READWRITE)
 	testkit.NoErr(t, err)
 	defer db.Close()
 	if ok := edgetest.QueryText(t, db, `PRAGMA integrity_check`); ok != "ok" {

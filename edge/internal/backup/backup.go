@@ -67,7 +67,7 @@ const DefaultReplay = 24 * time.Hour
 // Snapshot writes a consistent copy of the database in dir to dst (which must not exist), from
 // a read connection of its own: the edge keeps writing meanwhile.
 func Snapshot(dir, dst string) error {
-	c, err := sqlite3.OpenFlags(filepath.Join(dir, store.FileName), sqlite3.OPEN_READONLY)
+	c, err := store.OpenConn(filepath.Join(dir, store.FileName), sqlite3.OPEN_READONLY)
 	if err != nil {
 		return fmt.Errorf("open the database: %w", err)
 	}
@@ -159,7 +159,7 @@ func describe(db string, m *Manifest) error {
 		return err
 	}
 	m.DBSHA256 = sum
-	c, err := sqlite3.OpenFlags(db, sqlite3.OPEN_READONLY)
+	c, err := store.OpenConn(db, sqlite3.OPEN_READONLY)
 	if err != nil {
 		return err
 	}
@@ -418,7 +418,7 @@ func check(dir string, m Manifest) error {
 
 // integrity runs SQLite's integrity_check on db.
 func integrity(db string) error {
-	c, err := sqlite3.OpenFlags(db, sqlite3.OPEN_READONLY)
+	c, err := store.OpenConn(db, sqlite3.OPEN_READONLY)
 	if err != nil {
 		return err
 	}
@@ -440,7 +440,7 @@ func integrity(db string) error {
 // (the replay's rule); those jobs carry the possible-repeat mark. The copy of a running edge
 // says it is running: the restored edge, on a new JetStream, has no unclean start to tell.
 func rewind(db string, replay time.Duration) error {
-	c, err := sqlite3.Open(db)
+	c, err := store.OpenConn(db, sqlite3.OPEN_READWRITE)
 	if err != nil {
 		return err
 	}

@@ -261,7 +261,7 @@ func (c *Client) Message(t testing.TB, clientID, text string) {
 // OpenDB opens the edge's SQLite file read-only, as a second connection would.
 func OpenDB(t testing.TB, dataDir string) *sqlite3.Conn {
 	t.Helper()
-	db, err := sqlite3.OpenFlags(dataDir+"/"+store.FileName, sqlite3.OPEN_READONLY)
+	db, err := store.OpenConn(dataDir+"/"+store.FileName, sqlite3.OPEN_READONLY)
 	if err != nil {
 		t.Fatal(err)
 	}

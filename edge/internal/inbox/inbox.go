@@ -60,7 +60,8 @@ type Handler struct {
 	// Files keeps the attachments (GET /v1/api/files/{id}).
 	Files files.Dir
 
-	typists typists // api.go
+	typists   typists       // api.go
+	searching chan struct{} // search.go
 }
 
 // who is the authenticated operator of a request.
@@ -77,6 +78,7 @@ func (h *Handler) Register(app *fiber.App) {
 	if h.Limiter == nil {
 		h.Limiter = NewLimiter()
 	}
+	h.searching = make(chan struct{}, searchSlots)
 	g := app.Group("/v1/api", func(c *fiber.Ctx) error {
 		c.Set(fiber.HeaderCacheControl, "no-store")
 		c.Set("X-Content-Type-Options", "nosniff")
@@ -89,6 +91,7 @@ func (h *Handler) Register(app *fiber.App) {
 	g.Get("/me", h.me)
 	g.Post("/me/password", h.changePassword)
 	g.Get("/sites/:site/conversations", h.conversations)
+	g.Get("/sites/:site/search", h.search) // search.go
 	g.Get("/sites/:site/settings", h.settings)
 	g.Put("/sites/:site/settings", h.updateSettings)
 	g.Get("/conversations/:id", h.conversation)

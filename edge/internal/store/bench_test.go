@@ -26,6 +26,8 @@ func BenchmarkSubmitMessage(b *testing.B) {
 		b.Run(fmt.Sprintf("syncfull=%v", sync), func(b *testing.B) { benchSubmit(b, Options{SyncFull: sync}, 0) })
 	}
 	b.Run("replies", func(b *testing.B) { benchSubmit(b, Options{}, 4) })
+	// The search index's cost on the visitor's path: the same run without it (A/B).
+	b.Run("nosearch", func(b *testing.B) { benchSubmit(b, Options{noSearch: true}, 0) })
 }
 
 func benchSubmit(b *testing.B, opts Options, replyEvery int) {

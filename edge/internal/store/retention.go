@@ -108,7 +108,8 @@ func (s *Store) PurgeExpired(ctx context.Context, now time.Time, after int64, li
 // deleteMessages deletes up to limit messages of a conversation with their delivery records
 // and attachment rows, and returns how many and the attachments' keys.
 func (tx *Tx) deleteMessages(conversationID int64, limit int) (n int, keys []string, err error) {
-	st, err := tx.Stmt(`SELECT m.id, coalesce(f.id, 0), coalesce(f.key, '') FROM messages m LEFT JOIN files f ON f.id = m.file_id
+	st, err := tx.Stmt(`SELECT m.id, coalesce(f.id, 0), coalesce(f.key, ''), m.kind = '' AND m.text != '', c.site_id, m.text
+		FROM messages m JOIN conversations c ON c.id = m.conversation_id LEFT JOIN files f ON f.id = m.file_id
 		WHERE m.conversation_id = ? LIMIT ?`)
 	if err != nil {
 		return 0, nil, err
@@ -116,10 +117,13 @@ func (tx *Tx) deleteMessages(conversationID int64, limit int) (n int, keys []str
 	type row struct {
 		msg, file int64
 		key       string
+		indexed   bool // in messages_fts (the rows of message_search)
+		site      int64
+		text      string
 	}
 	var rows []row
 	err = eachRow(st, []any{conversationID, limit}, func() error {
-		rows = append(rows, row{st.ColumnInt64(0), st.ColumnInt64(1), st.ColumnText(2)})
+		rows = append(rows, row{st.ColumnInt64(0), st.ColumnInt64(1), st.ColumnText(2), st.ColumnBool(3), st.ColumnInt64(4), st.ColumnText(5)})
 		return nil
 	})
 	st.Reset()
@@ -127,6 +131,12 @@ func (tx *Tx) deleteMessages(conversationID int64, limit int) (n int, keys []str
 		return 0, nil, err
 	}
 	for _, r := range rows {
+		if r.indexed && !tx.noSearch {
+			// An external-content index forgets a row only when told its indexed values.
+			if err := tx.exec(`INSERT INTO messages_fts (messages_fts, rowid, site, text) VALUES ('delete', ?, ?, ?)`, r.msg, r.site, r.text); err != nil {
+				return 0, nil, err
+			}
+		}
 		if err := tx.exec(`DELETE FROM deliveries WHERE message_id = ?`, r.msg); err != nil {
 			return 0, nil, err
 		}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/ncruces/go-sqlite3"
 	_ "github.com/ncruces/go-sqlite3/driver" // links the SQLite build; no database/sql use
+	"github.com/ncruces/go-sqlite3/ext/fts5"
 
 	"spookat/schema"
 )
@@ -59,6 +60,9 @@ type Options struct {
 	// WindowRate is the arrival rate (requests a second) from which CommitWindow applies.
 	// Default 2,500.
 	WindowRate float64
+
+	// noSearch leaves messages_fts alone: the benchmarks' A/B of the index's cost.
+	noSearch bool
 }
 
 // Store is the SQLite file with its single writer.
@@ -149,7 +153,7 @@ func Open(dir string, opts Options) (*Store, error) {
 	}
 	s.w = w
 	s.wstmts = stmtCache{conn: w}
-	if err := stablePlans(w); err != nil {
+	if err := setupConn(w); err != nil {
 		w.Close()
 		return nil, err
 	}
@@ -203,7 +207,7 @@ func Open(dir string, opts Options) (*Store, error) {
 		}
 		s.readers <- r
 	}
-	if s.ckpt, err = sqlite3.Open(s.path); err != nil {
+	if s.ckpt, err = OpenConn(s.path, sqlite3.OPEN_READWRITE|sqlite3.OPEN_CREATE); err != nil {
 		s.closeConns()
 		return nil, err
 	}
@@ -484,6 +488,32 @@ func (c *stmtCache) close() {
 	c.stmts = nil
 }
 
+// setupConn prepares a connection of the edge's: stable plans, and the FTS5 module that
+// messages_fts needs (this SQLite build links it as an extension, registered per connection).
+func setupConn(c *sqlite3.Conn) error {
+	if err := stablePlans(c); err != nil {
+		return err
+	}
+	if err := fts5.Register(c); err != nil {
+		return fmt.Errorf("register fts5: %w", err)
+	}
+	return nil
+}
+
+// OpenConn opens the database file at path outside the store (a backup's copy, a restore's
+// check), ready for every table of its schema: messages_fts needs FTS5 registered.
+func OpenConn(path string, flags sqlite3.OpenFlag) (*sqlite3.Conn, error) {
+	c, err := sqlite3.OpenFlags(path, flags)
+	if err != nil {
+		return nil, err
+	}
+	if err := fts5.Register(c); err != nil {
+		c.Close()
+		return nil, fmt.Errorf("register fts5: %w", err)
+	}
+	return c, nil
+}
+
 // stablePlans turns on the query planner stability guarantee. This build of SQLite has
 // STAT4, and without it the planner let the values bound to a cached statement shape its
 // plan, so binding new ones expired the statement: every visitor lookup and every resume
@@ -510,7 +540,7 @@ func openReader(path string) (*reader, error) {
 		c.Close()
 		return nil, err
 	}
-	if err := stablePlans(c); err != nil {
+	if err := setupConn(c); err != nil {
 		c.Close()
 		return nil, err
 	}

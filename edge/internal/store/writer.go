@@ -317,7 +317,7 @@ const convSet = `UPDATE conversations SET last_message_id = ?2, updated_at = ?3,
 
 func (s *Store) runTx(batch []request, start time.Time, persistWatermark bool) (committed []Committed, err error) {
 	now := start.UnixMilli()
-	tx := &Tx{c: s.w, stmts: &s.wstmts, now: now, ids: &s.ids}
+	tx := &Tx{c: s.w, stmts: &s.wstmts, now: now, ids: &s.ids, noSearch: s.opts.noSearch}
 	msgs, newConvs, durable := 0, 0, false
 	for i := range batch {
 		durable = durable || batch[i].durable
@@ -473,6 +473,8 @@ type Tx struct {
 	stmts *stmtCache
 	now   int64
 	ids   *ids // the writer's id limits; nil outside a commit of messages
+	// noSearch leaves messages_fts alone (Options.noSearch).
+	noSearch bool
 }
 
 // Now is the transaction's timestamp in Unix ms.

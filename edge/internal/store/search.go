@@ -1,0 +1,378 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"golang.org/x/text/unicode/norm"
+
+	"spookat/schema"
+)
+
+// Search limits. A query walks at most SearchWindow of its newest matching messages: the
+// cost of a common word stays bounded however big the site, and the answer says where to go
+// on from when there may be older matches.
+const (
+	SearchWindow    = 2000
+	SearchMaxTerms  = 8
+	SearchMaxChars  = 200
+	SearchMinPrefix = 3 // a shorter last word is matched whole: "re" as a prefix is most of a site
+	searchResults   = 20
+	snippetTokens   = 14
+)
+
+// ErrBadQuery wraps what is wrong with a search query, in a sentence for the operator.
+var ErrBadQuery = errors.New("bad search query")
+
+type queryError struct{ msg string }
+
+func (e *queryError) Error() string { return e.msg }
+func (e *queryError) Unwrap() error { return ErrBadQuery }
+
+// errPageFull ends the walk of a search's matches once a page is full.
+var errPageFull = errors.New("page full")
+
+// SearchQuery is what an operator searches for in one site.
+type SearchQuery struct {
+	Text   string            // words, "quoted phrases"; the last word is a prefix while it is being typed
+	Status schema.ConvStatus // open, snoozed, closed or "" for all
+	From   int64             // Unix ms, messages written at or after; 0: no bound
+	To     int64             // Unix ms, messages written at or before; 0: no bound
+	Before int64             // a message id: only older messages (SearchResult.Next of the page before); 0: from the newest
+}
+
+// Segment is a piece of a snippet; Match marks the words the query found.
+type Segment struct {
+	Text  string `json:"text"`
+	Match bool   `json:"match,omitempty"`
+}
+
+// Hit is a conversation that matched: its newest matching message, highlighted.
+type Hit struct {
+	Conversation ConversationSummary `json:"conversation"`
+	MessageID    int64               `json:"message_id"`
+	MessageAt    int64               `json:"message_at"`
+	Snippet      []Segment           `json:"snippet"`
+}
+
+// SearchResult is the answer to a SearchQuery: up to 20 conversations, the most recently
+// matching first. Next, when not 0, is the Before of the page that goes on from here (there
+// may be older matches); a conversation can show up again there with an older message.
+type SearchResult struct {
+	Hits []Hit `json:"hits"`
+	Next int64 `json:"next,omitempty"`
+}
+
+// searchTerm is a word or a "phrase" of a query: its words as the index keeps them (folded),
+// the last one a prefix when prefix is set.
+type searchTerm struct {
+	raw    string
+	words  []string
+	prefix bool
+}
+
+// ftsQuery turns what an operator typed into an FTS5 MATCH expression on the text column,
+// and the terms the snippets highlight: every word and "phrase" is quoted (so no operator,
+// column name or syntax from the input reaches FTS5) and all must match; the last word is
+// also a prefix unless the input ends in a space or a quote or the word is shorter than
+// SearchMinPrefix. Words with no letter or digit are dropped.
+func ftsQuery(text string) (string, []searchTerm, error) {
+	if utf8.RuneCountInString(text) > SearchMaxChars {
+		return "", nil, &queryError{"The search is too long: use at most 200 characters."}
+	}
+	var terms []searchTerm
+	for rest := text; ; {
+		rest = strings.TrimLeftFunc(rest, unicode.IsSpace)
+		if rest == "" {
+			break
+		}
+		var raw string
+		open := false
+		if rest[0] == '"' {
+			end := strings.IndexByte(rest[1:], '"')
+			if end < 0 {
+				raw, rest, open = rest[1:], "", true
+			} else {
+				raw, rest = rest[1:1+end], rest[2+end:]
+			}
+		} else {
+			end := strings.IndexFunc(rest, func(r rune) bool { return unicode.IsSpace(r) || r == '"' })
+			if end < 0 {
+				raw, rest, open = rest, "", true
+			} else {
+				raw, rest = rest[:end], rest[end:]
+			}
+		}
+		var words []string
+		for _, t := range tokens(raw) {
+			words = append(words, fold(raw[t.from:t.to]))
+		}
+		if len(words) == 0 {
+			continue
+		}
+		if len(terms) == SearchMaxTerms {
+			return "", nil, &queryError{"The search has too many words: use at most 8."}
+		}
+		last := raw[strings.LastIndexFunc(raw, unicode.IsSpace)+1:]
+		terms = append(terms, searchTerm{raw: raw, words: words, prefix: open && utf8.RuneCountInString(last) >= SearchMinPrefix})
+	}
+	if len(terms) == 0 {
+		return "", nil, &queryError{"Type a word to search for."}
+	}
+	quoted := make([]string, len(terms))
+	for i, t := range terms {
+		quoted[i] = `"` + strings.ReplaceAll(t.raw, `"`, `""`) + `"`
+		if t.prefix {
+			quoted[i] += " *"
+		}
+	}
+	return "text : (" + strings.Join(quoted, " AND ") + ")", terms, nil
+}
+
+// Search finds the conversations of a site whose messages match q, the most recent match
+// first: what an operator looks for is nearly always a recent conversation, and walking the
+// index newest first stops as soon as a page is full, where ranking by relevance would read
+// every match of every word (and the site's whole list) before answering. The operator must
+// be a member of the site (no hits otherwise).
+func (s *Store) Search(ctx context.Context, operatorID, siteID int64, q SearchQuery) (*SearchResult, error) {
+	match, terms, err := ftsQuery(q.Text)
+	if err != nil {
+		return nil, err
+	}
+	// The site is a phrase of the expression as well as a join condition: inside the index,
+	// it keeps a small site's search from walking a big site's hits; in the join, it is what
+	// decides.
+	match = `site : "` + strconv.FormatInt(siteID, 10) + `" AND ` + match
+	res := &SearchResult{Hits: []Hit{}}
+	err = s.Read(ctx, func(rq Querier) error {
+		member, err := rq.Stmt(`SELECT 1 FROM site_members WHERE operator_id = ? AND site_id = ?`)
+		if err != nil {
+			return err
+		}
+		if ok, err := queryRow(member, []any{operatorID, siteID}); err != nil || !ok {
+			return err
+		}
+		lo, hi, err := messageIDRange(rq, q.From, q.To)
+		if err != nil {
+			return err
+		}
+		if q.Before > 0 && q.Before <= hi {
+			hi = q.Before - 1
+		}
+		if lo > hi {
+			return nil
+		}
+		// The index is walked alone, newest first, and each match looked up: the window
+		// bounds what is walked whatever the filters keep, and the walk stops with the page.
+		walk, err := rq.Stmt(`SELECT rowid FROM messages_fts WHERE messages_fts MATCH ?1 AND rowid BETWEEN ?2 AND ?3
+			ORDER BY rowid DESC LIMIT ?4`)
+		if err != nil {
+			return err
+		}
+		look, err := rq.Stmt(`SELECT m.conversation_id, m.created_at, m.text FROM messages m JOIN conversations c ON c.id = m.conversation_id
+			WHERE m.id = ?1 AND c.site_id = ?2 AND (?3 = '' OR c.status = ?3) AND m.created_at BETWEEN ?4 AND ?5`)
+		if err != nil {
+			return err
+		}
+		to := q.To
+		if to <= 0 {
+			to = 1<<62 - 1
+		}
+		seen := map[int64]bool{}
+		walked, last := 0, int64(0)
+		err = eachRow(walk, []any{match, lo, hi, SearchWindow}, func() error {
+			id := walk.ColumnInt64(0)
+			walked, last = walked+1, id
+			h := Hit{MessageID: id}
+			var text string
+			found, err := queryRow(look, []any{id, siteID, q.Status, q.From, to}, &h.Conversation.ID, &h.MessageAt, &text)
+			if err != nil || !found || seen[h.Conversation.ID] {
+				return err
+			}
+			if len(res.Hits) == searchResults {
+				res.Next = id + 1 // the next page starts with this one
+				return errPageFull
+			}
+			seen[h.Conversation.ID] = true
+			h.Snippet = highlight(text, terms, snippetTokens)
+			res.Hits = append(res.Hits, h)
+			return nil
+		})
+		walk.Reset()
+		if err != nil && !errors.Is(err, errPageFull) {
+			return err
+		}
+		if res.Next == 0 && walked == SearchWindow {
+			res.Next = last
+		}
+		conv, err := rq.Stmt(`SELECT ` + summaryColumns + ` FROM conversations c ` + summaryJoins + ` WHERE c.id = ?2`)
+		if err != nil {
+			return err
+		}
+		for i := range res.Hits {
+			if _, err := queryRow(conv, []any{operatorID, res.Hits[i].Conversation.ID}, res.Hits[i].Conversation.dest()...); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// messageIDRange turns a range of times into the range of message ids written in it: ids
+// grow with time, so a binary search over point lookups finds the bounds, and FTS5 then
+// seeks to them instead of walking newer hits.
+func messageIDRange(q Querier, from, to int64) (lo, hi int64, err error) {
+	st, err := q.Stmt(`SELECT coalesce(max(id), 0) FROM messages`)
+	if err != nil {
+		return 0, 0, err
+	}
+	if _, err := queryRow(st, nil, &hi); err != nil {
+		return 0, 0, err
+	}
+	lo = 1
+	if from > 0 {
+		if lo, err = firstIDAt(q, from, hi); err != nil {
+			return 0, 0, err
+		}
+	}
+	if to > 0 {
+		first, err := firstIDAt(q, to+1, hi)
+		if err != nil {
+			return 0, 0, err
+		}
+		hi = first - 1
+	}
+	return lo, hi, nil
+}
+
+// firstIDAt finds the smallest id x such that the first message at or after x was written at
+// or after t (max+1 when none was).
+func firstIDAt(q Querier, t, max int64) (int64, error) {
+	st, err := q.Stmt(`SELECT created_at FROM messages WHERE id >= ? ORDER BY id LIMIT 1`)
+	if err != nil {
+		return 0, err
+	}
+	lo, hi := int64(0), max+1 // the first message at or after lo is older than t; at hi, not
+	for hi-lo > 1 {
+		mid := lo + (hi-lo)/2
+		var at int64
+		found, err := queryRow(st, []any{mid}, &at)
+		if err != nil {
+			return 0, err
+		}
+		if found && at < t {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return hi, nil
+}
+
+// span is a word's bytes in a text.
+type span struct{ from, to int }
+
+// tokens splits s into words as the index's tokenizer (unicode61) does: runs of letters,
+// digits and private-use characters; everything else separates them.
+func tokens(s string) []span {
+	var out []span
+	start := -1
+	for i, r := range s {
+		word := unicode.IsLetter(r) || unicode.IsNumber(r) || unicode.Is(unicode.Co, r)
+		switch {
+		case word && start < 0:
+			start = i
+		case !word && start >= 0:
+			out = append(out, span{start, i})
+			start = -1
+		}
+	}
+	if start >= 0 {
+		out = append(out, span{start, len(s)})
+	}
+	return out
+}
+
+// fold is a word as the index keeps it (unicode61, remove_diacritics 2): lower case, without
+// its marks (é is e, ß stays).
+func fold(w string) string {
+	var b strings.Builder
+	for _, r := range norm.NFD.String(strings.ToLower(w)) {
+		if !unicode.Is(unicode.Mn, r) {
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+// highlight cuts a snippet of about n words of text around its first word that a term
+// matches, and marks every matching word.
+func highlight(text string, terms []searchTerm, n int) []Segment {
+	toks := tokens(text)
+	matches := func(w string) bool {
+		w = fold(w)
+		for _, t := range terms {
+			for i, tw := range t.words {
+				if w == tw || t.prefix && i == len(t.words)-1 && strings.HasPrefix(w, tw) {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	hit := make([]bool, len(toks))
+	first := -1
+	for i, t := range toks {
+		if hit[i] = matches(text[t.from:t.to]); hit[i] && first < 0 {
+			first = i
+		}
+	}
+	lo, hi := 0, len(toks)
+	if len(toks) > n {
+		lo = max(0, first-n/3)
+		hi = min(len(toks), lo+n)
+		lo = max(0, hi-n)
+	}
+	var segs []Segment
+	plain := func(s string) {
+		if s == "" {
+			return
+		}
+		if k := len(segs) - 1; k >= 0 && !segs[k].Match {
+			segs[k].Text += s
+			return
+		}
+		segs = append(segs, Segment{Text: s})
+	}
+	pos := 0
+	if lo > 0 {
+		plain("…")
+		pos = toks[lo].from
+	}
+	end := len(text)
+	if hi < len(toks) {
+		end = toks[hi-1].to
+	}
+	for i := lo; i < hi; i++ {
+		t := toks[i]
+		if !hit[i] {
+			continue
+		}
+		plain(text[pos:t.from])
+		segs = append(segs, Segment{Text: text[t.from:t.to], Match: true})
+		pos = t.to
+	}
+	plain(text[pos:end])
+	if hi < len(toks) {
+		plain("…")
+	}
+	return segs
+}

@@ -1,0 +1,265 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"spookat/schema"
+)
+
+func TestFTSQuery(t *testing.T) {
+	for _, c := range []struct{ in, want, err string }{
+		{"refund", `text : ("refund" *)`, ""},
+		{"refund ", `text : ("refund")`, ""},
+		{"where is my ord", `text : ("where" AND "is" AND "my" AND "ord" *)`, ""},
+		{`"my order" late`, `text : ("my order" AND "late" *)`, ""},
+		{`"my order"`, `text : ("my order")`, ""},
+		{`"my ord`, `text : ("my ord" *)`, ""},
+		// A last word under three letters is a word, not a prefix.
+		{"re", `text : ("re")`, ""},
+		{"where is my or", `text : ("where" AND "is" AND "my" AND "or")`, ""},
+		{`"my or`, `text : ("my or")`, ""},
+		{"éco", `text : ("éco" *)`, ""},
+		// Syntax in the input is text: operators, columns, quotes, stars.
+		{`site:1 OR NOT x* (yes)`, `text : ("site:1" AND "OR" AND "NOT" AND "x*" AND "(yes)" *)`, ""},
+		{`ab"cde`, `text : ("ab" AND "cde" *)`, ""},
+		{`- * ""  `, "", "Type a word"},
+		{"", "", "Type a word"},
+		{"a b c d e f g h i", "", "at most 8"},
+		{strings.Repeat("x", 201), "", "at most 200"},
+	} {
+		t.Run(c.in, func(t *testing.T) {
+			got, _, err := ftsQuery(c.in)
+			if c.err != "" {
+				if err == nil || !strings.Contains(err.Error(), c.err) || !errors.Is(err, ErrBadQuery) {
+					t.Fatalf("got %q, %v; want an ErrBadQuery saying %q", got, err, c.err)
+				}
+				return
+			}
+			if err != nil || got != c.want {
+				t.Fatalf("got %q, %v; want %q", got, err, c.want)
+			}
+		})
+	}
+}
+
+// Search over a real store: words, prefixes, phrases and accents match; another site's
+// messages and status lines never do; status and dates filter; the best message of a
+// conversation's newest match is highlighted, newest first; an operator of another site
+// finds nothing.
+func TestSearch(t *testing.T) {
+	s := openTest(t, t.TempDir(), Options{})
+	defer s.Close()
+	ctx := context.Background()
+	site, other := addSite(t, s), addSite(t, s)
+	var op, stranger *Operator
+	if err := s.Write(ctx, func(tx *Tx) (err error) {
+		if op, err = tx.AddOperator("ann@example.com", "Ann", "correct horse battery", []string{site.Key}); err != nil {
+			return err
+		}
+		stranger, err = tx.AddOperator("bob@example.com", "Bob", "correct horse battery", []string{other.Key})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	const day = 86_400_000
+	n := 0
+	say := func(site *Site, conv int64, text string, at int64) MessageResult {
+		t.Helper()
+		n++
+		tok := fmt.Sprintf("%032d", conv)
+		r := submit(t, s, MessageRequest{SiteID: site.ID, TokenHash: []byte(tok), Author: schema.AuthorVisitor, Text: text, ClientID: fmt.Sprint("c", n)})
+		if err := s.Write(ctx, func(tx *Tx) error {
+			return tx.exec(`UPDATE messages SET created_at = ? WHERE id = ?`, at, r.MessageID)
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	order := say(site, 1, "Where is my order? It was due on Monday.", 1*day)
+	again := say(site, 1, "Still waiting for the order, please answer", 1*day+1)
+	refund := say(site, 2, "I would like a refund for the café crème machine", 2*day)
+	late := say(site, 3, "My order is late and the box was damaged", 3*day)
+	say(other, 4, "Where is my order? another site's secret", 3*day)
+	if _, err := s.SetStatus(ctx, site.ID, refund.ConversationID, schema.KindClosed, "Ann", schema.SourceInbox); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	text := func(segs []Segment) string {
+		var b strings.Builder
+		for _, g := range segs {
+			if g.Match {
+				b.WriteString("[" + g.Text + "]")
+			} else {
+				b.WriteString(g.Text)
+			}
+		}
+		return b.String()
+	}
+	for _, c := range []struct {
+		name  string
+		q     SearchQuery
+		convs []int64 // newest match first
+		first string  // the first hit's highlighted snippet
+	}{
+		{"word", SearchQuery{Text: "refund "}, []int64{refund.ConversationID}, "I would like a [refund] for the café crème machine"},
+		{"prefix", SearchQuery{Text: "ref"}, []int64{refund.ConversationID}, "I would like a [refund] for the café crème machine"},
+		{"accents fold", SearchQuery{Text: "cafe creme "}, []int64{refund.ConversationID}, "I would like a refund for the [café] [crème] machine"},
+		{"phrase", SearchQuery{Text: `"my order" `}, []int64{late.ConversationID, order.ConversationID}, ""},
+		{"two words, any order", SearchQuery{Text: "damaged box "}, []int64{late.ConversationID}, "My order is late and the [box] was [damaged]"},
+		{"status", SearchQuery{Text: "order ", Status: "closed"}, nil, ""},
+		{"status open", SearchQuery{Text: "machine ", Status: "open"}, nil, ""},
+		{"status closed", SearchQuery{Text: "machine ", Status: "closed"}, []int64{refund.ConversationID}, ""},
+		{"from", SearchQuery{Text: "order ", From: 2 * day}, []int64{late.ConversationID}, ""},
+		{"to", SearchQuery{Text: "order ", To: 1*day + 1}, []int64{order.ConversationID}, ""},
+		{"empty range", SearchQuery{Text: "order ", From: 3*day + 1}, nil, ""},
+		{"another site's words", SearchQuery{Text: "secret "}, nil, ""},
+		{"status lines are not text", SearchQuery{Text: "closed "}, nil, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			res, err := s.Search(ctx, op.ID, site.ID, c.q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []int64
+			for _, h := range res.Hits {
+				got = append(got, h.Conversation.ID)
+				if h.Conversation.SiteID != site.ID || len(h.Snippet) == 0 {
+					t.Fatalf("hit %+v: want one of site %d with a snippet", h, site.ID)
+				}
+			}
+			if fmt.Sprint(got) != fmt.Sprint(c.convs) {
+				t.Fatalf("conversations %v; want %v", got, c.convs)
+			}
+			if c.first != "" && text(res.Hits[0].Snippet) != c.first {
+				t.Fatalf("snippet %q; want %q", text(res.Hits[0].Snippet), c.first)
+			}
+		})
+	}
+
+	t.Run("one hit per conversation, its newest match", func(t *testing.T) {
+		res, err := s.Search(ctx, op.ID, site.ID, SearchQuery{Text: "order "})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Hits) != 2 || res.Next != 0 || res.Hits[1].MessageID != again.MessageID {
+			t.Fatalf("%+v; want 2 hits, the second on message %d, and no next page", res, again.MessageID)
+		}
+		if got := text(res.Hits[1].Snippet); got != "Still waiting for the [order], please answer" {
+			t.Fatalf("snippet %q", got)
+		}
+	})
+	t.Run("not a member", func(t *testing.T) {
+		res, err := s.Search(ctx, stranger.ID, site.ID, SearchQuery{Text: "order "})
+		if err != nil || len(res.Hits) != 0 || res.Next != 0 {
+			t.Fatalf("%+v, %v; want nothing for an operator of another site", res, err)
+		}
+	})
+	t.Run("the index survives a reopen and a rebuild", func(t *testing.T) {
+		if err := s.Write(ctx, func(tx *Tx) error {
+			return tx.exec(`INSERT INTO messages_fts (messages_fts) VALUES ('rebuild')`)
+		}); err != nil {
+			t.Fatal(err)
+		}
+		res, err := s.Search(ctx, op.ID, site.ID, SearchQuery{Text: "damaged"})
+		if err != nil || len(res.Hits) != 1 || res.Hits[0].MessageID != late.MessageID {
+			t.Fatalf("%+v, %v; want message %d", res, err, late.MessageID)
+		}
+	})
+}
+
+// Pages: 20 conversations a page, Next goes on where the page stopped, and a walk that
+// reads the whole window of matches without filling a page still says where to go on.
+func TestSearchPages(t *testing.T) {
+	s := openTest(t, t.TempDir(), Options{})
+	defer s.Close()
+	ctx := context.Background()
+	site := addSite(t, s)
+	var op *Operator
+	if err := s.Write(ctx, func(tx *Tx) (err error) {
+		op, err = tx.AddOperator("ann@example.com", "Ann", "correct horse battery", []string{site.Key})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 25 {
+		for j := range 1 + i%3 {
+			submit(t, s, MessageRequest{SiteID: site.ID, TokenHash: []byte(fmt.Sprintf("%032d", i)), Author: schema.AuthorVisitor,
+				Text: fmt.Sprintf("parcel %d, message %d", i, j), ClientID: fmt.Sprint("p", i, "-", j)})
+		}
+	}
+	seen := map[int64]bool{}
+	var before int64
+	for page, want := range []int{20, 5} {
+		res, err := s.Search(ctx, op.ID, site.ID, SearchQuery{Text: "parcel ", Before: before})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Hits) != want || (page == 0) != (res.Next > 0) {
+			t.Fatalf("page %d: %d hits, next %d; want %d", page, len(res.Hits), res.Next, want)
+		}
+		for _, h := range res.Hits {
+			if seen[h.Conversation.ID] {
+				t.Fatalf("page %d: conversation %d again", page, h.Conversation.ID)
+			}
+			seen[h.Conversation.ID] = true
+		}
+		before = res.Next
+	}
+
+	// One conversation with more matches than the window: a page of one hit, and a next.
+	conv := submit(t, s, MessageRequest{SiteID: site.ID, TokenHash: []byte(fmt.Sprintf("%032d", 99)), Author: schema.AuthorVisitor,
+		Text: "crate 0", ClientID: "crate-0"})
+	if err := s.Write(ctx, func(tx *Tx) error {
+		for i := range SearchWindow {
+			text := fmt.Sprint("crate ", i+1)
+			if err := tx.exec(`INSERT INTO messages (conversation_id, author, text, source, client_id, created_at) VALUES (?, 'visitor', ?, 'widget', ?, 1)`,
+				conv.ConversationID, text, fmt.Sprint("crate-", i+1)); err != nil {
+				return err
+			}
+			if err := tx.exec(`INSERT INTO messages_fts (rowid, site, text) VALUES (?, ?, ?)`, tx.LastInsertRowID(), site.ID, text); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := s.Search(ctx, op.ID, site.ID, SearchQuery{Text: "crate "})
+	if err != nil || len(res.Hits) != 1 || res.Next != conv.MessageID+1 {
+		t.Fatalf("%+v, %v; want one hit and next %d", res, err, conv.MessageID+1)
+	}
+	res, err = s.Search(ctx, op.ID, site.ID, SearchQuery{Text: "crate ", Before: res.Next})
+	if err != nil || len(res.Hits) != 1 || res.Hits[0].MessageID != conv.MessageID || res.Next != 0 {
+		t.Fatalf("%+v, %v; want message %d and no next", res, err, conv.MessageID)
+	}
+}
+
+// The index and the messages agree: FTS5's integrity check compares every indexed row with
+// the text it came from.
+func TestSearchIndexIntegrity(t *testing.T) {
+	dir := t.TempDir()
+	s := openTest(t, dir, Options{})
+	site := addSite(t, s)
+	for i := range 50 {
+		submit(t, s, MessageRequest{SiteID: site.ID, TokenHash: []byte(fmt.Sprintf("%032d", i%7)), Author: schema.AuthorVisitor,
+			Text: fmt.Sprintf("message %d about the invoice number %d", i, i*7), ClientID: fmt.Sprint("i", i)})
+	}
+	if _, err := s.SetStatus(context.Background(), site.ID, 1, schema.KindClosed, "Ann", schema.SourceInbox); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	s = openTest(t, dir, Options{})
+	defer s.Close()
+	if err := s.Write(context.Background(), func(tx *Tx) error {
+		return tx.exec(`INSERT INTO messages_fts (messages_fts, rank) VALUES ('integrity-check', 1)`)
+	}); err != nil {
+		t.Fatalf("integrity check: %v", err)
+	}
+}
