@@ -40,14 +40,8 @@ func (h *Handler) conversations(c *fiber.Ctx) error {
 	default:
 		return fail(c, fiber.StatusBadRequest, "invalid", "status must be open, snoozed, closed or all.")
 	}
-	assignee := int64(store.AnyAssignee)
-	switch c.Query("assignee", "all") {
-	case "all":
-	case "me":
-		assignee = current(c).op.ID
-	case "unassigned":
-		assignee = store.Unassigned
-	default:
+	assignee, ok := assigneeFilter(c)
+	if !ok {
 		return fail(c, fiber.StatusBadRequest, "invalid", "assignee must be me, unassigned or all.")
 	}
 	limit := c.QueryInt("limit", 100)
@@ -61,6 +55,19 @@ func (h *Handler) conversations(c *fiber.Ctx) error {
 		return err
 	}
 	return c.JSON(fiber.Map{"site_id": s.ID, "conversations": list})
+}
+
+// assigneeFilter reads ?assignee= (me, unassigned or all) as store.Conversations takes it.
+func assigneeFilter(c *fiber.Ctx) (int64, bool) {
+	switch c.Query("assignee", "all") {
+	case "all":
+		return store.AnyAssignee, true
+	case "me":
+		return current(c).op.ID, true
+	case "unassigned":
+		return store.Unassigned, true
+	}
+	return 0, false
 }
 
 // conv reads :id, a conversation the operator may see; 404 otherwise (another site's

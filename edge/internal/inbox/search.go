@@ -16,9 +16,9 @@ import (
 // and the inbox's lists.
 const searchSlots = 2
 
-// search answers GET /sites/:site/search?q=&status=&from=&to=&before=: the site's
-// conversations whose messages match q, the newest match first, each with a highlighted
-// snippet.
+// search answers GET /sites/:site/search?q=&status=&assignee=&from=&to=&before=: the
+// site's conversations whose messages match q, the newest match first, each with a
+// highlighted snippet, and (first page) those whose visitor's name, email or user id do.
 func (h *Handler) search(c *fiber.Ctx) error {
 	s, err := h.site(c)
 	if s == nil {
@@ -31,6 +31,14 @@ func (h *Handler) search(c *fiber.Ctx) error {
 	case "all":
 	default:
 		return fail(c, fiber.StatusBadRequest, "invalid", "status must be open, snoozed, closed or all.")
+	}
+	switch assignee, ok := assigneeFilter(c); {
+	case !ok:
+		return fail(c, fiber.StatusBadRequest, "invalid", "assignee must be me, unassigned or all.")
+	case assignee == store.Unassigned:
+		q.Unassigned = true
+	case assignee > 0:
+		q.AssignedTo = assignee
 	}
 	if q.From, err = searchTime(c.Query("from"), false); err != nil {
 		return fail(c, fiber.StatusBadRequest, "invalid", "from must be a date (2026-11-30) or a time (2026-11-30T09:00:00+01:00).")

@@ -4,11 +4,13 @@ import (
 	"net/url"
 	"strconv"
 	"testing"
+	"time"
 
 	"spookat/edge/internal/admin"
 	"spookat/edge/internal/edgetest"
 	"spookat/edge/internal/server"
 	"spookat/edge/internal/store"
+	"spookat/schema/testkit"
 )
 
 // The search API over a real edge: a site's operator finds a visitor's message by a word
@@ -48,7 +50,13 @@ func TestSearchAPI(t *testing.T) {
 		return "/sites/" + strconv.FormatInt(siteID, 10) + "/search?q=" + url.QueryEscape(q)
 	}
 	ann := edgetest.Login(t, e.Addr, "ann@shop.test", "correct horse battery").NewToken(t)
-	if st := ann.Do(t, "GET", path(site.ID, "cafe arriv"), nil, &res); st != 200 || len(res.Hits) != 1 ||
+	// The writer indexes new messages within about a second.
+	st := 0
+	testkit.WaitFor(t, "the message in the index", 5*time.Second, func() bool {
+		st = ann.Do(t, "GET", path(site.ID, "cafe arriv"), nil, &res)
+		return st != 200 || len(res.Hits) > 0
+	})
+	if st != 200 || len(res.Hits) != 1 ||
 		res.Hits[0].MessageID != ack.MessageID || res.Hits[0].Conversation.SiteID != site.ID {
 		t.Fatalf("search: %d %+v", st, res)
 	}
@@ -64,6 +72,9 @@ func TestSearchAPI(t *testing.T) {
 	var refused struct{ Code, Message string }
 	if st := ann.Do(t, "GET", path(site.ID, `" * "`), nil, &refused); st != 400 || refused.Code != "invalid" || refused.Message == "" {
 		t.Errorf("a query of no word: %d %+v", st, refused)
+	}
+	if st := ann.Do(t, "GET", path(site.ID, "cafe")+"&assignee=bob", nil, &refused); st != 400 || refused.Code != "invalid" || refused.Message == "" {
+		t.Errorf("an assignee filter of no meaning: %d %+v", st, refused)
 	}
 	if st := ann.Do(t, "GET", path(other.ID, "cafe"), nil, &refused); st != 404 && st != 403 {
 		t.Errorf("another site's search: %d", st)

@@ -97,11 +97,6 @@ func (tx *Tx) insertMessage(m *MessageRequest, res *MessageResult) (Committed, e
 		return Committed{}, err
 	}
 	res.CreatedAt = tx.now
-	if m.Kind == "" && m.Text != "" && !tx.noSearch { // the rows of message_search
-		if err := tx.exec(`INSERT INTO messages_fts (rowid, site, text) VALUES (?, ?, ?)`, res.MessageID, m.SiteID, m.Text); err != nil {
-			return Committed{}, err
-		}
-	}
 	return Committed{
 		MessageID:      res.MessageID,
 		ConversationID: res.ConversationID,

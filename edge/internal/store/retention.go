@@ -131,7 +131,7 @@ func (tx *Tx) deleteMessages(conversationID int64, limit int) (n int, keys []str
 		return 0, nil, err
 	}
 	for _, r := range rows {
-		if r.indexed && !tx.noSearch {
+		if r.indexed && r.msg <= tx.indexed {
 			// An external-content index forgets a row only when told its indexed values.
 			if err := tx.exec(`INSERT INTO messages_fts (messages_fts, rowid, site, text) VALUES ('delete', ?, ?, ?)`, r.msg, r.site, r.text); err != nil {
 				return 0, nil, err

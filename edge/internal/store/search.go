@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"errors"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode"
@@ -43,6 +44,10 @@ type SearchQuery struct {
 	From   int64             // Unix ms, messages written at or after; 0: no bound
 	To     int64             // Unix ms, messages written at or before; 0: no bound
 	Before int64             // a message id: only older messages (SearchResult.Next of the page before); 0: from the newest
+	// AssignedTo keeps conversations assigned to this operator; Unassigned keeps those
+	// assigned to nobody; neither: any.
+	AssignedTo int64
+	Unassigned bool
 }
 
 // Segment is a piece of a snippet; Match marks the words the query found.
@@ -65,24 +70,35 @@ type Hit struct {
 type SearchResult struct {
 	Hits []Hit `json:"hits"`
 	Next int64 `json:"next,omitempty"`
+	// People are the conversations whose visitor's name, email or user id match every word
+	// (the first page only, up to 5, newest conversation first); their MessageID is 0 and
+	// their snippet is "name · email · user id".
+	People []Hit `json:"people"`
 }
 
 // searchTerm is a word or a "phrase" of a query: its words as the index keeps them (folded),
 // the last one a prefix when prefix is set.
 type searchTerm struct {
-	raw    string
-	words  []string
-	prefix bool
+	raw      string
+	words    []string // folded
+	rawWords []string // as typed, for the MATCH expression (FTS5 folds them itself)
+	prefix   bool
 }
 
-// ftsQuery turns what an operator typed into an FTS5 MATCH expression on the text column,
-// and the terms the snippets highlight: every word and "phrase" is quoted (so no operator,
-// column name or syntax from the input reaches FTS5) and all must match; the last word is
-// also a prefix unless the input ends in a space or a quote or the word is shorter than
-// SearchMinPrefix. Words with no letter or digit are dropped.
-func ftsQuery(text string) (string, []searchTerm, error) {
+// matches says whether w, folded, is the term's i-th word (a prefix of it, for the last
+// word of a prefix term).
+func (t searchTerm) matches(i int, w string) bool {
+	return w == t.words[i] || t.prefix && i == len(t.words)-1 && strings.HasPrefix(w, t.words[i])
+}
+
+// parseQuery reads what an operator typed into its terms: words and "phrases", all of
+// which must match (no operator, column name or syntax from the input reaches FTS5: each
+// word is quoted). The last word is a prefix while it is being typed: unless the input ends
+// in a space or a quote or the word is shorter than SearchMinPrefix. Words with no letter or
+// digit are dropped.
+func parseQuery(text string) ([]searchTerm, error) {
 	if utf8.RuneCountInString(text) > SearchMaxChars {
-		return "", nil, &queryError{"The search is too long: use at most 200 characters."}
+		return nil, &queryError{"The search is too long: use at most 200 characters."}
 	}
 	var terms []searchTerm
 	for rest := text; ; {
@@ -107,30 +123,42 @@ func ftsQuery(text string) (string, []searchTerm, error) {
 				raw, rest = rest[:end], rest[end:]
 			}
 		}
-		var words []string
+		var words, raws []string
 		for _, t := range tokens(raw) {
-			words = append(words, fold(raw[t.from:t.to]))
+			words, raws = append(words, fold(raw[t.from:t.to])), append(raws, raw[t.from:t.to])
 		}
 		if len(words) == 0 {
 			continue
 		}
 		if len(terms) == SearchMaxTerms {
-			return "", nil, &queryError{"The search has too many words: use at most 8."}
+			return nil, &queryError{"The search has too many words: use at most 8."}
 		}
-		last := raw[strings.LastIndexFunc(raw, unicode.IsSpace)+1:]
-		terms = append(terms, searchTerm{raw: raw, words: words, prefix: open && utf8.RuneCountInString(last) >= SearchMinPrefix})
+		last := raws[len(raws)-1]
+		terms = append(terms, searchTerm{raw: raw, words: words, rawWords: raws, prefix: open && utf8.RuneCountInString(last) >= SearchMinPrefix})
 	}
 	if len(terms) == 0 {
-		return "", nil, &queryError{"Type a word to search for."}
+		return nil, &queryError{"Type a word to search for."}
 	}
-	quoted := make([]string, len(terms))
-	for i, t := range terms {
-		quoted[i] = `"` + strings.ReplaceAll(t.raw, `"`, `""`) + `"`
-		if t.prefix {
-			quoted[i] += " *"
+	return terms, nil
+}
+
+// matchExpr is the FTS5 expression of terms, on the text column, and the site's term before
+// them. The index keeps which column a word is in, not where (detail=column): a phrase is
+// asked for word by word, and textMatches checks the order on the text. A word being typed
+// (the last, a prefix) is left to textMatches too: FTS5 answers a prefix by merging the
+// lists of every word that starts with it before it returns the first match — "the" is
+// most of the index, and a million messages took 90 ms — where whole words are read
+// lazily, newest first. Without a whole word, the walk reads the site's newest messages.
+func matchExpr(siteID int64, terms []searchTerm) string {
+	quoted := []string{`site : "` + strconv.FormatInt(siteID, 10) + `"`}
+	for _, t := range terms {
+		for i, w := range t.rawWords {
+			if !(t.prefix && i == len(t.rawWords)-1) {
+				quoted = append(quoted, `text : "`+w+`"`)
+			}
 		}
 	}
-	return "text : (" + strings.Join(quoted, " AND ") + ")", terms, nil
+	return strings.Join(quoted, " AND ")
 }
 
 // Search finds the conversations of a site whose messages match q, the most recent match
@@ -139,15 +167,17 @@ func ftsQuery(text string) (string, []searchTerm, error) {
 // every match of every word (and the site's whole list) before answering. The operator must
 // be a member of the site (no hits otherwise).
 func (s *Store) Search(ctx context.Context, operatorID, siteID int64, q SearchQuery) (*SearchResult, error) {
-	match, terms, err := ftsQuery(q.Text)
+	terms, err := parseQuery(q.Text)
 	if err != nil {
 		return nil, err
 	}
-	// The site is a phrase of the expression as well as a join condition: inside the index,
-	// it keeps a small site's search from walking a big site's hits; in the join, it is what
-	// decides.
-	match = `site : "` + strconv.FormatInt(siteID, 10) + `" AND ` + match
-	res := &SearchResult{Hits: []Hit{}}
+	res := &SearchResult{Hits: []Hit{}, People: []Hit{}}
+	w := matchWalk{siteID: siteID, q: q, assignee: AnyAssignee, terms: terms, res: res}
+	if q.Unassigned {
+		w.assignee = Unassigned
+	} else if q.AssignedTo > 0 {
+		w.assignee = q.AssignedTo
+	}
 	err = s.Read(ctx, func(rq Querier) error {
 		member, err := rq.Stmt(`SELECT 1 FROM site_members WHERE operator_id = ? AND site_id = ?`)
 		if err != nil {
@@ -156,66 +186,32 @@ func (s *Store) Search(ctx context.Context, operatorID, siteID int64, q SearchQu
 		if ok, err := queryRow(member, []any{operatorID, siteID}); err != nil || !ok {
 			return err
 		}
-		lo, hi, err := messageIDRange(rq, q.From, q.To)
-		if err != nil {
+		if w.lo, w.hi, err = messageIDRange(rq, q.From, q.To); err != nil {
 			return err
 		}
-		if q.Before > 0 && q.Before <= hi {
-			hi = q.Before - 1
+		if q.Before > 0 && q.Before <= w.hi {
+			w.hi = q.Before - 1
 		}
-		if lo > hi {
+		if w.lo > w.hi {
 			return nil
 		}
-		// The index is walked alone, newest first, and each match looked up: the window
-		// bounds what is walked whatever the filters keep, and the walk stops with the page.
-		walk, err := rq.Stmt(`SELECT rowid FROM messages_fts WHERE messages_fts MATCH ?1 AND rowid BETWEEN ?2 AND ?3
-			ORDER BY rowid DESC LIMIT ?4`)
-		if err != nil {
+		if err := w.walk(rq); err != nil {
 			return err
 		}
-		look, err := rq.Stmt(`SELECT m.conversation_id, m.created_at, m.text FROM messages m JOIN conversations c ON c.id = m.conversation_id
-			WHERE m.id = ?1 AND c.site_id = ?2 AND (?3 = '' OR c.status = ?3) AND m.created_at BETWEEN ?4 AND ?5`)
-		if err != nil {
-			return err
-		}
-		to := q.To
-		if to <= 0 {
-			to = 1<<62 - 1
-		}
-		seen := map[int64]bool{}
-		walked, last := 0, int64(0)
-		err = eachRow(walk, []any{match, lo, hi, SearchWindow}, func() error {
-			id := walk.ColumnInt64(0)
-			walked, last = walked+1, id
-			h := Hit{MessageID: id}
-			var text string
-			found, err := queryRow(look, []any{id, siteID, q.Status, q.From, to}, &h.Conversation.ID, &h.MessageAt, &text)
-			if err != nil || !found || seen[h.Conversation.ID] {
+		if q.Before == 0 {
+			if res.People, err = searchPeople(rq, siteID, q.Status, w.assignee, terms); err != nil {
 				return err
 			}
-			if len(res.Hits) == searchResults {
-				res.Next = id + 1 // the next page starts with this one
-				return errPageFull
-			}
-			seen[h.Conversation.ID] = true
-			h.Snippet = highlight(text, terms, snippetTokens)
-			res.Hits = append(res.Hits, h)
-			return nil
-		})
-		walk.Reset()
-		if err != nil && !errors.Is(err, errPageFull) {
-			return err
-		}
-		if res.Next == 0 && walked == SearchWindow {
-			res.Next = last
 		}
 		conv, err := rq.Stmt(`SELECT ` + summaryColumns + ` FROM conversations c ` + summaryJoins + ` WHERE c.id = ?2`)
 		if err != nil {
 			return err
 		}
-		for i := range res.Hits {
-			if _, err := queryRow(conv, []any{operatorID, res.Hits[i].Conversation.ID}, res.Hits[i].Conversation.dest()...); err != nil {
-				return err
+		for _, hits := range [][]Hit{res.Hits, res.People} {
+			for i := range hits {
+				if _, err := queryRow(conv, []any{operatorID, hits[i].Conversation.ID}, hits[i].Conversation.dest()...); err != nil {
+					return err
+				}
 			}
 		}
 		return nil
@@ -224,6 +220,129 @@ func (s *Store) Search(ctx context.Context, operatorID, siteID int64, q SearchQu
 		return nil, err
 	}
 	return res, nil
+}
+
+// matchWalk is one walk over the index's matches of a query, newest first, into res.Hits.
+type matchWalk struct {
+	siteID   int64
+	q        SearchQuery
+	assignee int64
+	lo, hi   int64 // message ids
+	terms    []searchTerm
+	res      *SearchResult
+}
+
+func (w *matchWalk) walk(rq Querier) error {
+	// The site is a term of the expression as well as a join condition: inside the index,
+	// it keeps a small site's search from walking a big site's hits; in the join, it is what
+	// decides. The index is walked alone, newest first, and each match looked up: the window
+	// bounds what is walked whatever the filters keep, and the walk stops with the page.
+	match := matchExpr(w.siteID, w.terms)
+	walk, err := rq.Stmt(`SELECT rowid FROM messages_fts WHERE messages_fts MATCH ?1 AND rowid BETWEEN ?2 AND ?3
+		ORDER BY rowid DESC LIMIT ?4`)
+	if err != nil {
+		return err
+	}
+	look, err := rq.Stmt(`SELECT m.conversation_id, m.created_at, m.text FROM messages m JOIN conversations c ON c.id = m.conversation_id
+		WHERE m.id = ?1 AND c.site_id = ?2 AND (?3 = '' OR c.status = ?3) AND m.created_at BETWEEN ?4 AND ?5
+		AND (?6 < 0 OR c.assignee_id = ?6)`)
+	if err != nil {
+		return err
+	}
+	to := w.q.To
+	if to <= 0 {
+		to = 1<<62 - 1
+	}
+	res := w.res
+	seen := map[int64]bool{}
+	walked, last := 0, int64(0)
+	err = eachRow(walk, []any{match, w.lo, w.hi, SearchWindow}, func() error {
+		id := walk.ColumnInt64(0)
+		walked, last = walked+1, id
+		h := Hit{MessageID: id}
+		var text string
+		found, err := queryRow(look, []any{id, w.siteID, w.q.Status, w.q.From, to, w.assignee}, &h.Conversation.ID, &h.MessageAt, &text)
+		if err != nil || !found || seen[h.Conversation.ID] || !textMatches(text, w.terms) {
+			return err
+		}
+		if len(res.Hits) == searchResults {
+			res.Next = id + 1 // the next page starts with this one
+			return errPageFull
+		}
+		seen[h.Conversation.ID] = true
+		h.Snippet = highlight(text, w.terms, snippetTokens)
+		res.Hits = append(res.Hits, h)
+		return nil
+	})
+	walk.Reset()
+	if err != nil && !errors.Is(err, errPageFull) {
+		return err
+	}
+	if res.Next == 0 && walked == SearchWindow {
+		res.Next = last
+	}
+	return nil
+}
+
+// People search bounds: a site's identified visitors are read newest first, and the walk
+// stops at peopleResults or after peopleWindow of them.
+const (
+	peopleResults = 5
+	peopleWindow  = 20_000
+)
+
+// searchPeople finds the conversations whose visitor's name, email or user id hold every
+// word of the query (a word split at punctuation, so "ann@example.com" is three, any order
+// across the three fields; the last one a prefix as in the messages). Few visitors say who
+// they are, and only those are read, in Go where the folding is the index's.
+func searchPeople(rq Querier, siteID int64, status schema.ConvStatus, assignee int64, terms []searchTerm) ([]Hit, error) {
+	st, err := rq.Stmt(`SELECT c.id, v.name, v.email, coalesce(v.user_id, '') FROM conversations c JOIN visitors v ON v.id = c.visitor_id
+		WHERE c.site_id = ?1 AND (v.name != '' OR v.email != '' OR v.user_id IS NOT NULL)
+		AND (?2 = '' OR c.status = ?2) AND (?3 < 0 OR c.assignee_id = ?3)
+		ORDER BY c.id DESC LIMIT ?4`)
+	if err != nil {
+		return nil, err
+	}
+	people := []Hit{}
+	err = eachRow(st, []any{siteID, status, assignee, peopleWindow}, func() error {
+		var parts []string
+		for i := 1; i <= 3; i++ {
+			if v := st.ColumnText(i); v != "" {
+				parts = append(parts, v)
+			}
+		}
+		who := strings.Join(parts, " · ")
+		if !allWords(who, terms) {
+			return nil
+		}
+		people = append(people, Hit{Conversation: ConversationSummary{ID: st.ColumnInt64(0)}, Snippet: highlight(who, terms, 3*snippetTokens)})
+		if len(people) == peopleResults {
+			return errPageFull
+		}
+		return nil
+	})
+	st.Reset()
+	if err != nil && !errors.Is(err, errPageFull) {
+		return nil, err
+	}
+	return people, nil
+}
+
+// allWords says whether text has every word of the terms (the last of a prefix term as a
+// prefix), in any order.
+func allWords(text string, terms []searchTerm) bool {
+	var words []string
+	for _, sp := range tokens(text) {
+		words = append(words, fold(text[sp.from:sp.to]))
+	}
+	for _, t := range terms {
+		for i := range t.words {
+			if !slices.ContainsFunc(words, func(x string) bool { return t.matches(i, x) }) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // messageIDRange turns a range of times into the range of message ids written in it: ids
@@ -277,6 +396,41 @@ func firstIDAt(q Querier, t, max int64) (int64, error) {
 	return hi, nil
 }
 
+// textMatches says what the index could not: that text has the words of each term of more
+// than one word (a "phrase", or a word like "e-mail") in a row, and a word that starts with
+// the one being typed.
+func textMatches(text string, terms []searchTerm) bool {
+	var words []string
+	for _, t := range terms {
+		if len(t.words) < 2 && !t.prefix {
+			continue
+		}
+		if words == nil {
+			for _, sp := range tokens(text) {
+				words = append(words, fold(text[sp.from:sp.to]))
+			}
+		}
+		if !hasRun(words, t) {
+			return false
+		}
+	}
+	return true
+}
+
+func hasRun(words []string, t searchTerm) bool {
+	n := len(t.words)
+next:
+	for i := 0; i+n <= len(words); i++ {
+		for j := range t.words {
+			if !t.matches(j, words[i+j]) {
+				continue next
+			}
+		}
+		return true
+	}
+	return false
+}
+
 // span is a word's bytes in a text.
 type span struct{ from, to int }
 
@@ -320,8 +474,8 @@ func highlight(text string, terms []searchTerm, n int) []Segment {
 	matches := func(w string) bool {
 		w = fold(w)
 		for _, t := range terms {
-			for i, tw := range t.words {
-				if w == tw || t.prefix && i == len(t.words)-1 && strings.HasPrefix(w, tw) {
+			for i := range t.words {
+				if t.matches(i, w) {
 					return true
 				}
 			}

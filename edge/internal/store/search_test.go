@@ -6,40 +6,44 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"spookat/schema"
+	"spookat/schema/testkit"
 )
 
-func TestFTSQuery(t *testing.T) {
+func TestMatchExpr(t *testing.T) {
+	const site = `site : "7"`
 	for _, c := range []struct{ in, want, err string }{
-		{"refund", `text : ("refund" *)`, ""},
-		{"refund ", `text : ("refund")`, ""},
-		{"where is my ord", `text : ("where" AND "is" AND "my" AND "ord" *)`, ""},
-		{`"my order" late`, `text : ("my order" AND "late" *)`, ""},
-		{`"my order"`, `text : ("my order")`, ""},
-		{`"my ord`, `text : ("my ord" *)`, ""},
+		// A word being typed is checked on the text, not asked of the index.
+		{"refund", site, ""},
+		{"refund ", site + ` AND text : "refund"`, ""},
+		{"where is my ord", site + ` AND text : "where" AND text : "is" AND text : "my"`, ""},
+		{`"my order" late`, site + ` AND text : "my" AND text : "order"`, ""},
+		{`"my order"`, site + ` AND text : "my" AND text : "order"`, ""},
+		{`"my ord`, site + ` AND text : "my"`, ""},
 		// A last word under three letters is a word, not a prefix.
-		{"re", `text : ("re")`, ""},
-		{"where is my or", `text : ("where" AND "is" AND "my" AND "or")`, ""},
-		{`"my or`, `text : ("my or")`, ""},
-		{"éco", `text : ("éco" *)`, ""},
+		{"re", site + ` AND text : "re"`, ""},
+		{"where is my or", site + ` AND text : "where" AND text : "is" AND text : "my" AND text : "or"`, ""},
+		{`"my or`, site + ` AND text : "my" AND text : "or"`, ""},
+		{"éco ", site + ` AND text : "éco"`, ""},
 		// Syntax in the input is text: operators, columns, quotes, stars.
-		{`site:1 OR NOT x* (yes)`, `text : ("site:1" AND "OR" AND "NOT" AND "x*" AND "(yes)" *)`, ""},
-		{`ab"cde`, `text : ("ab" AND "cde" *)`, ""},
+		{`site:1 OR NOT x* (yes) `, site + ` AND text : "site" AND text : "1" AND text : "OR" AND text : "NOT" AND text : "x" AND text : "yes"`, ""},
+		{`ab"cde`, site + ` AND text : "ab"`, ""},
 		{`- * ""  `, "", "Type a word"},
 		{"", "", "Type a word"},
 		{"a b c d e f g h i", "", "at most 8"},
 		{strings.Repeat("x", 201), "", "at most 200"},
 	} {
 		t.Run(c.in, func(t *testing.T) {
-			got, _, err := ftsQuery(c.in)
+			terms, err := parseQuery(c.in)
 			if c.err != "" {
 				if err == nil || !strings.Contains(err.Error(), c.err) || !errors.Is(err, ErrBadQuery) {
-					t.Fatalf("got %q, %v; want an ErrBadQuery saying %q", got, err, c.err)
+					t.Fatalf("got %v, %v; want an ErrBadQuery saying %q", terms, err, c.err)
 				}
 				return
 			}
-			if err != nil || got != c.want {
+			if got := matchExpr(7, terms); err != nil || got != c.want {
 				t.Fatalf("got %q, %v; want %q", got, err, c.want)
 			}
 		})
@@ -87,7 +91,17 @@ func TestSearch(t *testing.T) {
 	if _, err := s.SetStatus(ctx, site.ID, refund.ConversationID, schema.KindClosed, "Ann", schema.SourceInbox); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Flush(ctx); err != nil {
+	if _, err := s.Assign(ctx, site.ID, late.ConversationID, op.ID, "Ann", "Ann"); err != nil {
+		t.Fatal(err)
+	}
+	other4 := say(other, 5, "hello", 3*day)
+	testkit.NoErr(t, s.Write(ctx, func(tx *Tx) error {
+		if err := tx.exec(`UPDATE visitors SET name = 'Zoë Müller', email = 'zoe@shop.example', user_id = 'u-4711' WHERE id = ?`, order.VisitorID); err != nil {
+			return err
+		}
+		return tx.exec(`UPDATE visitors SET name = 'Zoë Secret', email = 'zoe@other.example' WHERE id = ?`, other4.VisitorID)
+	}))
+	if err := s.IndexNow(ctx); err != nil {
 		t.Fatal(err)
 	}
 
@@ -112,6 +126,8 @@ func TestSearch(t *testing.T) {
 		{"prefix", SearchQuery{Text: "ref"}, []int64{refund.ConversationID}, "I would like a [refund] for the café crème machine"},
 		{"accents fold", SearchQuery{Text: "cafe creme "}, []int64{refund.ConversationID}, "I would like a refund for the [café] [crème] machine"},
 		{"phrase", SearchQuery{Text: `"my order" `}, []int64{late.ConversationID, order.ConversationID}, ""},
+		{"a phrase's words apart", SearchQuery{Text: `"order late"`}, nil, ""},
+		{"a phrase's last word a prefix", SearchQuery{Text: `"is lat`}, []int64{late.ConversationID}, ""},
 		{"two words, any order", SearchQuery{Text: "damaged box "}, []int64{late.ConversationID}, "My order is late and the [box] was [damaged]"},
 		{"status", SearchQuery{Text: "order ", Status: "closed"}, nil, ""},
 		{"status open", SearchQuery{Text: "machine ", Status: "open"}, nil, ""},
@@ -121,6 +137,8 @@ func TestSearch(t *testing.T) {
 		{"empty range", SearchQuery{Text: "order ", From: 3*day + 1}, nil, ""},
 		{"another site's words", SearchQuery{Text: "secret "}, nil, ""},
 		{"status lines are not text", SearchQuery{Text: "closed "}, nil, ""},
+		{"assigned to Ann", SearchQuery{Text: "order ", AssignedTo: op.ID}, []int64{late.ConversationID}, ""},
+		{"unassigned", SearchQuery{Text: "order ", Unassigned: true}, []int64{order.ConversationID}, ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			res, err := s.Search(ctx, op.ID, site.ID, c.q)
@@ -153,6 +171,34 @@ func TestSearch(t *testing.T) {
 		}
 		if got := text(res.Hits[1].Snippet); got != "Still waiting for the [order], please answer" {
 			t.Fatalf("snippet %q", got)
+		}
+	})
+	t.Run("people: name, email, user id", func(t *testing.T) {
+		for _, c := range []struct {
+			q, want string
+		}{
+			{"zoe", "[Zoë] Müller · [zoe]@shop.example · u-4711"},
+			{"müller ", "Zoë [Müller] · zoe@shop.example · u-4711"},
+			{"4711 ", "Zoë Müller · zoe@shop.example · u-[4711]"},
+			{"zoe@shop.example", "[Zoë] Müller · [zoe]@[shop].[example] · u-4711"},
+			{"secret ", ""}, // the other site's visitor
+			{"zoe other ", ""},
+		} {
+			res, err := s.Search(ctx, op.ID, site.ID, SearchQuery{Text: c.q})
+			testkit.NoErr(t, err)
+			if c.want == "" {
+				if len(res.People) != 0 {
+					t.Errorf("%q: %+v; want nobody", c.q, res.People)
+				}
+				continue
+			}
+			if len(res.People) != 1 || res.People[0].Conversation.ID != order.ConversationID || text(res.People[0].Snippet) != c.want {
+				t.Errorf("%q: %+v; want conversation %d as %q", c.q, res.People, order.ConversationID, c.want)
+			}
+		}
+		res, err := s.Search(ctx, op.ID, site.ID, SearchQuery{Text: "zoe", Status: schema.ConvClosed})
+		if err != nil || len(res.People) != 0 {
+			t.Errorf("%+v %v: the closed filter kept an open conversation's visitor", res.People, err)
 		}
 	})
 	t.Run("not a member", func(t *testing.T) {
@@ -194,6 +240,9 @@ func TestSearchPages(t *testing.T) {
 				Text: fmt.Sprintf("parcel %d, message %d", i, j), ClientID: fmt.Sprint("p", i, "-", j)})
 		}
 	}
+	if err := s.IndexNow(ctx); err != nil {
+		t.Fatal(err)
+	}
 	seen := map[int64]bool{}
 	var before int64
 	for page, want := range []int{20, 5} {
@@ -218,17 +267,17 @@ func TestSearchPages(t *testing.T) {
 		Text: "crate 0", ClientID: "crate-0"})
 	if err := s.Write(ctx, func(tx *Tx) error {
 		for i := range SearchWindow {
-			text := fmt.Sprint("crate ", i+1)
-			if err := tx.exec(`INSERT INTO messages (conversation_id, author, text, source, client_id, created_at) VALUES (?, 'visitor', ?, 'widget', ?, 1)`,
-				conv.ConversationID, text, fmt.Sprint("crate-", i+1)); err != nil {
-				return err
-			}
-			if err := tx.exec(`INSERT INTO messages_fts (rowid, site, text) VALUES (?, ?, ?)`, tx.LastInsertRowID(), site.ID, text); err != nil {
+			var res MessageResult
+			if _, err := tx.insertMessage(&MessageRequest{SiteID: site.ID, VisitorID: conv.VisitorID, ConversationID: conv.ConversationID,
+				Author: schema.AuthorVisitor, Text: fmt.Sprint("crate ", i+1), ClientID: fmt.Sprint("crate-", i+1)}, &res); err != nil {
 				return err
 			}
 		}
 		return nil
 	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.IndexNow(ctx); err != nil {
 		t.Fatal(err)
 	}
 	res, err := s.Search(ctx, op.ID, site.ID, SearchQuery{Text: "crate "})
@@ -262,4 +311,57 @@ func TestSearchIndexIntegrity(t *testing.T) {
 	}); err != nil {
 		t.Fatalf("integrity check: %v", err)
 	}
+}
+
+// searchStore opens a store with a site and an operator of it (closed with the test).
+func searchStore(t *testing.T) (*Store, *Site, *Operator) {
+	s := openTest(t, t.TempDir(), Options{})
+	t.Cleanup(func() { s.Close() })
+	site := addSite(t, s)
+	var op *Operator
+	testkit.NoErr(t, s.Write(context.Background(), func(tx *Tx) (err error) {
+		op, err = tx.AddOperator("ann@example.com", "Ann", "correct horse battery", []string{site.Key})
+		return err
+	}))
+	return s, site, op
+}
+
+// The index follows the messages a moment later: a message no commit indexed is searchable
+// within the writer's tick, and retention deleting messages on both sides of the index's
+// watermark leaves index and messages in agreement.
+func TestSearchIndexFollows(t *testing.T) {
+	ctx := context.Background()
+	s, site, op := searchStore(t)
+	found := func(word string) int {
+		res, err := s.Search(ctx, op.ID, site.ID, SearchQuery{Text: word + " "})
+		testkit.NoErr(t, err)
+		return len(res.Hits)
+	}
+	old := submit(t, s, MessageRequest{SiteID: site.ID, TokenHash: []byte("old-visitor"), Author: schema.AuthorVisitor, Text: "an indexed walrus", ClientID: "o"})
+	testkit.NoErr(t, s.IndexNow(ctx))
+	fresh := submit(t, s, MessageRequest{SiteID: site.ID, TokenHash: []byte("new-visitor"), Author: schema.AuthorVisitor, Text: "a fresh narwhal", ClientID: "n"})
+	testkit.WaitFor(t, "the writer's tick to index the narwhal", 3*time.Second, func() bool { return found("narwhal") == 1 })
+
+	// One conversation indexed, one not yet: both expire and go.
+	late := submit(t, s, MessageRequest{SiteID: site.ID, TokenHash: []byte("late-visitor"), Author: schema.AuthorVisitor, Text: "a late dugong", ClientID: "l"})
+	testkit.NoErr(t, s.Write(ctx, func(tx *Tx) error {
+		if _, err := tx.SetRetention(site.Key, 1); err != nil {
+			return err
+		}
+		return tx.exec(`UPDATE conversations SET updated_at = 0 WHERE id IN (?, ?, ?)`, old.ConversationID, fresh.ConversationID, late.ConversationID)
+	}))
+	p, err := s.PurgeExpired(ctx, time.Now(), 0, 100)
+	testkit.NoErr(t, err)
+	if p.Messages != 3 {
+		t.Fatalf("purged %+v, want 3 messages", p)
+	}
+	testkit.NoErr(t, s.IndexNow(ctx))
+	for _, w := range []string{"walrus", "narwhal", "dugong"} {
+		if n := found(w); n != 0 {
+			t.Errorf("%q: %d hits after its conversation was purged", w, n)
+		}
+	}
+	testkit.NoErr(t, s.Write(ctx, func(tx *Tx) error {
+		return tx.exec(`INSERT INTO messages_fts (messages_fts, rank) VALUES ('integrity-check', 1)`)
+	}))
 }

@@ -91,6 +91,10 @@ type Store struct {
 	ckptKick chan struct{} // the writer's WAL hook asks for a timer checkpoint now
 
 	persistedWatermark int64
+	// indexed is the newest message id the search index holds; indexDue asks the commit under
+	// way to bring it up to date however few messages wait (searchindex.go).
+	indexed  int64
+	indexDue bool
 	// watermark is the job publisher's, handed over by SetWatermark (-1: none yet).
 	watermark     atomic.Int64
 	persistedCuts []int64 // outbox_cuts above the watermark at open
@@ -186,6 +190,10 @@ func Open(dir string, opts Options) (*Store, error) {
 		return nil, err
 	}
 	if err := s.loadWatermark(); err != nil {
+		w.Close()
+		return nil, err
+	}
+	if err := s.loadIndexed(); err != nil {
 		w.Close()
 		return nil, err
 	}

@@ -183,7 +183,8 @@ func (s *Store) writeLoop() {
 		s.queue = s.spare[:0]
 		s.mu.Unlock()
 		persistWatermark := (tick || stopping) && s.watermarkMoved()
-		if len(batch) > 0 || persistWatermark {
+		s.indexDue = (tick || stopping) && s.indexBehind()
+		if len(batch) > 0 || persistWatermark || s.indexDue {
 			s.commit(batch, persistWatermark)
 			s.walCheckpoint()
 		}
@@ -317,7 +318,7 @@ const convSet = `UPDATE conversations SET last_message_id = ?2, updated_at = ?3,
 
 func (s *Store) runTx(batch []request, start time.Time, persistWatermark bool) (committed []Committed, err error) {
 	now := start.UnixMilli()
-	tx := &Tx{c: s.w, stmts: &s.wstmts, now: now, ids: &s.ids, noSearch: s.opts.noSearch}
+	tx := &Tx{c: s.w, stmts: &s.wstmts, now: now, ids: &s.ids, indexed: s.indexed}
 	msgs, newConvs, durable := 0, 0, false
 	for i := range batch {
 		durable = durable || batch[i].durable
@@ -441,11 +442,18 @@ func (s *Store) runTx(batch []request, start time.Time, persistWatermark bool) (
 			return nil, err
 		}
 	}
+	indexTo, err := s.indexNew(tx)
+	if err != nil {
+		return nil, err
+	}
 	if err := tx.exec(`COMMIT`); err != nil {
 		return nil, err
 	}
 	if moved {
 		s.persistedWatermark = wm
+	}
+	if indexTo > 0 {
+		s.indexed = indexTo
 	}
 	return committed, nil
 }
@@ -473,8 +481,8 @@ type Tx struct {
 	stmts *stmtCache
 	now   int64
 	ids   *ids // the writer's id limits; nil outside a commit of messages
-	// noSearch leaves messages_fts alone (Options.noSearch).
-	noSearch bool
+	// indexed is the newest message id in messages_fts when the commit began (searchindex.go).
+	indexed int64
 }
 
 // Now is the transaction's timestamp in Unix ms.

@@ -4,7 +4,7 @@
 (function () {
   'use strict';
   var root = document.getElementById('app');
-  var S = { me: null, csrf: '', sites: [], site: null, filter: 'open', assignee: 'all', members: {}, unread: {}, conv: null, convs: [], msgs: {}, deliveries: {}, ws: null, wsTry: 0 };
+  var S = { me: null, csrf: '', sites: [], site: null, filter: 'open', assignee: 'all', q: '', since: '', members: {}, unread: {}, conv: null, convs: [], msgs: {}, deliveries: {}, ws: null, wsTry: 0 };
 
   function el(tag, attrs, kids) {
     var e = document.createElement(tag);
@@ -97,12 +97,22 @@
       return el('button', { 'data-assignee': f[0], 'aria-pressed': 'false', text: f[1], onclick: function () { S.assignee = f[0]; loadList(); } });
     }));
     V.list = el('ul', { class: 'convs', id: 'conversations', 'aria-label': 'Conversations' });
+    V.search = el('input', { type: 'search', id: 'search', placeholder: 'Search messages and people  /', 'aria-label': 'Search conversations', autocomplete: 'off', enterkeyhint: 'search' });
+    V.search.addEventListener('input', function () { S.q = V.search.value; searchSoon(); });
+    V.search.addEventListener('keydown', function (e) {
+      if (e.key === 'Escape') { e.preventDefault(); V.search.value = ''; S.q = ''; loadList(); V.search.blur(); }
+      else if (e.key === 'Enter') { e.preventDefault(); var a = V.list.querySelector('li[data-id] a'); if (a) { a.focus(); location.hash = a.getAttribute('href'); } }
+      else if (e.key === 'ArrowDown') { e.preventDefault(); var b = V.list.querySelector('li[data-id] a'); if (b) b.focus(); }
+    });
+    V.since = el('select', { id: 'search-since', 'aria-label': 'Written', onchange: function () { S.since = V.since.value; loadList(); } },
+      [['', 'Any time'], ['7', 'Past 7 days'], ['30', 'Past 30 days'], ['365', 'Past year']].map(function (o) { return el('option', { value: o[0], text: o[1] }); }));
+    V.searchBar = el('div', { class: 'searchbar', role: 'search' }, [V.search, V.since]);
     V.main = el('main', { class: 'main', id: 'main' }, [el('p', { class: 'placeholder', text: 'Pick a conversation.' })]);
     // Errors are said here, in the page, never in a dialog that stops the operator's work.
     V.notice = el('p', { class: 'notice', id: 'notice', role: 'alert' });
     root.appendChild(top);
     root.appendChild(V.notice);
-    V.layout = el('div', { class: 'layout' }, [el('nav', { class: 'side', 'aria-label': 'Conversations' }, [V.filters, V.owners, V.list]), V.main]);
+    V.layout = el('div', { class: 'layout' }, [el('nav', { class: 'side', 'aria-label': 'Conversations' }, [V.searchBar, V.filters, V.owners, V.list]), V.main]);
     root.appendChild(V.layout);
     if (!S.sites.length) { clear(V.main); V.main.appendChild(el('p', { class: 'placeholder', text: 'You are not a member of any site yet.' })); }
   }
@@ -110,7 +120,7 @@
   function route() {
     if (!S.me) return;
     var h = location.hash.replace(/^#\/?/, '').split('/');
-    if (h[0] === 'conversations' && h[1]) return openConv(+h[1]);
+    if (h[0] === 'conversations' && h[1]) return openConv(+h[1], h[2] === 'm' ? +h[3] : 0);
     if (h[0] === 'sites' && h[1]) { selectSite(+h[1]); return h[2] === 'settings' ? showSettings() : placeholder(); }
     if (S.sites.length) { selectSite(S.sites[0].id); placeholder(); }
   }
@@ -140,11 +150,58 @@
     });
     loadUnread();
     var site = S.site;
+    V.layout.classList.toggle('searching', !!S.q.trim());
+    if (S.q.trim()) return search(site);
     api('GET', '/sites/' + site + '/conversations?status=' + S.filter + '&assignee=' + S.assignee).then(function (j) {
       if (site !== S.site) return;
       S.convs = j.conversations; drawList(); drawTitle();
     }, function (e) { clear(V.list); V.list.appendChild(el('li', { text: e.message })); });
   }
+  // ---- search: what the box holds, with the list's status and assignee filters and a time
+  // range; the results replace the list until the box is emptied (Escape), and each opens
+  // its conversation at the message that matched.
+  var searchTimer = 0, searchSeq = 0;
+  function searchSoon() { clearTimeout(searchTimer); searchTimer = setTimeout(loadList, 200); }
+  function search(site) {
+    var seq = ++searchSeq, q = S.q;
+    var from = S.since ? '&from=' + new Date(Date.now() - S.since * 864e5).toISOString().replace(/\.\d+Z$/, 'Z') : '';
+    api('GET', '/sites/' + site + '/search?q=' + encodeURIComponent(q) + '&status=' + S.filter + '&assignee=' + S.assignee + from).then(function (j) {
+      if (seq === searchSeq && site === S.site) drawResults(j);
+    }, function (e) {
+      if (seq !== searchSeq) return;
+      clear(V.list); V.list.appendChild(el('li', { class: 'empty', id: 'search-error', text: e.message }));
+    });
+  }
+  function snippet(segs) {
+    return el('div', { class: 'last snippet' }, (segs || []).map(function (g) { return g.match ? el('mark', { text: g.text }) : g.text; }));
+  }
+  function drawResults(j) {
+    clear(V.list);
+    var people = j.people || [], hits = j.hits || [];
+    function item(h, href, at) {
+      var c = h.conversation;
+      return el('li', { 'data-id': c.id, class: 'hit' }, [el('a', { class: 'item', href: href }, [
+        el('div', { class: 'row' }, [el('span', { class: 'title', text: visitorName(c) }), el('span', { class: 'badge ' + c.status, text: c.status })]),
+        snippet(h.snippet),
+        at ? el('div', { class: 'row' }, [el('small', { title: when(at), text: lastActive(at) })]) : null])]);
+    }
+    if (people.length) {
+      V.list.appendChild(el('li', { class: 'group', text: 'People' }));
+      people.forEach(function (h) { V.list.appendChild(item(h, '#/conversations/' + h.conversation.id, 0)); });
+    }
+    if (hits.length) {
+      if (people.length) V.list.appendChild(el('li', { class: 'group', text: 'Messages' }));
+      hits.forEach(function (h) { V.list.appendChild(item(h, '#/conversations/' + h.conversation.id + '/m/' + h.message_id, h.message_at)); });
+    }
+    if (!people.length && !hits.length) {
+      var where = S.filter === 'all' ? '' : ' in ' + S.filter + ' conversations';
+      V.list.appendChild(el('li', { class: 'empty', id: 'search-empty' }, ['No matches' + where + '. ',
+        S.filter !== 'all' ? el('button', { type: 'button', text: 'Search all', onclick: function () { S.filter = 'all'; loadList(); } }) : null]));
+    }
+    if (j.next) V.list.appendChild(el('li', { class: 'empty', text: 'Showing the newest matches; narrow the search to find older ones.' }));
+    markSel();
+  }
+
   // Each site in the picker says how many of its open conversations are unread: "Shop (3)".
   var unreadTimer = 0;
   function unreadSoon() { clearTimeout(unreadTimer); unreadTimer = setTimeout(loadUnread, 300); }
@@ -197,12 +254,13 @@
   }
 
   // ---- one conversation
-  function openConv(id) {
-    api('GET', '/conversations/' + id).then(function (j) {
+  function openConv(id, at) {
+    api('GET', '/conversations/' + id + (at ? '?limit=1000' : '')).then(function (j) {
       S.conv = j.conversation; S.msgs = {}; S.deliveries = {}; S.ctx = j.context || {};
       selectSite(j.conversation.site_id);
       (j.deliveries || []).forEach(function (d) { (S.deliveries[d.message_id] = S.deliveries[d.message_id] || {})[d.target] = d; });
       drawConv(j.messages || []);
+      if (at) showFound(at);
       api('POST', '/conversations/' + id + '/read', { message_id: j.conversation.last_message_id }).then(loadListSoon, function () {});
     }, function (e) {
       S.conv = null; clear(V.main);
@@ -272,6 +330,15 @@
     msgs.forEach(addMsg);
     drawSeen();
     markSel();
+  }
+
+  // The message a search result pointed at: in view and marked for a few seconds.
+  function showFound(id) {
+    var li = V.msgs && V.msgs.querySelector('li.msg[data-id="' + id + '"]');
+    if (!li) { showErr(new Error('That message is not shown here: it was deleted, or the conversation is longer than the 1,000 messages the inbox shows.')); return; }
+    li.classList.add('found'); li.setAttribute('tabindex', '-1');
+    li.scrollIntoView({ block: 'center' });
+    setTimeout(function () { li.classList.remove('found'); }, 4000);
   }
 
   // The visitor beside the conversation: who (as the site says), where they are and started,
@@ -382,9 +449,15 @@
     else if (k === 'r' && S.conv) { e.preventDefault(); replyKey = true; } // focused on keyup: the r is not typed into it
     else if (k === 'e' && S.conv && V.toggle) { e.preventDefault(); V.toggle.click(); }
     else if (k === '?') { e.preventDefault(); keysHelp(); }
+    else if (k === '/' && V.search) { e.preventDefault(); searchKey = true; } // focused on keyup, as r
   });
-  var replyKey = false;
+  var replyKey = false, searchKey = false;
   document.addEventListener('keyup', function (e) {
+    if (e.key === '/' && searchKey) {
+      searchKey = false;
+      V.layout.classList.remove('has-conv', 'has-settings'); // on a phone, the list (and its search box) takes the screen
+      V.search.focus(); V.search.select();
+    }
     if (e.key !== 'r' || !replyKey) return;
     replyKey = false;
     var r = document.getElementById('reply'); if (r) r.focus();
@@ -415,7 +488,7 @@
     if (box) { closePopup(); return; }
     box = el('div', { class: 'keys', id: 'keys', role: 'dialog', 'aria-label': 'Keyboard shortcuts' }, [el('h2', { text: 'Keyboard shortcuts' }),
       el('dl', {}, [['j or \u2193', 'next conversation'], ['k or \u2191', 'previous conversation'], ['Enter', 'open the focused conversation'],
-        ['r', 'reply'], ['Ctrl+Enter', 'send the reply'], ['Escape', 'from the reply back to the list'], ['e', 'close or reopen'], ['?', 'this list']]
+        ['r', 'reply'], ['Ctrl+Enter', 'send the reply'], ['Escape', 'from the reply back to the list'], ['e', 'close or reopen'], ['/', 'search'], ['?', 'this list']]
         .map(function (p) { return el('div', {}, [el('dt', {}, [el('kbd', { text: p[0] })]), el('dd', { text: p[1] })]); })),
       el('button', { type: 'button', text: 'Close', onclick: function () { closePopup(); } })]);
     openPopup(box, function () { if (box.parentNode) box.parentNode.removeChild(box); });
