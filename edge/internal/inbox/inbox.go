@@ -91,7 +91,11 @@ func (h *Handler) Register(app *fiber.App) {
 	g.Get("/me", h.me)
 	g.Post("/me/password", h.changePassword)
 	g.Get("/sites/:site/conversations", h.conversations)
-	g.Get("/sites/:site/search", h.search) // search.go
+	g.Get("/sites/:site/search", h.search)     // search.go
+	g.Get("/sites/:site/canned", h.cannedList) // canned.go
+	g.Post("/sites/:site/canned", h.cannedSave)
+	g.Put("/sites/:site/canned/:id", h.cannedSave)
+	g.Delete("/sites/:site/canned/:id", h.cannedDelete)
 	g.Get("/sites/:site/settings", h.settings)
 	g.Put("/sites/:site/settings", h.updateSettings)
 	g.Get("/conversations/:id", h.conversation)

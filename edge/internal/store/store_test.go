@@ -278,7 +278,7 @@ func TestMigrationCopiesTheDatabaseFirst(t *testing.T) {
 		for _, suffix := range []string{"", "-wal", "-shm"} {
 			testkit.NoErr(t, os.RemoveAll(db+suffix))
 		}
-		c, err := sqlite3.Open(db)
+		c, err := OpenConn(db, sqlite3.OPEN_READWRITE|sqlite3.OPEN_CREATE)
 		testkit.NoErr(t, err)
 		for _, m := range migs[:older] {
 			testkit.NoErr(t, c.Exec(m.SQL))
@@ -290,7 +290,7 @@ func TestMigrationCopiesTheDatabaseFirst(t *testing.T) {
 			t.Fatal("no copy before the migration")
 		}
 		testkit.NoErr(t, s.Close())
-		c, err = sqlite3.Open(s.PreMigration)
+		c, err = OpenConn(s.PreMigration, sqlite3.OPEN_READWRITE)
 		testkit.NoErr(t, err)
 		st, _, err := c.Prepare(`SELECT (SELECT user_version FROM pragma_user_version), (SELECT count(*) FROM sites)`)
 		testkit.NoErr(t, err)

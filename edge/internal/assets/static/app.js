@@ -288,7 +288,7 @@
       V.assignee.value = String(S.conv.assignee_id || 0);
     }, function () {});
     V.msgs = el('ol', { class: 'msgs', id: 'messages' });
-    var text = el('textarea', { id: 'reply', 'aria-label': 'Reply', placeholder: 'Reply to the visitor…', maxlength: 4000 });
+    var text = el('textarea', { id: 'reply', 'aria-label': 'Reply', placeholder: 'Reply to the visitor… (/ for a canned reply)', maxlength: 4000 });
     var note = el('input', { type: 'checkbox', id: 'internal', onchange: function () { form.classList.toggle('internal', note.checked); } });
     var form = el('form', { class: 'reply', onsubmit: function (e) {
       e.preventDefault();
@@ -299,6 +299,7 @@
         note.checked = false; form.classList.remove('internal'); // the next reply goes to the visitor unless ticked again
       }, function (e) { btn.disabled = false; showErr(e); });
     } }, [text, el('label', {}, [note, ' Internal note']), el('button', { class: 'primary', type: 'submit', id: 'send', text: 'Send' })]);
+    form.insertBefore(cannedPicker(text), text); // its keys come before the composer's own
     text.addEventListener('keydown', function (e) {
       if (e.key === 'Enter' && (e.ctrlKey || e.metaKey)) form.requestSubmit();
       if (e.key === 'Escape') { e.preventDefault(); focusItem(S.conv && S.conv.id); } // back to the list
@@ -641,6 +642,10 @@
     } else if (f.type === 'conversation') {
       if (S.conv && f.conversation_id === S.conv.id) setStatus(f.status, f.snoozed_until);
       if (f.site_id === S.site) loadListSoon();
+    } else if (f.type === 'canned') {
+      delete S.canned[f.site_id];
+      if (S.cannedDraw) S.cannedDraw(f.site_id); // the settings' list, when shown
+      if (S.cannedPicker && S.conv && S.conv.site_id === f.site_id) S.cannedPicker(); // an open picker
     } else if (f.type === 'assigned') {
       if (S.conv && f.conversation_id === S.conv.id && V.assignee) { S.conv.assignee_id = f.assignee_id; V.assignee.value = String(f.assignee_id); }
       if (f.site_id === S.site) loadListSoon();
@@ -789,11 +794,139 @@
       var snippet = document.getElementById('set-snippet');
       snippet.value = '<script src="' + location.origin + '/widget.js" data-site="' + s.key + '"' +
         (w.position === 'left' ? ' data-position="left"' : '') + (w.accent ? ' data-color="' + w.accent + '"' : '') + ' async></script>';
+      cannedSettings(form, id);
       tokens(form);
     }, function (e) { clear(V.main); V.main.appendChild(el('p', { class: 'placeholder error', text: e.message })); });
   }
   var settingsTimer = 0;
   function showSettingsSoon() { clearTimeout(settingsTimer); settingsTimer = setTimeout(function () { var m = document.getElementById('settings-msg'); if (m) m.textContent = ''; }, 3000); }
+
+  // ---- canned replies: the site's shared answers, kept in its settings and inserted in the
+  // composer by typing / and a few letters of the title (arrows pick, Enter or Tab inserts,
+  // Escape closes). Their placeholders are filled in here, before the operator sends.
+  S.canned = {};
+  function cannedList(site) {
+    if (!S.canned[site]) {
+      S.canned[site] = api('GET', '/sites/' + site + '/canned').then(function (j) { return j.canned || []; },
+        function (e) { delete S.canned[site]; throw e; });
+    }
+    return S.canned[site];
+  }
+  // {{visitor.name}}, {{visitor.first_name}}, {{visitor.email}}, {{operator.name}},
+  // {{operator.first_name}}; {{visitor.first_name|there}} says "there" when it is not known.
+  function fillCanned(text, c) {
+    var vn = (c && c.visitor_name) || '', on = (S.me && (S.me.name || S.me.email)) || '';
+    var v = { 'visitor.name': vn, 'visitor.first_name': vn.split(/\s+/)[0], 'visitor.email': (c && c.visitor_email) || '',
+      'operator.name': on, 'operator.first_name': on.split(/\s+/)[0] };
+    return text.replace(/\{\{\s*([a-z_]+\.[a-z_]+)\s*(?:\|([^}]*))?\}\}/g, function (all, k, fb) {
+      return Object.prototype.hasOwnProperty.call(v, k) ? (v[k] || (fb || '').trim()) : all;
+    });
+  }
+  function cannedPicker(text) {
+    var box = el('ul', { class: 'canned-pick', id: 'canned-pick', role: 'listbox', 'aria-label': 'Canned replies' });
+    box.hidden = true;
+    text.setAttribute('aria-controls', 'canned-pick'); text.setAttribute('aria-autocomplete', 'list');
+    var items = [], at = 0, asked = '';
+    // "/words" before the caret, at the start of the reply or after a space: what is being looked for.
+    function query() {
+      var v = text.value, end = text.selectionStart, i = v.lastIndexOf('/', end - 1);
+      if (i < 0 || (i > 0 && !/\s/.test(v[i - 1]))) return null;
+      var q = v.slice(i + 1, end);
+      return /\n/.test(q) || q.length > 40 ? null : { from: i, to: end, q: q.toLowerCase() };
+    }
+    function close() { box.hidden = true; items = []; text.setAttribute('aria-expanded', 'false'); text.removeAttribute('aria-activedescendant'); }
+    function draw(list, q) {
+      var starts = [], inside = [];
+      list.forEach(function (r) {
+        var t = r.title.toLowerCase();
+        if (t.indexOf(q.q) === 0) starts.push(r); else if (t.indexOf(q.q) > 0 || r.text.toLowerCase().indexOf(q.q) >= 0) inside.push(r);
+      });
+      items = starts.concat(inside).slice(0, 8);
+      at = Math.min(at, Math.max(0, items.length - 1));
+      clear(box);
+      if (!items.length) box.appendChild(el('li', { class: 'none', text: list.length ? 'No canned reply matches \u201c' + q.q + '\u201d.' : 'No canned replies yet: add them in Settings.' }));
+      items.forEach(function (r, i) {
+        box.appendChild(el('li', { role: 'option', id: 'canned-' + r.id, 'aria-selected': String(i === at), class: i === at ? 'on' : '',
+          onmousedown: function (e) { e.preventDefault(); at = i; pick(); } }, [el('b', { text: r.title }), el('span', { text: fillCanned(r.text, S.conv) })]));
+      });
+      box.hidden = false; text.setAttribute('aria-expanded', 'true');
+      if (items[at]) text.setAttribute('aria-activedescendant', 'canned-' + items[at].id);
+    }
+    function update() {
+      var q = query();
+      if (!q || !S.conv) return close();
+      asked = q.q;
+      cannedList(S.conv.site_id).then(function (list) { var now = query(); if (now && now.q === asked) draw(list, now); }, close);
+    }
+    function pick() {
+      var q = query(), r = items[at];
+      if (!q || !r) return close();
+      var fill = fillCanned(r.text, S.conv);
+      text.value = text.value.slice(0, q.from) + fill + text.value.slice(q.to);
+      text.setSelectionRange(q.from + fill.length, q.from + fill.length);
+      close();
+      text.dispatchEvent(new Event('input'));
+    }
+    text.addEventListener('input', function () { at = 0; update(); });
+    text.addEventListener('blur', close);
+    // The Enter that picked must not also break the line: a browser that sends its character
+    // apart from the key (a remote-control protocol, some IMEs) still would, so it is dropped
+    // until the key comes up.
+    var swallow = false;
+    text.addEventListener('beforeinput', function (e) { if (swallow) { swallow = false; e.preventDefault(); } });
+    text.addEventListener('keyup', function () { swallow = false; });
+    text.addEventListener('keydown', function (e) {
+      if (box.hidden) return;
+      var n = items.length;
+      if ((e.key === 'ArrowDown' || e.key === 'ArrowUp') && n) {
+        e.preventDefault(); at = (at + (e.key === 'ArrowDown' ? 1 : n - 1)) % n; update();
+      } else if ((e.key === 'Enter' && !e.ctrlKey && !e.metaKey && !e.shiftKey) || e.key === 'Tab') {
+        if (n) { e.preventDefault(); e.stopImmediatePropagation(); swallow = true; pick(); }
+      } else if (e.key === 'Escape') { e.preventDefault(); e.stopImmediatePropagation(); close(); }
+    });
+    S.cannedPicker = function () { if (!box.hidden) update(); }; // a change of the list redraws an open picker
+    return box;
+  }
+  function cannedSettings(form, site) {
+    var ul = el('ul', { class: 'canned-list', id: 'canned-list' });
+    var title = el('input', { id: 'canned-title', maxlength: 80, placeholder: 'e.g. Refund policy' });
+    var text = el('textarea', { id: 'canned-text', rows: 3, maxlength: 4000, placeholder: 'Hi {{visitor.first_name|there}}, \u2026' });
+    var msg = el('p', { id: 'canned-msg', role: 'status' });
+    var editing = 0;
+    var save = el('button', { type: 'button', class: 'primary', id: 'canned-save', text: 'Add canned reply', onclick: function () {
+      api(editing ? 'PUT' : 'POST', '/sites/' + site + '/canned' + (editing ? '/' + editing : ''), { title: title.value, text: text.value })
+        .then(function () { reset(); msg.className = 'ok'; msg.textContent = 'Saved.'; }, function (e) { msg.className = 'error'; msg.textContent = e.message; });
+    } });
+    var cancel = el('button', { type: 'button', id: 'canned-cancel', text: 'Cancel', onclick: function () { reset(); } });
+    cancel.hidden = true;
+    function reset() { editing = 0; title.value = ''; text.value = ''; save.textContent = 'Add canned reply'; cancel.hidden = true; msg.textContent = ''; }
+    function draw() {
+      cannedList(site).then(function (list) {
+        clear(ul);
+        if (!list.length) ul.appendChild(el('li', { class: 'hint', text: 'None yet.' }));
+        list.forEach(function (r) {
+          var del = el('button', { type: 'button', class: 'del', text: 'Delete', onclick: function () {
+            if (del.getAttribute('data-sure') !== '1') { del.setAttribute('data-sure', '1'); del.textContent = 'Delete for everyone?'; return; }
+            api('DELETE', '/sites/' + site + '/canned/' + r.id).then(function () { if (editing === r.id) reset(); }, showErr);
+          } });
+          ul.appendChild(el('li', { 'data-id': r.id }, [el('div', { class: 'row' }, [el('b', { text: r.title }),
+            el('span', {}, [el('button', { type: 'button', class: 'edit', text: 'Edit', onclick: function () {
+              editing = r.id; title.value = r.title; text.value = r.text; save.textContent = 'Save changes'; cancel.hidden = false; title.focus();
+            } }), ' ', del])]), el('div', { class: 'text', text: r.text }),
+            el('small', { class: 'hint', text: (r.updated_by ? r.updated_by + ', ' : '') + when(r.updated_at) })]));
+        });
+      }, function (e) { clear(ul); ul.appendChild(el('li', { class: 'error', text: e.message })); });
+    }
+    S.cannedDraw = function (changed) { if (changed === site && document.body.contains(ul)) draw(); };
+    var box = el('fieldset', { id: 'canned' }, [el('legend', { text: 'Canned replies' }),
+      el('p', { class: 'hint', text: 'Shared by the site\u2019s operators. In a reply, type / and a few letters of the title, then Enter. ' +
+        'In the text, {{visitor.name}}, {{visitor.first_name}}, {{visitor.email}}, {{operator.name}} and {{operator.first_name}} are filled in; ' +
+        '{{visitor.first_name|there}} says \u201cthere\u201d when the name is not known.' }),
+      ul, el('label', { for: 'canned-title', text: 'Title' }), title, el('label', { for: 'canned-text', text: 'Text' }), text,
+      el('div', { class: 'actions' }, [save, ' ', cancel]), msg]);
+    form.parentNode.appendChild(el('div', { class: 'settings' }, [box]));
+    draw();
+  }
 
   function tokens(form) {
     var box = el('fieldset', { id: 'tokens' }, [el('legend', { text: 'Your API tokens (for /v1/api/)' })]);
