@@ -558,11 +558,22 @@ func siteMember(add bool, args []string) error {
 	req := admin.MemberRequest{}
 	fs.StringVar(&req.SiteKey, "site", "", "the site's key (required; see edge site list)")
 	fs.StringVar(&req.Email, "email", "", "operator's email (required)")
+	role := "owner"
+	if add {
+		fs.StringVar(&role, "role", "owner", "owner (settings, channels, members) or agent (answers)")
+	}
 	if err := parse(fs, args); err != nil {
 		return err
 	}
 	if req.SiteKey == "" {
 		return errors.New("-site is required, e.g. -site st_… (see `edge site list`)")
+	}
+	if add {
+		r, err := store.ParseRole(role)
+		if err != nil {
+			return err
+		}
+		req.Role = r
 	}
 	if err := needEmail(req.Email); err != nil {
 		return err
@@ -580,7 +591,7 @@ func siteMember(add bool, args []string) error {
 		}
 		switch {
 		case add && res.Changed:
-			fmt.Printf("%s is now a member of %s\n", res.Operator.Email, res.SiteKey)
+			fmt.Printf("%s is now a member of %s (%s)\n", res.Operator.Email, res.SiteKey, req.Role)
 		case add:
 			fmt.Printf("%s was a member of %s already\n", res.Operator.Email, res.SiteKey)
 		case res.Changed && res.Live:

@@ -37,6 +37,8 @@ type OperatorInfo = store.OperatorListing
 type MemberRequest struct {
 	SiteKey string `json:"site_key"`
 	Email   string `json:"email"`
+	// Role is the new member's (AddMember; "" is owner, as every member was before roles).
+	Role store.Role `json:"role,omitempty"`
 }
 
 // MemberResult says whether the membership changed (false: it already was as asked).
@@ -126,7 +128,14 @@ func (o *Ops) member(ctx context.Context, req MemberRequest, add bool) (*MemberR
 			return err
 		}
 		if add {
-			res.Changed, err = tx.AddMember(req.SiteKey, res.Operator.ID)
+			role := req.Role
+			if role == "" {
+				role = store.RoleOwner
+			}
+			if _, err := store.ParseRole(string(role)); err != nil {
+				return err
+			}
+			res.Changed, err = tx.AddMember(req.SiteKey, res.Operator.ID, role)
 		} else {
 			res.Changed, err = tx.RemoveMember(req.SiteKey, res.Operator.ID)
 		}

@@ -321,7 +321,7 @@ func settingsOf(s *store.Site) Settings {
 }
 
 func (h *Handler) settings(c *fiber.Ctx) error {
-	s, err := h.site(c)
+	s, err := h.ownSite(c)
 	if s == nil {
 		return err
 	}
@@ -354,7 +354,7 @@ type settingsUpdate struct {
 }
 
 func (h *Handler) updateSettings(c *fiber.Ctx) error {
-	s, err := h.site(c)
+	s, err := h.ownSite(c)
 	if s == nil {
 		return err
 	}

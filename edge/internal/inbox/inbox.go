@@ -106,7 +106,9 @@ func (h *Handler) Register(app *fiber.App) {
 	g.Post("/conversations/:id/snooze", h.snooze) // assign.go
 	g.Post("/conversations/:id/assign", h.assign) // assign.go
 	g.Get("/sites/:site/members", h.members)      // assign.go
-	g.Get("/unread", h.unread)                    // assign.go
+	g.Put("/sites/:site/members/:id", h.setRole)  // team.go
+	g.Delete("/sites/:site/members/:id", h.removeMember)
+	g.Get("/unread", h.unread) // assign.go
 	g.Post("/conversations/:id/read", h.markRead)
 	g.Post("/conversations/:id/typing", h.typing)
 	g.Get("/files/:key", h.file) // files.go
@@ -303,6 +305,19 @@ var errForbidden = errors.New("forbidden")
 // site resolves :site (a numeric id or a site key) to a site the operator is a member of:
 // 404 for no such site, 403 for a site of others.
 func (h *Handler) site(c *fiber.Ctx) (*sites.Site, error) {
+	s, _, err := h.siteAs(c, store.RoleAgent)
+	return s, err
+}
+
+// ownSite is site for what only the site's owners do (settings, channels, members): 403 for
+// an agent.
+func (h *Handler) ownSite(c *fiber.Ctx) (*sites.Site, error) {
+	s, _, err := h.siteAs(c, store.RoleOwner)
+	return s, err
+}
+
+// siteAs resolves :site for a member of it in role need (an owner may do what an agent may).
+func (h *Handler) siteAs(c *fiber.Ctx, need store.Role) (*sites.Site, store.Role, error) {
 	ref := c.Params("site")
 	var s *sites.Site
 	if id, err := parseID(ref); err == nil {
@@ -311,18 +326,20 @@ func (h *Handler) site(c *fiber.Ctx) (*sites.Site, error) {
 		s = h.Sites.ByKey(ref)
 	}
 	if s == nil {
-		return nil, fail(c, fiber.StatusNotFound, "not_found", "No such site.")
+		return nil, "", fail(c, fiber.StatusNotFound, "not_found", "No such site.")
 	}
 	ctx, cancel := reqCtx(c)
 	defer cancel()
-	ok, err := h.Store.IsMember(ctx, current(c).op.ID, s.ID)
-	if err != nil {
-		return nil, err
+	role, err := h.Store.MemberRole(ctx, current(c).op.ID, s.ID)
+	switch {
+	case err != nil:
+		return nil, "", err
+	case role == "":
+		return nil, "", fail(c, fiber.StatusForbidden, "forbidden", "You are not a member of this site.")
+	case need == store.RoleOwner && role != store.RoleOwner:
+		return nil, "", fail(c, fiber.StatusForbidden, "forbidden", "Only the site's owners may do this; ask one of them.")
 	}
-	if !ok {
-		return nil, fail(c, fiber.StatusForbidden, "forbidden", "You are not a member of this site.")
-	}
-	return s, nil
+	return s, role, nil
 }
 
 type passwordRequest struct {

@@ -130,13 +130,14 @@ type SiteRef struct {
 	ID   int64  `json:"id"`
 	Key  string `json:"key"`
 	Name string `json:"name"`
+	Role Role   `json:"role"` // the operator's in the site
 }
 
 // OperatorSites lists the sites an operator is a member of.
 func (s *Store) OperatorSites(ctx context.Context, operatorID int64) ([]SiteRef, error) {
-	return readList(ctx, s, `SELECT s.id, s.key, s.name FROM site_members m JOIN sites s ON s.id = m.site_id
+	return readList(ctx, s, `SELECT s.id, s.key, s.name, m.role FROM site_members m JOIN sites s ON s.id = m.site_id
 			WHERE m.operator_id = ? ORDER BY s.name, s.id`,
-		[]any{operatorID}, func(r *SiteRef) []any { return []any{&r.ID, &r.Key, &r.Name} })
+		[]any{operatorID}, func(r *SiteRef) []any { return []any{&r.ID, &r.Key, &r.Name, (*string)(&r.Role)} })
 }
 
 // IsMember reports whether an operator is a member of a site.
@@ -234,13 +235,14 @@ type Member struct {
 	ID    int64  `json:"id"`
 	Name  string `json:"name"`
 	Email string `json:"email"`
+	Role  Role   `json:"role"`
 }
 
 // SiteMembers lists the operators of a site, by name.
 func (s *Store) SiteMembers(ctx context.Context, siteID int64) ([]Member, error) {
-	return readList(ctx, s, `SELECT o.id, o.name, o.email FROM site_members sm JOIN operators o ON o.id = sm.operator_id
+	return readList(ctx, s, `SELECT o.id, o.name, o.email, sm.role FROM site_members sm JOIN operators o ON o.id = sm.operator_id
 			WHERE sm.site_id = ? ORDER BY coalesce(nullif(o.name, ''), o.email) COLLATE NOCASE, o.id`,
-		[]any{siteID}, func(m *Member) []any { return []any{&m.ID, &m.Name, &m.Email} })
+		[]any{siteID}, func(m *Member) []any { return []any{&m.ID, &m.Name, &m.Email, (*string)(&m.Role)} })
 }
 
 // Conversation reads one conversation the operator may see; ErrNotFound otherwise.

@@ -95,42 +95,31 @@ func (tx *Tx) siteIDByKey(key string) (int64, error) {
 	return id, nil
 }
 
-func (tx *Tx) addMember(siteKey string, operatorID int64) error {
+func (tx *Tx) addMember(siteKey string, operatorID int64, role Role) error {
 	siteID, err := tx.siteIDByKey(siteKey)
 	if err != nil {
 		return err
 	}
-	return tx.exec(`INSERT OR IGNORE INTO site_members (site_id, operator_id) VALUES (?, ?)`, siteID, operatorID)
+	return tx.exec(`INSERT OR IGNORE INTO site_members (site_id, operator_id, role) VALUES (?, ?, ?)`, siteID, operatorID, string(role))
 }
 
-// AddMember makes an operator a member of a site (by key); added is false when they were one.
-func (tx *Tx) AddMember(siteKey string, operatorID int64) (added bool, err error) {
-	if err := tx.addMember(siteKey, operatorID); err != nil {
+// AddMember makes an operator a member of a site (by key) in role; added is false when they
+// were one (their role is left as it was).
+func (tx *Tx) AddMember(siteKey string, operatorID int64, role Role) (added bool, err error) {
+	if err := tx.addMember(siteKey, operatorID, role); err != nil {
 		return false, err
 	}
 	return tx.c.Changes() == 1, nil
 }
 
-// RemoveMember ends an operator's membership of a site (by key); removed is false when they
-// were not a member. Their read marks of the site's conversations go with it, and the site's
-// conversations assigned to them are unassigned.
+// RemoveMember ends an operator's membership of a site (by key): RemoveSiteMember, as the
+// CLI does it (the site's only member may go).
 func (tx *Tx) RemoveMember(siteKey string, operatorID int64) (removed bool, err error) {
 	siteID, err := tx.siteIDByKey(siteKey)
 	if err != nil {
 		return false, err
 	}
-	if err := tx.exec(`DELETE FROM site_members WHERE site_id = ? AND operator_id = ?`, siteID, operatorID); err != nil {
-		return false, err
-	}
-	removed = tx.c.Changes() == 1
-	if !removed {
-		return false, nil
-	}
-	if err := tx.exec(`UPDATE conversations SET assignee_id = 0 WHERE assignee_id = ? AND site_id = ?`, operatorID, siteID); err != nil {
-		return false, err
-	}
-	return true, tx.exec(`DELETE FROM conversation_reads WHERE operator_id = ?
-		AND conversation_id IN (SELECT id FROM conversations WHERE site_id = ?)`, operatorID, siteID)
+	return tx.RemoveSiteMember(siteID, operatorID, true)
 }
 
 // CheckPassword reports whether password is the operator's current one.

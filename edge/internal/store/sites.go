@@ -175,7 +175,7 @@ func (tx *Tx) AddOperator(email, name, password string, siteKeys []string) (*Ope
 		return nil, err
 	}
 	for _, key := range siteKeys {
-		if err := tx.addMember(key, op.ID); err != nil {
+		if err := tx.addMember(key, op.ID, RoleOwner); err != nil { // the CLI's operators have every right, as before roles
 			return nil, err
 		}
 	}

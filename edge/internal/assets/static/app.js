@@ -642,6 +642,14 @@
     } else if (f.type === 'conversation') {
       if (S.conv && f.conversation_id === S.conv.id) setStatus(f.status, f.snoozed_until);
       if (f.site_id === S.site) loadListSoon();
+    } else if (f.type === 'members') {
+      delete S.members[f.site_id];
+      api('GET', '/me').then(function (j) { // one's own role may be what changed
+        var was = myRole(f.site_id);
+        S.sites = j.sites || [];
+        if (S.teamDraw) S.teamDraw(f.site_id);
+        if (was !== myRole(f.site_id) && S.site === f.site_id && V.layout.classList.contains('has-settings')) showSettings();
+      }, function () {});
     } else if (f.type === 'canned') {
       delete S.canned[f.site_id];
       if (S.cannedDraw) S.cannedDraw(f.site_id); // the settings' list, when shown
@@ -714,9 +722,11 @@
   document.addEventListener('visibilitychange', drawTitle);
 
   // ---- settings
+  function myRole(site) { var r = S.sites.filter(function (x) { return x.id === site; })[0]; return r ? r.role : ''; }
   function showSettings() {
     S.conv = null; markSel();
     var id = S.site;
+    if (myRole(id) !== 'owner') return agentSettings(id);
     api('GET', '/sites/' + id + '/settings').then(function (s) {
       clear(V.main);
       // On a phone the settings take the screen, as a conversation does, with a way back.
@@ -794,12 +804,60 @@
       var snippet = document.getElementById('set-snippet');
       snippet.value = '<script src="' + location.origin + '/widget.js" data-site="' + s.key + '"' +
         (w.position === 'left' ? ' data-position="left"' : '') + (w.accent ? ' data-color="' + w.accent + '"' : '') + ' async></script>';
+      teamSettings(form, id);
       cannedSettings(form, id);
       tokens(form);
     }, function (e) { clear(V.main); V.main.appendChild(el('p', { class: 'placeholder error', text: e.message })); });
   }
   var settingsTimer = 0;
   function showSettingsSoon() { clearTimeout(settingsTimer); settingsTimer = setTimeout(function () { var m = document.getElementById('settings-msg'); if (m) m.textContent = ''; }, 3000); }
+
+  // An agent's settings: what is theirs to change (canned replies, their API tokens), and who
+  // to ask for the rest.
+  function agentSettings(id) {
+    clear(V.main);
+    V.layout.classList.remove('has-conv');
+    V.layout.classList.add('has-settings');
+    var site = S.sites.filter(function (x) { return x.id === id; })[0] || { name: '' };
+    var head = el('div', { class: 'settings', id: 'settings-agent' }, [el('a', { class: 'back', href: '#/sites/' + id, text: '\u2039 All conversations' }),
+      el('h2', { text: 'Settings of ' + site.name }),
+      el('p', { class: 'notice-inline', id: 'owners-only', text: 'Only the site\u2019s owners change its settings, channels and team. Here you can keep the canned replies and your API tokens.' })]);
+    V.main.appendChild(head);
+    cannedSettings(head, id);
+    tokens(head);
+  }
+
+  // ---- the team (owners): members and their roles, and invitations.
+  function teamSettings(form, site) {
+    var ul = el('ul', { class: 'team-list', id: 'team-list' });
+    var msg = el('p', { id: 'team-msg', role: 'status' });
+    function say(e) { msg.className = e ? 'error' : 'ok'; msg.textContent = e ? e.message : 'Saved.'; }
+    function draw() {
+      delete S.members[site];
+      members(site).then(function (ms) {
+        clear(ul);
+        ms.forEach(function (m) {
+          var role = el('select', { 'aria-label': 'Role of ' + opName(m), class: 'role', onchange: function () {
+            api('PUT', '/sites/' + site + '/members/' + m.id, { role: role.value }).then(function () { say(); }, function (e) { role.value = m.role; say(e); });
+          } }, [el('option', { value: 'owner', text: 'Owner' }), el('option', { value: 'agent', text: 'Agent' })]);
+          role.value = m.role;
+          var rm = el('button', { type: 'button', class: 'del', text: m.id === S.me.id ? 'Leave' : 'Remove', onclick: function () {
+            if (rm.getAttribute('data-sure') !== '1') { rm.setAttribute('data-sure', '1'); rm.textContent = m.id === S.me.id ? 'Leave this site?' : 'Remove ' + opName(m) + '?'; return; }
+            api('DELETE', '/sites/' + site + '/members/' + m.id).then(function () { say(); }, function (e) { rm.removeAttribute('data-sure'); rm.textContent = 'Remove'; say(e); });
+          } });
+          ul.appendChild(el('li', { 'data-id': m.id }, [el('span', { class: 'who' }, [el('b', { text: opName(m) + (m.id === S.me.id ? ' (you)' : '') }), ' ', el('small', { text: m.email })]),
+            el('span', {}, [role, ' ', rm])]));
+        });
+      }, function (e) { clear(ul); ul.appendChild(el('li', { class: 'error', text: e.message })); });
+    }
+    S.teamDraw = function (changed) { if (changed === site && document.body.contains(ul)) draw(); };
+    var box = el('fieldset', { id: 'team' }, [el('legend', { text: 'Team' }),
+      el('p', { class: 'hint', text: 'Owners change the settings, channels and team; agents answer. A site keeps at least one owner. Removing someone closes their inbox at once.' }),
+      ul, msg]);
+    form.parentNode.appendChild(el('div', { class: 'settings' }, [box]));
+    draw();
+    return box;
+  }
 
   // ---- canned replies: the site's shared answers, kept in its settings and inserted in the
   // composer by typing / and a few letters of the title (arrows pick, Enter or Tab inserts,

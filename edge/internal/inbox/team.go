@@ -1,0 +1,92 @@
+package inbox
+
+import (
+	"errors"
+
+	"github.com/gofiber/fiber/v2"
+
+	"spookat/edge/internal/store"
+)
+
+// The team of a site in the inbox: GET /sites/:site/members (any member: whom to assign),
+// PUT /sites/:site/members/:id {"role"} and DELETE /sites/:site/members/:id (owners). A
+// removed member's sockets close at once (4403) and their next API call is refused; the
+// site's last owner can be neither removed nor made an agent.
+
+// membersEvent says a site's team changed (a role, a member gone or come).
+type membersEvent struct {
+	Type   string `json:"type"` // "members"
+	SiteID int64  `json:"site_id"`
+}
+
+func (h *Handler) setRole(c *fiber.Ctx) error {
+	s, err := h.ownSite(c)
+	if s == nil {
+		return err
+	}
+	id, err := parseID(c.Params("id"))
+	if err != nil {
+		return fail(c, fiber.StatusNotFound, "not_found", "No such member.")
+	}
+	var req struct {
+		Role string `json:"role"`
+	}
+	if err := c.BodyParser(&req); err != nil {
+		return fail(c, fiber.StatusBadRequest, "invalid", `The body must be {"role":"owner"} or {"role":"agent"}.`)
+	}
+	role, err := store.ParseRole(req.Role)
+	if err != nil {
+		return fail(c, fiber.StatusBadRequest, "invalid", sentence(err))
+	}
+	ctx, cancel := reqCtx(c)
+	defer cancel()
+	var changed bool
+	err = h.Store.WriteDurable(ctx, func(tx *store.Tx) (err error) {
+		changed, err = tx.SetMemberRole(s.ID, id, role)
+		return err
+	})
+	if err != nil {
+		return teamFailed(c, err)
+	}
+	if changed {
+		h.Hub.send(s.ID, membersEvent{Type: "members", SiteID: s.ID})
+	}
+	return c.JSON(fiber.Map{"site_id": s.ID, "operator_id": id, "role": role})
+}
+
+func (h *Handler) removeMember(c *fiber.Ctx) error {
+	s, err := h.ownSite(c)
+	if s == nil {
+		return err
+	}
+	id, err := parseID(c.Params("id"))
+	if err != nil {
+		return fail(c, fiber.StatusNotFound, "not_found", "No such member.")
+	}
+	ctx, cancel := reqCtx(c)
+	defer cancel()
+	var removed bool
+	err = h.Store.WriteDurable(ctx, func(tx *store.Tx) (err error) {
+		removed, err = tx.RemoveSiteMember(s.ID, id, false)
+		return err
+	})
+	if err != nil {
+		return teamFailed(c, err)
+	}
+	if !removed {
+		return fail(c, fiber.StatusNotFound, "not_found", "No such member of this site.")
+	}
+	h.Hub.SitesChanged(id) // their sockets close now, and reconnect watching the sites left
+	h.Hub.send(s.ID, membersEvent{Type: "members", SiteID: s.ID})
+	return c.SendStatus(fiber.StatusNoContent)
+}
+
+func teamFailed(c *fiber.Ctx, err error) error {
+	switch {
+	case errors.Is(err, store.ErrLastOwner):
+		return fail(c, fiber.StatusConflict, "last_owner", sentence(err))
+	case errors.Is(err, store.ErrNotFound):
+		return fail(c, fiber.StatusNotFound, "not_found", "No such member of this site.")
+	}
+	return busy(c, err)
+}
