@@ -79,6 +79,27 @@ type Job struct {
 	// sets it; a power cut can take a worker's acknowledgements with it). A chat post of such
 	// a job is marked as a possible repeat; a webhook repeats its webhook-id.
 	MaybeRepeat bool `json:"maybe_repeat,omitempty"`
+	// Invite is set on the email job of an owner's invitation to join a site (To is the
+	// invitee); such a job belongs to no conversation or message (MessageID 0) and its result
+	// carries Invite.ID.
+	Invite *Invite `json:"invite,omitempty"`
+}
+
+// Invite is an invitation to join a site's team, as its email says it. Link holds the
+// single-use token: it travels in JOBS until the email is sent (the edge keeps only its
+// hash), and it expires with the invitation.
+type Invite struct {
+	ID      int64     `json:"id"`
+	Site    string    `json:"site"` // the site's name
+	By      string    `json:"by"`   // the owner who invited, by name or email
+	Role    string    `json:"role"` // owner or agent
+	Link    string    `json:"link"`
+	Expires time.Time `json:"expires"`
+}
+
+// InviteJobID is the id of an invitation's email job (and its Nats-Msg-Id).
+func InviteJobID(inviteID int64) string {
+	return "i" + strconv.FormatInt(inviteID, 10) + "." + TargetEmail
 }
 
 // RepeatMark ends the line of a chat post whose job may have been posted before
@@ -115,7 +136,7 @@ func DecodeJob(b []byte, j *Job) error {
 }
 
 var jobFields = []string{"id", "lane", "target", "site_id", "conversation_id", "message_id", "author",
-	"name", "text", "created_at", "kind", "first", "reopened", "inbox_url", "to", "file", "context", "transcript", "maybe_repeat"}
+	"name", "text", "created_at", "kind", "first", "reopened", "inbox_url", "to", "file", "context", "transcript", "maybe_repeat", "invite"}
 
 func (j *Job) field(b, key []byte, i int) (int, bool) {
 	if next, ok := fastjson.Null(b, i); ok {
@@ -227,6 +248,10 @@ func AppendJob(b []byte, j *Job) []byte {
 	if j.MaybeRepeat {
 		b = append(b, `,"maybe_repeat":true`...)
 	}
+	if j.Invite != nil { // rare: an owner invited someone
+		v, _ := json.Marshal(j.Invite) // strings, an int and a time: it cannot fail
+		b = append(append(b, `,"invite":`...), v...)
+	}
 	return append(b, '}')
 }
 
@@ -270,6 +295,8 @@ type Result struct {
 	// thread's queued posts when its channel is rate limited); 0 or 1 means a post of its own.
 	Merged int       `json:"merged,omitempty"`
 	At     time.Time `json:"at"`
+	// InviteID is set (and MessageID 0) on the result of an invitation's email (Job.Invite).
+	InviteID int64 `json:"invite_id,omitempty"`
 }
 
 // DecodeResults appends the results of one RESULTS message to dst: a worker batches the
@@ -279,8 +306,8 @@ func DecodeResults(dst []Result, data []byte, bad func(line []byte, err error)) 
 	eachLine(data, func(line []byte) {
 		var r Result
 		err := DecodeResult(line, &r)
-		if err == nil && (r.MessageID == 0 || r.Target == "" || r.JobID == "") {
-			err = errors.New("missing job_id, target or message_id")
+		if err == nil && ((r.MessageID == 0) == (r.InviteID == 0) || r.Target == "" || r.JobID == "") {
+			err = errors.New("missing job_id, target, or one of message_id and invite_id")
 		}
 		if err != nil {
 			if bad != nil {
@@ -300,7 +327,7 @@ func DecodeResult(b []byte, r *Result) error {
 }
 
 var resultFields = []string{"job_id", "target", "site_id", "conversation_id", "message_id", "status",
-	"attempts", "error", "external_id", "thread_id", "merged", "at"}
+	"attempts", "error", "external_id", "thread_id", "merged", "at", "invite_id"}
 
 func (r *Result) field(b, key []byte, i int) (int, bool) {
 	if next, ok := fastjson.Null(b, i); ok {
@@ -335,6 +362,8 @@ func (r *Result) field(b, key []byte, i int) (int, bool) {
 	case "merged":
 		n, i, ok = fastjson.Int(b, i)
 		r.Merged = int(n)
+	case "invite_id":
+		r.InviteID, i, ok = fastjson.Int(b, i)
 	case "at":
 		var s string
 		if s, i, ok = fastjson.String(b, i); ok {

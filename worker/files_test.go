@@ -86,11 +86,10 @@ func TestAttachmentAndContextReachEveryTarget(t *testing.T) {
 		}
 	})
 	t.Run("email", func(t *testing.T) {
-		be.mu.Lock()
-		defer be.mu.Unlock()
-		if len(be.mail) != 1 || !bytes.Contains(be.mail[0].data, []byte("Attachment: shot|1>.png (48 KB), for 7 days at")) ||
-			!bytes.Contains(be.mail[0].data, []byte("Started on: https://acme.test/pricing")) {
-			t.Fatalf("%d mails: %s", len(be.mail), be.mail)
+		mails := be.Mails()
+		if len(mails) != 1 || !bytes.Contains(mails[0].Data, []byte("Attachment: shot|1>.png (48 KB), for 7 days at")) ||
+			!bytes.Contains(mails[0].Data, []byte("Started on: https://acme.test/pricing")) {
+			t.Fatalf("%d mails: %v", len(mails), mails)
 		}
 	})
 }
@@ -115,19 +114,48 @@ func TestTranscriptEmail(t *testing.T) {
 	}}
 	e.publish(j)
 	testkit.WaitFor(t, "the transcript mail", 10*time.Second, func() bool {
-		be.mu.Lock()
-		defer be.mu.Unlock()
-		return len(be.mail) == 1
+		return len(be.Mails()) == 1
 	})
-	m := be.mail[0]
-	if len(m.to) != 1 || m.to[0] != "ada@example.com" {
-		t.Fatalf("to %v", m.to)
+	m := be.Mails()[0]
+	if len(m.To) != 1 || m.To[0] != "ada@example.com" {
+		t.Fatalf("to %v", m.To)
 	}
-	body, _ := io.ReadAll(quotedprintable.NewReader(bytes.NewReader(m.data)))
+	body, _ := io.ReadAll(quotedprintable.NewReader(bytes.NewReader(m.Data)))
 	for _, want := range []string{"Subject: Your conversation with Acme", "3 earlier messages", "4 Dec 09:30 UTC · You:", "Where is my refund?",
 		"4 Dec 09:31 UTC · Rui:", "Sent today.", "[attachment: receipt.pdf]"} {
 		if !bytes.Contains(body, []byte(want)) {
 			t.Errorf("mail lacks %q:\n%s", want, body)
 		}
+	}
+}
+
+// An invitation's job mails the invitee (To) their link, belongs to no conversation, and its
+// result names the invitation instead of a message.
+func TestInviteEmail(t *testing.T) {
+	e := newEnv(t, mock.SlackOptions{})
+	be, smtpPort := startSMTP(t)
+	e.putSite(schema.SiteDelivery{SiteID: 1, Name: "Acme"})
+	results := e.results
+	cfg := e.config()
+	cfg.SMTP.Host, cfg.SMTP.Port, cfg.SMTP.TLS, cfg.SMTP.From = "127.0.0.1", smtpPort, "none", "spookat@test"
+	e.start(cfg)
+	expires := time.Date(2026, 12, 9, 9, 30, 0, 0, time.UTC)
+	e.publish(schema.Job{ID: schema.InviteJobID(7), Lane: schema.LaneEmail, Target: schema.TargetEmail, SiteID: 1, To: "zoe@example.com",
+		CreatedAt: time.Now(), Invite: &schema.Invite{ID: 7, Site: "Acme", By: "Ann", Role: "agent", Link: "https://chat.example/app/#/invite/tok3n", Expires: expires}})
+	testkit.WaitFor(t, "the invitation's mail and its result", 10*time.Second, func() bool {
+		return len(be.Mails()) == 1 && len(results.final(schema.StatusDelivered)) == 1
+	})
+	m := be.Mails()[0]
+	if len(m.To) != 1 || m.To[0] != "zoe@example.com" {
+		t.Fatalf("to %v", m.To)
+	}
+	body, _ := io.ReadAll(quotedprintable.NewReader(bytes.NewReader(m.Data)))
+	for _, want := range []string{"Subject: Join Acme on spookat", "Ann invited you", "as agent", "https://chat.example/app/#/invite/tok3n", "Wed 9 Dec 09:30 UTC"} {
+		if !bytes.Contains(body, []byte(want)) {
+			t.Errorf("mail lacks %q:\n%s", want, body)
+		}
+	}
+	if r := results.of(schema.InviteJobID(7)); len(r) != 1 || r[0].InviteID != 7 || r[0].MessageID != 0 {
+		t.Fatalf("results %+v; want one naming invitation 7", r)
 	}
 }

@@ -4,17 +4,13 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"io"
 	"net"
 	"net/http/httptest"
 	"os/exec"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
-
-	"github.com/emersion/go-smtp"
 
 	"spookat/loadgen/mock"
 	"spookat/schema"
@@ -210,57 +206,13 @@ func TestPrivateTargetsRefused(t *testing.T) {
 	}
 }
 
-// smtpBackend is a real SMTP server (go-smtp) that keeps what it receives.
-type smtpBackend struct {
-	mu   sync.Mutex
-	mail []smtpMail
-}
-
-type smtpMail struct {
-	from string
-	to   []string
-	data []byte
-}
-
-type smtpSession struct {
-	b *smtpBackend
-	m smtpMail
-}
-
-// startSMTP runs a real SMTP server on a loopback port until the test ends.
-func startSMTP(t *testing.T) (*smtpBackend, int) {
+// startSMTP runs a real SMTP server (loadgen/mock) on a loopback port until the test ends.
+func startSMTP(t *testing.T) (*mock.SMTP, int) {
 	t.Helper()
-	be := &smtpBackend{}
-	srv := smtp.NewServer(be)
-	srv.Domain = "localhost"
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	srv, err := mock.StartSMTP()
 	testkit.NoErr(t, err)
-	go func() { _ = srv.Serve(ln) }()
 	t.Cleanup(func() { srv.Close() })
-	return be, ln.Addr().(*net.TCPAddr).Port
-}
-
-func (b *smtpBackend) NewSession(*smtp.Conn) (smtp.Session, error) { return &smtpSession{b: b}, nil }
-func (s *smtpSession) Reset()                                      { s.m = smtpMail{} }
-func (s *smtpSession) Logout() error                               { return nil }
-func (s *smtpSession) Mail(from string, _ *smtp.MailOptions) error { s.m.from = from; return nil }
-func (s *smtpSession) Rcpt(to string, _ *smtp.RcptOptions) error {
-	if strings.HasPrefix(to, "nobody@") {
-		return &smtp.SMTPError{Code: 550, EnhancedCode: smtp.EnhancedCode{5, 1, 1}, Message: "no such user"}
-	}
-	s.m.to = append(s.m.to, to)
-	return nil
-}
-func (s *smtpSession) Data(r io.Reader) error {
-	data, err := io.ReadAll(r)
-	if err != nil {
-		return err
-	}
-	s.m.data = data
-	s.b.mu.Lock()
-	s.b.mail = append(s.b.mail, s.m)
-	s.b.mu.Unlock()
-	return nil
+	return srv, srv.Port
 }
 
 func TestEmailOnNewConversation(t *testing.T) {
@@ -275,17 +227,15 @@ func TestEmailOnNewConversation(t *testing.T) {
 	j.Name = "Zoe"
 	e.publish(j, job(schema.TargetEmail, 2, 10, 2, true, "x"))
 	testkit.WaitFor(t, "a mail and a dead job", 10*time.Second, func() bool {
-		be.mu.Lock()
-		defer be.mu.Unlock()
-		return len(be.mail) == 1 && len(e.results.final(schema.StatusDead)) == 1
+		return len(be.Mails()) == 1 && len(e.results.final(schema.StatusDead)) == 1
 	})
-	m := be.mail[0]
-	if m.from != "spookat@test" || len(m.to) != 1 || m.to[0] != "owner@acme.test" {
-		t.Errorf("envelope %q → %v", m.from, m.to)
+	m := be.Mails()[0]
+	if m.From != "spookat@test" || len(m.To) != 1 || m.To[0] != "owner@acme.test" {
+		t.Errorf("envelope %q → %v", m.From, m.To)
 	}
 	for _, want := range []string{"Subject: New conversation on Acme", "Zoe started conversation #9", "Do you ship to Mars?", "/inbox/c/9"} {
-		if !bytes.Contains(m.data, []byte(want)) {
-			t.Errorf("mail lacks %q:\n%s", want, m.data)
+		if !bytes.Contains(m.Data, []byte(want)) {
+			t.Errorf("mail lacks %q:\n%s", want, m.Data)
 		}
 	}
 	testkit.WaitFor(t, "delivered result", 5*time.Second, func() bool { return e.results.final(schema.StatusDelivered)[j.ID] == 1 })
@@ -323,17 +273,15 @@ func TestEmailReplyToVisitor(t *testing.T) {
 	j.Author, j.Name, j.To = "operator", "Ann", "zoe@visitor.test"
 	e.publish(j)
 	testkit.WaitFor(t, "the reply mailed and recorded", 10*time.Second, func() bool {
-		be.mu.Lock()
-		defer be.mu.Unlock()
-		return len(be.mail) == 1 && e.results.final(schema.StatusDelivered)[j.ID] == 1
+		return len(be.Mails()) == 1 && e.results.final(schema.StatusDelivered)[j.ID] == 1
 	})
-	m := be.mail[0]
-	if len(m.to) != 1 || m.to[0] != "zoe@visitor.test" {
-		t.Errorf("envelope → %v, want the visitor", m.to)
+	m := be.Mails()[0]
+	if len(m.To) != 1 || m.To[0] != "zoe@visitor.test" {
+		t.Errorf("envelope → %v, want the visitor", m.To)
 	}
 	for _, want := range []string{"Subject: Reply from Acme", "Ann answered your message on Acme", "Yes, we ship to Mars."} {
-		if !bytes.Contains(m.data, []byte(want)) {
-			t.Errorf("mail lacks %q:\n%s", want, m.data)
+		if !bytes.Contains(m.Data, []byte(want)) {
+			t.Errorf("mail lacks %q:\n%s", want, m.Data)
 		}
 	}
 }

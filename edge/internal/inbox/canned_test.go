@@ -2,7 +2,6 @@ package inbox
 
 import (
 	"context"
-	"encoding/json"
 	"net/http"
 	"strconv"
 	"strings"
@@ -22,12 +21,7 @@ func TestCannedRepliesAPI(t *testing.T) {
 	base := "/v1/api/sites/" + strconv.FormatInt(site.ID, 10) + "/canned"
 	call := func(method, path, body string, out any) int {
 		t.Helper()
-		resp := apiRequest(t, app, token, method, path, strings.NewReader(body))
-		defer resp.Body.Close()
-		if out != nil {
-			_ = json.NewDecoder(resp.Body).Decode(out)
-		}
-		return resp.StatusCode
+		return apiCall(t, app, token, method, path, body, out)
 	}
 	var hello store.CannedReply
 	if st := call("POST", base, `{"title":"Hello","text":"Hi {{visitor.name|there}}!"}`, &hello); st != http.StatusCreated || hello.ID == 0 || hello.UpdatedBy != "Ann" {

@@ -59,6 +59,10 @@ type Handler struct {
 	IPs *clientip.Resolver
 	// Files keeps the attachments (GET /v1/api/files/{id}).
 	Files files.Dir
+	// PublicURL is how browsers reach this edge: invitation links start with it.
+	PublicURL string
+	// PublishJob hands a job that belongs to no message (an invitation's email) to JOBS.
+	PublishJob func(ctx context.Context, j *schema.Job) error
 
 	typists   typists       // api.go
 	searching chan struct{} // search.go
@@ -85,6 +89,8 @@ func (h *Handler) Register(app *fiber.App) {
 		return c.Next()
 	})
 	g.Post("/login", h.login)
+	g.Post("/invites/peek", h.peekInvite) // invites.go: the invitee has no session yet
+	g.Post("/invites/accept", h.acceptInvite)
 	g.Get("/ws", h.auth, h.wsUpgrade, h.ws())
 	g.Use(h.auth)
 	g.Post("/logout", h.logout)
@@ -108,6 +114,9 @@ func (h *Handler) Register(app *fiber.App) {
 	g.Get("/sites/:site/members", h.members)      // assign.go
 	g.Put("/sites/:site/members/:id", h.setRole)  // team.go
 	g.Delete("/sites/:site/members/:id", h.removeMember)
+	g.Get("/sites/:site/invites", h.invites) // invites.go
+	g.Post("/sites/:site/invites", h.invite)
+	g.Delete("/sites/:site/invites/:id", h.withdrawInvite)
 	g.Get("/unread", h.unread) // assign.go
 	g.Post("/conversations/:id/read", h.markRead)
 	g.Post("/conversations/:id/typing", h.typing)

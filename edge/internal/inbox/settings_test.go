@@ -49,6 +49,18 @@ func settingsApp(t *testing.T, allowPrivate bool) (app *fiber.App, st *store.Sto
 	return app, st, site, token
 }
 
+// apiCall sends a request with an API token to the inbox API under test, decodes the JSON
+// answer into out (unless nil) and returns the status.
+func apiCall(t *testing.T, app *fiber.App, token, method, path, body string, out any) int {
+	t.Helper()
+	resp := apiRequest(t, app, token, method, path, strings.NewReader(body))
+	defer resp.Body.Close()
+	if out != nil {
+		_ = json.NewDecoder(resp.Body).Decode(out)
+	}
+	return resp.StatusCode
+}
+
 // apiRequest sends a JSON request with the operator's API token to the inbox API under test.
 func apiRequest(t *testing.T, app *fiber.App, token, method, path string, body io.Reader) *http.Response {
 	t.Helper()

@@ -2,7 +2,6 @@ package inbox
 
 import (
 	"context"
-	"encoding/json"
 	"net/http"
 	"strconv"
 	"strings"
@@ -32,12 +31,7 @@ func TestTeamAPI(t *testing.T) {
 	siteURL := "/v1/api/sites/" + strconv.FormatInt(site.ID, 10)
 	call := func(token, method, path, body string, out any) int {
 		t.Helper()
-		resp := apiRequest(t, app, token, method, path, strings.NewReader(body))
-		defer resp.Body.Close()
-		if out != nil {
-			_ = json.NewDecoder(resp.Body).Decode(out)
-		}
-		return resp.StatusCode
+		return apiCall(t, app, token, method, path, body, out)
 	}
 	var me struct {
 		Sites []store.SiteRef `json:"sites"`

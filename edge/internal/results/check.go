@@ -17,10 +17,11 @@ const (
 	RejectConversation = "conversation_mismatch" // the message is in another conversation
 	RejectSite         = "site_mismatch"         // the conversation belongs to another site
 	RejectTarget       = "target_not_configured" // the site has no such delivery target
+	RejectInvite       = "unknown_invite"        // no such invitation of the site (withdrawn, or forged)
 )
 
 // Reasons lists every reason, so each series exists from the start.
-var Reasons = []string{RejectMalformed, RejectUnknown, RejectConversation, RejectSite, RejectTarget}
+var Reasons = []string{RejectMalformed, RejectUnknown, RejectConversation, RejectSite, RejectTarget, RejectInvite}
 
 const (
 	maxErrorLen = 1000 // bytes of a result's error kept (the inbox shows it)
@@ -40,7 +41,14 @@ func checkShape(r *schema.Result) string {
 	default:
 		return RejectMalformed
 	}
-	if r.MessageID <= 0 || r.JobID != schema.JobID(r.MessageID, r.Target) || r.Attempts < 0 || r.Attempts > 1_000_000 {
+	if r.InviteID != 0 { // an invitation's email: no message, no conversation
+		if r.InviteID < 0 || r.MessageID != 0 || r.ConversationID != 0 || r.Target != schema.TargetEmail || r.JobID != schema.InviteJobID(r.InviteID) {
+			return RejectMalformed
+		}
+	} else if r.MessageID <= 0 || r.JobID != schema.JobID(r.MessageID, r.Target) {
+		return RejectMalformed
+	}
+	if r.Attempts < 0 || r.Attempts > 1_000_000 {
 		return RejectMalformed
 	}
 	if !token(r.ExternalID) || !token(r.ThreadID) {

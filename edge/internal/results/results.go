@@ -41,6 +41,8 @@ type Recorder struct {
 	// OnTranscript, if set, hears the end of each transcript email a visitor asked for:
 	// delivered, or dead (it will not be tried again), after the batch is committed.
 	OnTranscript func(conversationID int64, status schema.DeliveryStatus)
+	// OnInvite, if set, hears that an invitation of the site changed its email's status.
+	OnInvite func(siteID int64)
 
 	logs    logLimit
 	threads map[int64]struct{} // conversations whose Slack thread is stored (writer's goroutine only)
@@ -126,6 +128,7 @@ func (r *Recorder) record(ctx context.Context, batch []jetstream.Msg) {
 		attempts   int
 		rejected   string
 		transcript bool // the email of a transcript the visitor asked for
+		invite     bool // the email of an invitation to a site's team
 	}
 	stored := make([]state, len(results))
 	err := r.Store.Write(ctx, func(tx *store.Tx) error {
@@ -134,6 +137,18 @@ func (r *Recorder) record(ctx context.Context, batch []jetstream.Msg) {
 			stored[i] = state{}
 			if reason := checkShape(res); reason != "" {
 				stored[i].rejected = reason
+				continue
+			}
+			if res.InviteID != 0 {
+				found, err := tx.RecordInviteDelivery(res)
+				if err != nil {
+					return err
+				}
+				if !found {
+					stored[i].rejected = RejectInvite
+					continue
+				}
+				stored[i] = state{status: res.Status, attempts: res.Attempts, invite: true}
 				continue
 			}
 			o, found := r.Origins.Get(res.MessageID)
@@ -185,6 +200,12 @@ func (r *Recorder) record(ctx context.Context, batch []jetstream.Msg) {
 			continue
 		}
 		r.Metrics.ResultsRecords.WithLabelValues(results[i].Target, string(results[i].Status)).Inc()
+		if stored[i].invite {
+			if r.OnInvite != nil {
+				r.OnInvite(results[i].SiteID)
+			}
+			continue // not a message's delivery: the inbox's delivery events are of messages
+		}
 		if st := stored[i].status; stored[i].transcript && r.OnTranscript != nil && (st == schema.StatusDelivered || st == schema.StatusDead) {
 			r.OnTranscript(results[i].ConversationID, st)
 		}

@@ -398,6 +398,20 @@ func (e *Edge) loadSites(ctx context.Context) error {
 	return nil
 }
 
+// publishJob hands JOBS a job that belongs to no message (an invitation's email): a message of
+// its own, deduplicated by the job's id, outside the publisher's windows and watermark (a
+// crash before it is stored loses it; the owner sees it queued and invites again).
+func (e *Edge) publishJob(ctx context.Context, j *schema.Job) error {
+	if e.js == nil {
+		return errors.New("JetStream is not connected yet")
+	}
+	m := nats.NewMsg(schema.JobSubject(j.Lane, j.SiteID, j.ConversationID))
+	m.Data = schema.AppendJob(nil, j)
+	m.Header.Set(jetstream.MsgIDHeader, j.ID)
+	_, err := e.js.PublishMsg(ctx, m)
+	return err
+}
+
 // refillThreads gives a JetStream without THREADS entries (a data directory restored on a new
 // box, a JetStream store removed) the Slack threads the database recorded, before any worker
 // starts here: replies to existing conversations then go on in their threads instead of
@@ -493,7 +507,8 @@ func (e *Edge) startBackground(context.Context) error {
 	rec := &results.Recorder{Store: e.store, Sites: e.sites, Metrics: e.metrics, Log: log, OnRecorded: e.operators.Deliveries, Origins: e.origins,
 		OnTranscript: func(conv int64, status schema.DeliveryStatus) {
 			e.visitors.Signal(conv, frames.TranscriptDelivery(nil, status == schema.StatusDelivered))
-		}}
+		},
+		OnInvite: e.operators.InvitesChanged}
 	for _, reason := range results.Reasons {
 		e.metrics.ResultsRejected.WithLabelValues(reason)
 	}

@@ -60,7 +60,8 @@ func (s *Sender) client() (*mail.Client, error) {
 
 // Send mails the first message of a conversation to the site's notify address, or, for a job
 // with To set, an operator's reply to a visitor who left that address and was not connected,
-// or the conversation itself to a visitor who asked for it (Transcript).
+// the conversation itself to a visitor who asked for it (Transcript), or an owner's
+// invitation to join the site's team (Invite).
 func (s *Sender) Send(ctx context.Context, deadline time.Time, site *schema.SiteDelivery, jobs []*schema.Job) deliver.Outcome {
 	ctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
@@ -89,7 +90,17 @@ func (s *Sender) Send(ctx context.Context, deadline time.Time, site *schema.Site
 	m.SetMessageIDWithValue(j.ID + "@spookat")
 	m.SetDate()
 	var b strings.Builder
-	if t := j.Transcript; t != nil && j.To != "" {
+	if inv := j.Invite; inv != nil && j.To != "" {
+		m.Subject("Join " + inv.Site + " on spookat")
+		what := "answer its visitors' chats"
+		if inv.Role == "owner" {
+			what = "answer its visitors' chats and manage its settings"
+		}
+		b.WriteString(inv.By + " invited you to " + what + " (" + inv.Site + ", as " + inv.Role + ").\n\n")
+		b.WriteString("Choose your password and log in:\n" + inv.Link + "\n\n")
+		b.WriteString("The link works once and until " + inv.Expires.UTC().Format("Mon 2 Jan 15:04") + " UTC. ")
+		b.WriteString("If you did not expect it, ignore this email: nothing happens without it.\n")
+	} else if t := j.Transcript; t != nil && j.To != "" {
 		m.Subject("Your conversation with " + name)
 		b.WriteString("Here is your conversation with " + name + ", as you asked.\n\n")
 		if t.Earlier > 0 {

@@ -139,6 +139,9 @@ func (l *Lane) result(it *item, status schema.DeliveryStatus, out deliver.Outcom
 		MessageID: it.job.MessageID, Status: status, Attempts: it.attempts + 1, At: now,
 		ExternalID: out.ExternalID, ThreadID: out.ThreadID,
 	}
+	if it.job.Invite != nil {
+		r.InviteID = it.job.Invite.ID
+	}
 	if status == schema.StatusRetrying {
 		r.Attempts = it.attempts
 	}

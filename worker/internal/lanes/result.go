@@ -43,5 +43,10 @@ func appendResult(b []byte, r *schema.Result) []byte {
 	}
 	b = append(b, `,"at":"`...)
 	b = r.At.AppendFormat(b, time.RFC3339Nano)
-	return append(b, `"}`...)
+	b = append(b, '"')
+	if r.InviteID != 0 {
+		b = append(b, `,"invite_id":`...)
+		b = strconv.AppendInt(b, r.InviteID, 10)
+	}
+	return append(b, '}')
 }

@@ -70,7 +70,49 @@
     root.appendChild(form); email.focus();
   }
 
+  // ---- an invitation's link: /app/#/invite/<token>. Says what it is for, then joins (a new
+  // account chooses its password; an existing one gives its own) and logs in.
+  function showInvite(token) {
+    if (S.ws) { S.ws.onclose = null; S.ws.close(); S.ws = null; }
+    clear(root);
+    var box = el('form', { class: 'login', id: 'invite' }, [el('h1', { text: 'spookat inbox' }), el('p', { text: 'Opening your invitation\u2026' })]);
+    root.appendChild(box);
+    function gone(e) {
+      clear(box);
+      box.appendChild(el('h1', { text: 'spookat inbox' }));
+      box.appendChild(el('p', { class: 'error', id: 'invite-error', role: 'alert', text: e.message }));
+      box.appendChild(el('a', { href: '#', text: 'Log in', onclick: function () { location.hash = ''; showLogin(); } }));
+    }
+    api('POST', '/invites/peek', { token: token }).then(function (v) {
+      clear(box);
+      var name = el('input', { id: 'invite-name', autocomplete: 'name' });
+      var pw = el('input', { type: 'password', id: 'invite-password', required: true, minlength: 8, autocomplete: v.account ? 'current-password' : 'new-password' });
+      var err = el('p', { class: 'error', role: 'alert' });
+      box.appendChild(el('h1', { text: 'Join ' + v.site }));
+      box.appendChild(el('p', { id: 'invite-what', text: (v.invited_by ? v.invited_by + ' invited ' : 'You are invited, as ') + (v.invited_by ? v.email + ' to answer chats here, as ' : '') + (v.role === 'owner' ? 'an owner (settings and team too).' : 'an agent.') }));
+      if (v.account) {
+        box.appendChild(el('p', { class: 'hint', text: v.email + ' has an account: its password adds this site to it.' }));
+      } else {
+        box.appendChild(el('label', { for: 'invite-name', text: 'Your name, as visitors see it' }));
+        box.appendChild(name);
+      }
+      box.appendChild(el('label', { for: 'invite-password', text: v.account ? 'Password of ' + v.email : 'Choose a password (8 characters or more)' }));
+      box.appendChild(pw);
+      box.appendChild(el('button', { class: 'primary', type: 'submit', id: 'invite-accept', text: 'Join and log in' }));
+      box.appendChild(err);
+      box.onsubmit = function (e) {
+        e.preventDefault(); err.textContent = '';
+        api('POST', '/invites/accept', { token: token, name: name.value, password: pw.value }).then(function (j) {
+          S.csrf = j.csrf_token; history.replaceState(null, '', location.pathname); boot(); // the token leaves the address bar
+        }, function (e) { if (e.status === 404) gone(e); else err.textContent = e.message; });
+      };
+      (v.account ? pw : name).focus();
+    }, gone);
+  }
+
   function boot() {
+    var inv = /^#\/invite\/([A-Za-z0-9_-]+)$/.exec(location.hash);
+    if (inv) return showInvite(inv[1]);
     api('GET', '/me').then(function (j) {
       S.me = j.operator; S.csrf = j.csrf_token || S.csrf; S.sites = j.sites || [];
       layout(); connectWS(); route();
@@ -121,7 +163,11 @@
     if (!S.me) return;
     var h = location.hash.replace(/^#\/?/, '').split('/');
     if (h[0] === 'conversations' && h[1]) return openConv(+h[1], h[2] === 'm' ? +h[3] : 0);
-    if (h[0] === 'sites' && h[1]) { selectSite(+h[1]); return h[2] === 'settings' ? showSettings() : placeholder(); }
+    if (!S.sites.length) return; // layout() said why there is nothing
+    if (h[0] === 'sites' && h[1]) {
+      if (!S.sites.some(function (x) { return x.id === +h[1]; })) { location.hash = '#/'; return; } // a site no longer (or never) one's own
+      selectSite(+h[1]); return h[2] === 'settings' ? showSettings() : placeholder();
+    }
     if (S.sites.length) { selectSite(S.sites[0].id); placeholder(); }
   }
   window.addEventListener('hashchange', route);
@@ -650,6 +696,8 @@
         if (S.teamDraw) S.teamDraw(f.site_id);
         if (was !== myRole(f.site_id) && S.site === f.site_id && V.layout.classList.contains('has-settings')) showSettings();
       }, function () {});
+    } else if (f.type === 'invites') {
+      if (S.teamDraw) S.teamDraw(f.site_id, 'invites');
     } else if (f.type === 'canned') {
       delete S.canned[f.site_id];
       if (S.cannedDraw) S.cannedDraw(f.site_id); // the settings' list, when shown
@@ -850,12 +898,45 @@
         });
       }, function (e) { clear(ul); ul.appendChild(el('li', { class: 'error', text: e.message })); });
     }
-    S.teamDraw = function (changed) { if (changed === site && document.body.contains(ul)) draw(); };
+    // Invitations: made here, mailed by the worker; the link is shown once, to pass on by hand
+    // when mail does not reach.
+    var invUl = el('ul', { class: 'team-list', id: 'invite-list' });
+    var email = el('input', { type: 'email', id: 'invite-email', placeholder: 'name@example.com', autocomplete: 'off' });
+    var irole = el('select', { id: 'invite-role', 'aria-label': 'Role of the invitee' }, [el('option', { value: 'agent', text: 'Agent' }), el('option', { value: 'owner', text: 'Owner' })]);
+    var sent = el('div', { id: 'invite-sent' });
+    var STATUS = { queued: 'email queued', delivered: 'email sent', retrying: 'email retrying', dead: 'email failed' };
+    function drawInvites() {
+      api('GET', '/sites/' + site + '/invites').then(function (j) {
+        clear(invUl);
+        (j.invites || []).forEach(function (v) {
+          var expired = v.expires_at < Date.now();
+          var st = expired ? 'expired' : (STATUS[v.status] || v.status);
+          invUl.appendChild(el('li', { 'data-id': v.id }, [el('span', { class: 'who' }, [el('b', { text: v.email }), ' ',
+            el('small', { text: v.role + ' \u00b7 ' + st + (v.last_error && !expired ? ': ' + v.last_error : '') + (expired ? '' : ' \u00b7 until ' + soon(v.expires_at)) })]),
+            el('button', { type: 'button', class: 'del', text: 'Withdraw', onclick: function () { api('DELETE', '/sites/' + site + '/invites/' + v.id).then(function () {}, say); } })]));
+        });
+      }, function () {});
+    }
+    var invite = el('form', { class: 'invite', id: 'invite-form', onsubmit: function (e) {
+      e.preventDefault();
+      api('POST', '/sites/' + site + '/invites', { email: email.value, role: irole.value }).then(function (j) {
+        email.value = ''; msg.textContent = '';
+        var link = el('input', { readonly: 'readonly', id: 'invite-link', value: j.link, 'aria-label': 'Invitation link' });
+        clear(sent);
+        sent.appendChild(el('p', { class: 'ok', text: 'Invited ' + j.invite.email + ': the link is on its way by email. It works once, for 72 hours; shown here once, to pass on yourself if you prefer:' }));
+        sent.appendChild(el('div', { class: 'row' }, [link, el('button', { type: 'button', text: 'Copy', onclick: function () { link.select(); try { navigator.clipboard.writeText(j.link); } catch (x) { document.execCommand('copy'); } } })]));
+      }, say);
+    } }, [el('label', { for: 'invite-email', text: 'Invite by email' }), el('div', { class: 'row' }, [email, irole, el('button', { class: 'primary', type: 'submit', id: 'invite-send', text: 'Invite' })])]);
+    S.teamDraw = function (changed, what) {
+      if (changed !== site || !document.body.contains(ul)) return;
+      if (what === 'invites') drawInvites(); else draw();
+    };
     var box = el('fieldset', { id: 'team' }, [el('legend', { text: 'Team' }),
       el('p', { class: 'hint', text: 'Owners change the settings, channels and team; agents answer. A site keeps at least one owner. Removing someone closes their inbox at once.' }),
-      ul, msg]);
+      ul, msg, invite, sent, el('h3', { text: 'Invitations not yet used' }), invUl]);
     form.parentNode.appendChild(el('div', { class: 'settings' }, [box]));
     draw();
+    drawInvites();
     return box;
   }
 
