@@ -76,3 +76,50 @@ func TestPastedImageOnBothSides(t *testing.T) {
 		t.Fatalf("the inbox shows %d visitor messages; the refused files must not be among them", n)
 	}
 }
+
+// Issue 34, point 4: an operator pastes an image and attaches a PDF in the inbox's composer;
+// the visitor's window shows the image inline and the PDF as a download, both from signed
+// links; a page disguised as a PNG is refused with a sentence, as a visitor's would be.
+func TestOperatorFilesReachTheVisitor(t *testing.T) {
+	e := startEdge(t, server.Config{})
+	site := e.site(&store.Site{Name: "Files back"})
+	e.operator("ines@files.test", "Ines", "correct horse battery", site.Key)
+
+	v := newTab(t, "visitor")
+	v.openDemo(e.base, site.Key)
+	v.openChat()
+	v.typeAndSend("Can you show me where the button is?")
+	v.waitSent("Can you show me where the button is?")
+
+	op := newTab(t, "operator")
+	op.login(e.base, "ines@files.test", "correct horse battery")
+	op.openFirstConversation()
+	op.do("focus the reply", chromedp.WaitVisible(chromedp.CSS("#reply")), chromedp.Click(chromedp.CSS("#reply")))
+	eval[any](op, `(async () => { const f = await (`+screenshot+`); const dt = new DataTransfer(); dt.items.add(f);
+		document.querySelector('#reply').dispatchEvent(new ClipboardEvent('paste', {clipboardData: dt, bubbles: true, cancelable: true})); })()`)
+	op.waitJS("the pasted image uploaded", `document.querySelector('#attached span.ready')`)
+	op.do("a word with it, send", chromedp.SendKeys(chromedp.CSS("#reply"), "Here:"), chromedp.Click(chromedp.CSS("#send")))
+	op.waitJS("the image in the inbox", `document.querySelector('#messages .msg.operator .file img')`)
+
+	loaded := `(() => { const i = ` + W + `.querySelector('li:not(.me) .bubble img'); return i && i.complete && i.naturalWidth === 40 && i.naturalHeight === 30; })()`
+	v.waitJS("the operator's image, inline, in the visitor's window", loaded)
+	if src := eval[string](v, W+`.querySelector('li:not(.me) .bubble img').src`); !strings.HasPrefix(src, e.base+"/v1/files/") || !strings.Contains(src, "sig=") {
+		t.Fatalf("the window shows the operator's image from %q", src)
+	}
+
+	// A PDF, picked with the paperclip, without text: a download for the visitor.
+	eval[any](op, `(() => { const dt = new DataTransfer(); dt.items.add(new File(['%PDF-1.4\n%\xe2\xe3\xcf\xd3\n1 0 obj<<>>endobj\ntrailer<<>>\n%%EOF\n'], 'manual.pdf', {type: 'application/pdf'}));
+		const i = document.querySelector('#attach-input'); i.files = dt.files; i.dispatchEvent(new Event('change')); })()`)
+	op.waitJS("the PDF uploaded", `document.querySelector('#attached span.ready') && document.querySelector('#attached').textContent.includes('manual.pdf')`)
+	op.do("send it alone", chromedp.Click(chromedp.CSS("#send")))
+	v.waitJS("a download in the visitor's window", `Array.from(`+W+`.querySelectorAll('li:not(.me) .bubble a[download]')).some(a => a.textContent.includes('manual.pdf'))`)
+	v.shot("operator-files")
+	op.shot("sent-files")
+
+	eval[any](op, `(() => { const dt = new DataTransfer(); dt.items.add(new File(['<!doctype html><script>alert(1)</script>'], 'shot.png', {type: 'image/png'}));
+		const i = document.querySelector('#attach-input'); i.files = dt.files; i.dispatchEvent(new Event('change')); })()`)
+	op.waitJS("refused with a sentence", `document.querySelector('#notice.on') && document.querySelector('#notice').textContent.includes('HTML files are not taken')`)
+	if eval[bool](op, `document.querySelector('#attached span.ready') !== null`) {
+		t.Fatal("a refused file is shown as attached")
+	}
+}

@@ -144,6 +144,7 @@ type replyRequest struct {
 	Text     string `json:"text"`
 	Internal bool   `json:"internal"`
 	ClientID string `json:"client_id"`
+	File     string `json:"file"` // an upload's id (POST /conversations/{id}/files); the text may then be empty
 }
 
 func (h *Handler) reply(c *fiber.Ctx) error {
@@ -156,7 +157,7 @@ func (h *Handler) reply(c *fiber.Ctx) error {
 		return fail(c, fiber.StatusBadRequest, "invalid", "The body must be JSON: {\"text\": \"…\"}.")
 	}
 	req.Text = schema.CleanText(req.Text)
-	if strings.TrimSpace(req.Text) == "" {
+	if strings.TrimSpace(req.Text) == "" && req.File == "" {
 		return fail(c, fiber.StatusBadRequest, "invalid", "The message is empty.")
 	}
 	if utf8.RuneCountInString(req.Text) > schema.MaxTextRunes {
@@ -171,10 +172,20 @@ func (h *Handler) reply(c *fiber.Ctx) error {
 		clientID = "op" + strconv.FormatInt(w.op.ID, 10) + ":" + req.ClientID // idempotent retries
 	}
 	name := displayName(w.op)
+	var file *store.File
+	if req.File != "" {
+		ctx, cancel := reqCtx(c)
+		f, ok, err := h.replyFile(c, ctx, cv, req.File)
+		cancel()
+		if !ok {
+			return err
+		}
+		file = f
+	}
 	done := make(chan store.MessageResult, 1)
 	if err := h.Store.SubmitMessage(&store.MessageRequest{
 		SiteID: cv.SiteID, ConversationID: cv.ID, Author: schema.AuthorOperator, Name: name,
-		Text: req.Text, Internal: req.Internal, Source: schema.SourceInbox, ClientID: clientID,
+		Text: req.Text, Internal: req.Internal, Source: schema.SourceInbox, ClientID: clientID, File: file,
 		Done: func(r store.MessageResult) { done <- r },
 	}); err != nil {
 		return fail(c, fiber.StatusServiceUnavailable, schema.CodeUnavailable, "The server is too busy; send it again.")
@@ -191,8 +202,12 @@ func (h *Handler) reply(c *fiber.Ctx) error {
 	ctx, cancel := reqCtx(c)
 	defer cancel()
 	_ = h.Store.Write(ctx, func(tx *store.Tx) error { return tx.MarkRead(w.op.ID, cv.ID, r.MessageID) })
+	var wire *schema.File
+	if file != nil {
+		wire = operatorFile(file.Wire())
+	}
 	return c.Status(fiber.StatusCreated).JSON(fiber.Map{"message": frames.OperatorMessage{ID: r.MessageID, Author: schema.AuthorOperator,
-		Name: name, Text: req.Text, Internal: req.Internal, CreatedAt: r.CreatedAt}, "duplicate": r.Duplicate})
+		Name: name, Text: req.Text, Internal: req.Internal, CreatedAt: r.CreatedAt, File: wire}, "duplicate": r.Duplicate})
 }
 
 func (h *Handler) setStatus(kind schema.MessageKind) fiber.Handler {

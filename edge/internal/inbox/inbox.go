@@ -59,6 +59,8 @@ type Handler struct {
 	IPs *clientip.Resolver
 	// Files keeps the attachments (GET /v1/api/files/{id}).
 	Files files.Dir
+	// Intake takes operators' attachments as the widget takes visitors' (nil: none taken).
+	Intake *files.Intake
 	// PublicURL is how browsers reach this edge: invitation links start with it.
 	PublicURL string
 	// PublishJob hands a job that belongs to no message (an invitation's email) to JOBS.
@@ -107,6 +109,7 @@ func (h *Handler) Register(app *fiber.App) {
 	g.Get("/conversations/:id", h.conversation)
 	g.Get("/conversations/:id/messages", h.messages)
 	g.Post("/conversations/:id/messages", h.reply)
+	g.Post("/conversations/:id/files", h.upload) // files.go
 	g.Post("/conversations/:id/close", h.setStatus(schema.KindClosed))
 	g.Post("/conversations/:id/reopen", h.setStatus(schema.KindReopened))
 	g.Post("/conversations/:id/snooze", h.snooze) // assign.go
@@ -114,6 +117,8 @@ func (h *Handler) Register(app *fiber.App) {
 	g.Get("/sites/:site/members", h.members)      // assign.go
 	g.Put("/sites/:site/members/:id", h.setRole)  // team.go
 	g.Delete("/sites/:site/members/:id", h.removeMember)
+	g.Get("/sites/:site/reports", h.report) // reports.go
+	g.Get("/sites/:site/reports.csv", h.reportCSV)
 	g.Get("/sites/:site/invites", h.invites) // invites.go
 	g.Post("/sites/:site/invites", h.invite)
 	g.Delete("/sites/:site/invites/:id", h.withdrawInvite)

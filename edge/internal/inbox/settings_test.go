@@ -14,6 +14,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"spookat/edge/internal/brakes"
+	"spookat/edge/internal/files"
 	"spookat/edge/internal/sites"
 	"spookat/edge/internal/store"
 	"spookat/schema"
@@ -44,8 +45,10 @@ func settingsApp(t *testing.T, allowPrivate bool) (app *fiber.App, st *store.Sto
 		t.Fatal(err)
 	}
 	app = fiber.New()
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	dir := files.Dir{Root: t.TempDir()}
 	(&Handler{Store: st, Sites: sites.New([]*store.Site{site}, brakes.New(brakes.Defaults(), nil)), Hub: NewHub(),
-		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), AllowPrivateTargets: allowPrivate}).Register(app)
+		Log: log, AllowPrivateTargets: allowPrivate, Files: dir, Intake: &files.Intake{Store: st, Dir: dir, Reserve: -1, Log: log}}).Register(app)
 	return app, st, site, token
 }
 

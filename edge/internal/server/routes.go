@@ -77,7 +77,8 @@ func (e *Edge) routes() *fiber.App {
 	assets.New().KnownSites(func(key string) bool { return e.sites.ByKey(key) != nil }).Register(app) // widget.js, chat window, /app/, /demo
 	(&inbox.Handler{Store: e.store, Sites: e.sites, Hub: e.operators, Visitors: e.visitors, Log: e.log,
 		AllowPrivateTargets: e.workerCfg.AllowPrivateTargets, IPs: e.ips, Metrics: e.metrics, Files: e.files,
-		PublicURL: e.cfg.PublicURL, PublishJob: e.publishJob}).Register(app)
+		PublicURL: e.cfg.PublicURL, PublishJob: e.publishJob,
+		Intake: &files.Intake{Store: e.store, Dir: e.files, Quota: e.cfg.FileQuota, Reserve: e.cfg.DiskReserve, Log: e.log}}).Register(app)
 	(&files.Links{Store: e.store, Signer: e.signer, Dir: e.files, Log: e.log}).Register(app)
 	e.slackEvents = &slackevents.Handler{Store: e.store, Sites: e.sites, Log: e.log}
 	e.slackEvents.Register(app)

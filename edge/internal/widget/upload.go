@@ -3,8 +3,6 @@ package widget
 import (
 	"context"
 	"crypto/sha256"
-	"io"
-	"mime/multipart"
 	"strconv"
 	"time"
 
@@ -17,7 +15,7 @@ import (
 
 // DefaultFileQuota is what a site's attachments may hold on disk, all together, when the
 // edge's -file-quota-mb says nothing.
-const DefaultFileQuota = 1_000_000_000 // 1 GB, counted as the messages say it
+const DefaultFileQuota = files.DefaultQuota
 
 // upload answers POST /v1/widget/files?site=<key>: a multipart form with the visitor's token
 // (field "visitor", as the hello gave it) and one file (field "file"). The file is checked
@@ -56,12 +54,8 @@ func (h *Handler) upload(c *fiber.Ctx) error {
 	if err != nil {
 		return h.refuseFile(c, fiber.StatusBadRequest, schema.CodeInvalid, `Send the file as multipart/form-data in the field "file".`)
 	}
-	if fh.Size > limit {
-		return h.refuseFile(c, fiber.StatusRequestEntityTooLarge, schema.CodeFileTooLarge,
-			"The file is "+(&schema.File{Size: fh.Size}).SizeText()+"; this chat takes files up to "+(&schema.File{Size: limit}).SizeText()+".")
-	}
-	if fh.Size == 0 {
-		return h.refuseFile(c, fiber.StatusBadRequest, schema.CodeInvalid, "The file is empty.")
+	if p := files.CheckSize(fh.Size, limit); p != nil {
+		return h.refuseFile(c, p.Status, p.Code, p.Message)
 	}
 	th := sha256.Sum256([]byte(token))
 	known, ok, wait := h.admitUpload(site.ID, th, time.Now())
@@ -81,66 +75,20 @@ func (h *Handler) upload(c *fiber.Ctx) error {
 	}
 	ctx, cancel := context.WithTimeout(c.UserContext(), 10*time.Second)
 	defer cancel()
-	used, err := h.Store.SiteFileBytes(ctx, site.ID, time.Now().Add(-store.UnsentFileTTL))
-	if err != nil {
-		h.Log.Error("attachment quota", "site", site.ID, "err", err)
-		return h.refuseFile(c, fiber.StatusServiceUnavailable, schema.CodeUnavailable, "The file could not be saved now; send it again.")
-	}
-	if used+fh.Size > h.quota() {
-		h.Log.Warn("attachment quota reached", "site", site.ID, "used", used)
-		return h.refuseFile(c, fiber.StatusInsufficientStorage, schema.CodeQuota,
-			"This site's storage for attachments is full: the file was not sent. Describe it in a message instead.")
-	}
-	// The disk is a budget: uploads stop at a reserve that the database, the log and the
-	// other sites' files keep, before the machine's own limit.
-	if free, err := h.Files.Free(); err == nil && free-fh.Size < h.diskReserve() {
-		h.Log.Warn("attachment refused: the disk is at its reserve", "site", site.ID, "free", free, "reserve", h.diskReserve())
-		return h.refuseFile(c, fiber.StatusInsufficientStorage, schema.CodeDiskFull,
-			"The server's disk is nearly full: the file was not sent. Describe it in a message instead.")
-	}
-	data, err := readUpload(fh, limit)
-	if err != nil {
-		return h.refuseFile(c, fiber.StatusBadRequest, schema.CodeInvalid, "The file could not be read from the request.")
-	}
-	typ, why := files.Sniff(fh.Filename, fh.Header.Get(fiber.HeaderContentType), data[:min(len(data), 512)])
-	if why != nil {
-		return h.refuseFile(c, fiber.StatusUnsupportedMediaType, schema.CodeFileRefused, why.Message)
-	}
-	key := files.NewKey()
-	sum, err := h.Files.Put(key, data)
-	if err != nil {
-		h.Log.Error("write attachment", "site", site.ID, "err", err)
-		return h.refuseFile(c, fiber.StatusServiceUnavailable, schema.CodeUnavailable, "The file could not be saved now; send it again.")
-	}
-	row := &store.File{Key: key, SiteID: site.ID, TokenHash: th[:], Name: files.NameFor(files.CleanName(fh.Filename), typ), Type: typ,
-		Size: int64(len(data)), SHA256: sum}
-	if err := h.Store.Write(ctx, func(tx *store.Tx) error { return tx.InsertFile(row) }); err != nil {
-		_ = h.Files.Remove(key)
-		h.logStoreError(site.ID, err)
-		return h.refuseFile(c, fiber.StatusServiceUnavailable, schema.CodeUnavailable, "The file could not be saved now; send it again.")
+	row, p := h.intake().Take(ctx, site.ID, limit, fh, th[:])
+	if p != nil {
+		return h.refuseFile(c, p.Status, p.Code, p.Message)
 	}
 	h.Metrics.FilesStored.Inc()
 	return c.Status(fiber.StatusCreated).JSON(row.Wire())
 }
 
 // DefaultDiskReserve is what uploads leave free on the disk when DiskReserve says nothing.
-const DefaultDiskReserve = 1_000_000_000
+const DefaultDiskReserve = files.DefaultReserve
 
-func (h *Handler) diskReserve() int64 {
-	switch {
-	case h.DiskReserve < 0:
-		return 0
-	case h.DiskReserve > 0:
-		return h.DiskReserve
-	}
-	return DefaultDiskReserve
-}
-
-func (h *Handler) quota() int64 {
-	if h.FileQuota > 0 {
-		return h.FileQuota
-	}
-	return DefaultFileQuota
+// intake is how this handler takes attachments (its quota and reserve).
+func (h *Handler) intake() *files.Intake {
+	return &files.Intake{Store: h.Store, Dir: h.Files, Quota: h.FileQuota, Reserve: h.DiskReserve, Log: h.Log}
 }
 
 func (h *Handler) refuseFile(c *fiber.Ctx, status int, code, msg string) error {
@@ -152,15 +100,6 @@ func (h *Handler) refuseLater(c *fiber.Ctx, code, sentence string, wait time.Dur
 	secs := int(wait/time.Second) + 1
 	c.Set(fiber.HeaderRetryAfter, strconv.Itoa(secs))
 	return h.refuseFile(c, fiber.StatusTooManyRequests, code, sentence+" "+strconv.Itoa(secs)+" seconds and send it again.")
-}
-
-func readUpload(fh *multipart.FileHeader, limit int64) ([]byte, error) {
-	f, err := fh.Open()
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	return io.ReadAll(io.LimitReader(f, limit))
 }
 
 // file checks the upload a message frame names: the site's, uploaded with this socket's

@@ -127,6 +127,7 @@
       S.sites.map(function (s) { return el('option', { value: s.id, text: s.name }); }));
     V.live = el('span', { class: 'live', id: 'live' });
     var top = el('header', { class: 'top' }, [el('b', { text: 'spookat' }), siteSel,
+      V.reportsLink = el('a', { href: '#', id: 'reports-link', text: 'Reports' }),
       V.settingsLink = el('a', { href: '#', id: 'settings-link', text: 'Settings' }),
       el('button', { id: 'notify-link', type: 'button', 'aria-expanded': 'false', text: 'Alerts', onclick: notifyPanel }), V.live,
       el('span', { class: 'who', text: S.me.name || S.me.email }),
@@ -166,7 +167,9 @@
     if (!S.sites.length) return; // layout() said why there is nothing
     if (h[0] === 'sites' && h[1]) {
       if (!S.sites.some(function (x) { return x.id === +h[1]; })) { location.hash = '#/'; return; } // a site no longer (or never) one's own
-      selectSite(+h[1]); return h[2] === 'settings' ? showSettings() : placeholder();
+      selectSite(+h[1]);
+      if (h[2] === 'reports') return showReports();
+      return h[2] === 'settings' ? showSettings() : placeholder();
     }
     if (S.sites.length) { selectSite(S.sites[0].id); placeholder(); }
   }
@@ -178,6 +181,8 @@
     if (S.site === id) return;
     S.site = id; V.siteSel.value = String(id);
     V.settingsLink.setAttribute('href', '#/sites/' + id + '/settings');
+    V.reportsLink.setAttribute('href', '#/sites/' + id + '/reports');
+    V.reportsLink.hidden = myRole(id) !== 'owner'; // the site's owners' page
     loadList();
   }
 
@@ -336,15 +341,41 @@
     V.msgs = el('ol', { class: 'msgs', id: 'messages' });
     var text = el('textarea', { id: 'reply', 'aria-label': 'Reply', placeholder: 'Reply to the visitor… (/ for a canned reply)', maxlength: 4000 });
     var note = el('input', { type: 'checkbox', id: 'internal', onchange: function () { form.classList.toggle('internal', note.checked); } });
+    // An attachment: picked with the paperclip or pasted into the reply; uploaded at once (the
+    // same checks as a visitor's), sent with the reply (which may then have no text).
+    var att = null; // {id, name, size} once uploaded
+    var chip = el('div', { class: 'attached', id: 'attached' });
+    var picker = el('input', { type: 'file', id: 'attach-input', hidden: true, onchange: function () { if (picker.files[0]) attach(picker.files[0]); picker.value = ''; } });
+    var clipBtn = el('button', { type: 'button', id: 'attach', class: 'clip', title: 'Attach a file (or paste an image)', 'aria-label': 'Attach a file', onclick: function () { picker.click(); } }, [clip()]);
+    function drawChip(state, f) {
+      clear(chip);
+      if (!state) return;
+      chip.appendChild(el('span', { class: state, text: (state === 'uploading' ? 'Uploading ' : '\ud83d\udcce ') + f.name }));
+      if (state !== 'uploading') chip.appendChild(el('button', { type: 'button', class: 'drop', 'aria-label': 'Remove the attachment', text: '\u00d7', onclick: function () { att = null; drawChip(); text.focus(); } }));
+    }
+    function attach(blob) {
+      var name = blob.name || 'pasted.png';
+      drawChip('uploading', { name: name });
+      var fd = new FormData(); fd.append('file', blob, name);
+      fetch('/v1/api/conversations/' + c.id + '/files', { method: 'POST', body: fd, credentials: 'same-origin', headers: { 'X-CSRF-Token': S.csrf, 'Accept': 'application/json' } })
+        .then(function (r) { return r.json().then(function (j) { if (!r.ok) throw new Error((j && j.message) || r.statusText); return j; }); })
+        .then(function (j) { att = j; drawChip('ready', j); }, function (e) { att = null; drawChip(); showErr(e); });
+    }
+    text.addEventListener('paste', function (e) {
+      var items = (e.clipboardData && e.clipboardData.files) || [];
+      if (items.length) { e.preventDefault(); attach(items[0]); }
+    });
     var form = el('form', { class: 'reply', onsubmit: function (e) {
       e.preventDefault();
-      var t = text.value; if (!t.trim()) return;
-      var btn = form.querySelector('button'); btn.disabled = true;
-      api('POST', '/conversations/' + c.id + '/messages', { text: t, internal: note.checked }).then(function (j) {
-        text.value = ''; typedAt = 0; btn.disabled = false; addMsg(j.message); drawSeen();
+      var t = text.value; if (!t.trim() && !att) return;
+      var btn = form.querySelector('button[type=submit]'); btn.disabled = true;
+      var body = { text: t, internal: note.checked };
+      if (att) body.file = att.id;
+      api('POST', '/conversations/' + c.id + '/messages', body).then(function (j) {
+        text.value = ''; typedAt = 0; btn.disabled = false; addMsg(j.message); drawSeen(); att = null; drawChip();
         note.checked = false; form.classList.remove('internal'); // the next reply goes to the visitor unless ticked again
       }, function (e) { btn.disabled = false; showErr(e); });
-    } }, [text, el('label', {}, [note, ' Internal note']), el('button', { class: 'primary', type: 'submit', id: 'send', text: 'Send' })]);
+    } }, [chip, text, picker, clipBtn, el('label', {}, [note, ' Internal note']), el('button', { class: 'primary', type: 'submit', id: 'send', text: 'Send' })]);
     form.insertBefore(cannedPicker(text), text); // its keys come before the composer's own
     text.addEventListener('keydown', function (e) {
       if (e.key === 'Enter' && (e.ctrlKey || e.metaKey)) form.requestSubmit();
@@ -821,6 +852,7 @@
       } }, [].concat(
         [el('a', { class: 'back', href: '#/sites/' + id, text: '\u2039 All conversations' })],
         [el('h2', { text: 'Settings of ' + s.name })],
+        [el('a', { class: 'to-reports', id: 'settings-reports', href: '#/sites/' + id + '/reports', text: 'Reports of this site \u203a' })],
         [el('fieldset', {}, [].concat([el('legend', { text: 'Site' })], field('name', 'Name', s.name),
           [el('label', { for: 'set-origins', text: 'Allowed origins (one per line)' }), origins, el('div', { class: 'hint', text: 'Site key: ' + s.key })]))],
         [el('fieldset', {}, [].concat([el('legend', { text: 'Chat window' })],
@@ -859,6 +891,100 @@
   }
   var settingsTimer = 0;
   function showSettingsSoon() { clearTimeout(settingsTimer); settingsTimer = setTimeout(function () { var m = document.getElementById('settings-msg'); if (m) m.textContent = ''; }, 3000); }
+
+  // ---- reports (owners): a span and a step, tiles of the totals, two bar charts, the
+  // busiest hours, the rows per period and per operator, and the same as CSV.
+  var REPORT = { days: 30, by: 'day' };
+  function dur(ms) {
+    if (!ms) return '\u2013';
+    var s = Math.round(ms / 1000);
+    return s < 60 ? s + ' s' : s < 3600 ? Math.round(s / 60) + ' min' : s < 86400 ? (s / 3600).toFixed(1) + ' h' : (s / 86400).toFixed(1) + ' d';
+  }
+  function bars(title, rows, value, fmt) {
+    var W = 640, H = 150, pad = 24, n = rows.length || 1, bw = (W - pad) / n;
+    var max = Math.max.apply(null, rows.map(value).concat([1]));
+    var NS = 'http://www.w3.org/2000/svg';
+    var svg = document.createElementNS(NS, 'svg');
+    svg.setAttribute('viewBox', '0 0 ' + W + ' ' + (H + 18)); svg.setAttribute('class', 'chart'); svg.setAttribute('role', 'img');
+    svg.setAttribute('aria-label', title);
+    function node(tag, attrs, text) { var e = document.createElementNS(NS, tag); Object.keys(attrs).forEach(function (k) { e.setAttribute(k, attrs[k]); }); if (text != null) e.textContent = text; svg.appendChild(e); return e; }
+    node('text', { x: 0, y: 10, class: 'axis' }, fmt(max));
+    node('line', { x1: pad, y1: H, x2: W, y2: H, class: 'base' });
+    rows.forEach(function (r, i) {
+      var v = value(r), h = Math.round((H - 14) * v / max);
+      var rect = node('rect', { x: pad + i * bw + 1, y: H - h, width: Math.max(1, bw - 2), height: h });
+      var tip = document.createElementNS(NS, 'title'); tip.textContent = r.label + ': ' + fmt(v); rect.appendChild(tip);
+      if (n <= 16 || i % Math.ceil(n / 8) === 0) node('text', { x: pad + i * bw + bw / 2, y: H + 14, class: 'tick' }, r.label.slice(5));
+    });
+    return el('figure', { class: 'report-chart' }, [el('figcaption', { text: title }), svg]);
+  }
+  function heat(hours) {
+    var max = 1; hours.forEach(function (d) { d.forEach(function (n) { max = Math.max(max, n); }); });
+    var days = ['Mon', 'Tue', 'Wed', 'Thu', 'Fri', 'Sat', 'Sun'];
+    var t = el('table', { class: 'heat', id: 'report-hours' }, [el('tr', {}, [el('th')].concat(Array.from({ length: 24 }, function (_, h) { return el('th', { text: h % 3 ? '' : String(h) }); })))]);
+    hours.forEach(function (d, i) {
+      t.appendChild(el('tr', {}, [el('th', { text: days[i] })].concat(d.map(function (n, h) {
+        var td = el('td', { title: days[i] + ' ' + h + ':00 \u2013 ' + n + ' visitor messages' });
+        td.style.background = n ? 'rgba(79,70,229,' + (0.12 + 0.88 * n / max).toFixed(2) + ')' : '';
+        return td;
+      }))));
+    });
+    return t;
+  }
+  function showReports() {
+    S.conv = null; markSel();
+    var id = S.site;
+    clear(V.main);
+    V.layout.classList.remove('has-conv');
+    V.layout.classList.add('has-settings');
+    if (myRole(id) !== 'owner') { V.main.appendChild(el('p', { class: 'placeholder', text: 'Reports are for the site\u2019s owners.' })); return; }
+    var page = el('div', { class: 'settings reports', id: 'reports' });
+    V.main.appendChild(page);
+    var days = el('select', { id: 'report-days', 'aria-label': 'Span', onchange: function () { REPORT.days = +days.value; load(); } },
+      [[7, 'Last 7 days'], [30, 'Last 30 days'], [90, 'Last 90 days'], [365, 'Last year']].map(function (o) { return el('option', { value: o[0], text: o[1] }); }));
+    var by = el('select', { id: 'report-by', 'aria-label': 'Step', onchange: function () { REPORT.by = by.value; load(); } },
+      [['day', 'By day'], ['week', 'By week']].map(function (o) { return el('option', { value: o[0], text: o[1] }); }));
+    days.value = String(REPORT.days); by.value = REPORT.by;
+    var body = el('div', { id: 'report-body' }, [el('p', { class: 'hint', text: 'Counting\u2026' })]);
+    var csvP = el('a', { id: 'report-csv', text: 'CSV by period' }), csvO = el('a', { id: 'report-csv-ops', text: 'CSV by operator' });
+    var site = S.sites.filter(function (x) { return x.id === id; })[0] || { name: '' };
+    page.appendChild(el('a', { class: 'back', href: '#/sites/' + id, text: '\u2039 All conversations' }));
+    page.appendChild(el('h2', { text: 'Reports of ' + site.name }));
+    page.appendChild(el('div', { class: 'report-controls' }, [days, by, csvP, csvO]));
+    page.appendChild(body);
+    function load() {
+      var to = new Date(), from = new Date(Date.now() - (REPORT.days - 1) * 864e5);
+      var d = function (x) { return x.toISOString().slice(0, 10); };
+      var qs = '?from=' + d(from) + '&to=' + d(to) + '&by=' + REPORT.by;
+      csvP.href = '/v1/api/sites/' + id + '/reports.csv' + qs; csvO.href = csvP.href + '&rows=operators';
+      api('GET', '/sites/' + id + '/reports' + qs).then(function (r) {
+        clear(body);
+        var t = r.total;
+        function tile(label, value, sub, tid) { return el('div', { class: 'tile', id: tid }, [el('small', { text: label }), el('b', { text: value }), sub ? el('small', { text: sub }) : null]); }
+        body.appendChild(el('div', { class: 'tiles' }, [
+          tile('Conversations', String(t.conversations), t.visitor_messages + ' visitor messages, ' + t.operator_messages + ' replies', 'tile-conversations'),
+          tile('First response', dur(t.first_response.median_ms), 'median; 90% within ' + dur(t.first_response.p90_ms), 'tile-first-response'),
+          tile('Resolution', dur(t.resolution.median_ms), 'median; 90% within ' + dur(t.resolution.p90_ms), 'tile-resolution'),
+          tile('Ratings', t.rated_good + ' good \u00b7 ' + t.rated_bad + ' bad', (t.rated_good + t.rated_bad) ? Math.round(100 * t.rated_good / (t.rated_good + t.rated_bad)) + '% good' : 'none yet', 'tile-ratings')]));
+        body.appendChild(bars('Conversations started', r.buckets, function (b) { return b.conversations; }, String));
+        body.appendChild(bars('First response, median', r.buckets, function (b) { return b.first_response.median_ms; }, dur));
+        body.appendChild(el('h3', { text: 'Busiest hours (visitor messages, ' + r.time_zone + ')' }));
+        body.appendChild(heat(r.hours));
+        function table(tid, head, rows) {
+          return el('table', { class: 'report-table', id: tid }, [el('tr', {}, [head, 'Conversations', 'Visitor msgs', 'Replies', 'First response (median / p90)', 'Resolution (median / p90)', 'Good / bad']
+            .map(function (h) { return el('th', { text: h }); }))].concat(rows.map(function (x) {
+            return el('tr', {}, [x.label, x.conversations, x.visitor_messages, x.operator_messages, dur(x.first_response.median_ms) + ' / ' + dur(x.first_response.p90_ms),
+              dur(x.resolution.median_ms) + ' / ' + dur(x.resolution.p90_ms), x.rated_good + ' / ' + x.rated_bad].map(function (v) { return el('td', { text: String(v) }); }));
+          })));
+        }
+        body.appendChild(el('h3', { text: 'By operator' }));
+        body.appendChild(table('report-operators', 'Operator', r.operators));
+        body.appendChild(el('h3', { text: REPORT.by === 'week' ? 'By week' : 'By day' }));
+        body.appendChild(table('report-periods', REPORT.by === 'week' ? 'Week of' : 'Day', r.buckets.slice().reverse()));
+      }, function (e) { clear(body); body.appendChild(el('p', { class: 'error', text: e.message })); });
+    }
+    load();
+  }
 
   // An agent's settings: what is theirs to change (canned replies, their API tokens), and who
   // to ask for the rest.

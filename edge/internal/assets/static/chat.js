@@ -168,15 +168,6 @@
     return e;
   }
 
-  // clip is the attach button's paperclip, drawn (an emoji depends on the visitor's fonts).
-  function clip() {
-    var n = 'http://www.w3.org/2000/svg', v = document.createElementNS(n, 'svg'), p = document.createElementNS(n, 'path');
-    v.setAttribute('viewBox', '0 0 24 24'); v.setAttribute('width', '22'); v.setAttribute('height', '22'); v.setAttribute('aria-hidden', 'true');
-    p.setAttribute('d', 'M21.4 11.1l-9.2 9.2a6 6 0 0 1-8.5-8.5l9.2-9.2a4 4 0 0 1 5.7 5.7l-9.2 9.2a2 2 0 0 1-2.8-2.8l8.5-8.5');
-    p.setAttribute('fill', 'none'); p.setAttribute('stroke', 'currentColor'); p.setAttribute('stroke-width', '2'); p.setAttribute('stroke-linecap', 'round');
-    v.appendChild(p); return v;
-  }
-
 /*@when.js*/
   function rid() {
     var a = new Uint8Array(12);
