@@ -198,7 +198,7 @@ func (h *Handler) acceptInvite(c *fiber.Ctx) error {
 	if err != nil {
 		return busy(c, err)
 	}
-	h.Hub.send(v.SiteID, membersEvent{Type: "members", SiteID: v.SiteID})
+	h.Hub.MembersChanged(v.SiteID)
 	h.Hub.InvitesChanged(v.SiteID)
 	h.Hub.SitesChanged(op.ID) // an existing account's open inboxes start watching the site
 	c.Cookie(&fiber.Cookie{Name: CookieName, Value: token, Path: "/", Expires: expires, HTTPOnly: true,

@@ -19,6 +19,11 @@ type membersEvent struct {
 	SiteID int64  `json:"site_id"`
 }
 
+// MembersChanged tells the site's inboxes to read its team (and their own role) again.
+func (h *Hub) MembersChanged(siteID int64) {
+	h.send(siteID, membersEvent{Type: "members", SiteID: siteID})
+}
+
 func (h *Handler) setRole(c *fiber.Ctx) error {
 	s, err := h.ownSite(c)
 	if s == nil {
@@ -49,7 +54,7 @@ func (h *Handler) setRole(c *fiber.Ctx) error {
 		return teamFailed(c, err)
 	}
 	if changed {
-		h.Hub.send(s.ID, membersEvent{Type: "members", SiteID: s.ID})
+		h.Hub.MembersChanged(s.ID)
 	}
 	return c.JSON(fiber.Map{"site_id": s.ID, "operator_id": id, "role": role})
 }
@@ -77,7 +82,7 @@ func (h *Handler) removeMember(c *fiber.Ctx) error {
 		return fail(c, fiber.StatusNotFound, "not_found", "No such member of this site.")
 	}
 	h.Hub.SitesChanged(id) // their sockets close now, and reconnect watching the sites left
-	h.Hub.send(s.ID, membersEvent{Type: "members", SiteID: s.ID})
+	h.Hub.MembersChanged(s.ID)
 	return c.SendStatus(fiber.StatusNoContent)
 }
 
