@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"spookat/edge/internal/admin"
+	"spookat/edge/internal/files"
 	"spookat/edge/internal/server"
 	"spookat/edge/internal/store"
 	"spookat/schema"
@@ -267,6 +268,48 @@ func siteRetention(args []string) error {
 		} else {
 			fmt.Printf("%s deletes a conversation %d days after its last message (applied every 10 minutes)\n", info.Key, info.RetentionDays)
 		}
+		return nil
+	})
+}
+
+// visitorExport writes everything a site holds about one person to one .tar.gz: person.json
+// and their attachments, read from the data directory (schema/PROTOCOL.md, "A person's data").
+func visitorExport(args []string) error {
+	fs := flag.NewFlagSet("edge visitor export", flag.ContinueOnError)
+	dataDir := fs.String("data", "data", "data directory")
+	req := admin.PersonRequest{}
+	fs.StringVar(&req.SiteKey, "site", "", "the site's key (required; see edge site list)")
+	fs.Int64Var(&req.VisitorID, "visitor", 0, "the person by a visitor id")
+	fs.StringVar(&req.Email, "email", "", "the person by email (any case; every visitor that gave it)")
+	fs.StringVar(&req.UserID, "user", "", "the person by the site's user id")
+	out := fs.String("out", "", "the archive to write, e.g. person.tar.gz (required; not overwritten)")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if req.SiteKey == "" {
+		return errors.New("-site is required, e.g. -site st_… (see `edge site list`)")
+	}
+	if *out == "" {
+		return errors.New("-out is required: the archive to write, e.g. -out person.tar.gz")
+	}
+	return withAPI(*dataDir, func(ctx context.Context, api admin.API) error {
+		p, err := api.ExportPerson(ctx, req)
+		if err != nil {
+			return err
+		}
+		f, err := os.OpenFile(*out, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		if err != nil {
+			return fmt.Errorf("-out: %w", err)
+		}
+		if err := files.WritePersonArchive(f, p, files.Dir{Root: filepath.Join(*dataDir, "files")}); err != nil {
+			f.Close()
+			os.Remove(*out)
+			return err
+		}
+		if err := f.Close(); err != nil {
+			return err
+		}
+		fmt.Printf("%s: %d visitor records, %d conversations, %d attachments of %s\n", *out, len(p.Visitors), len(p.Conversations), len(p.Files()), p.Site.Name)
 		return nil
 	})
 }

@@ -1,12 +1,15 @@
 package main
 
 import (
+	"archive/tar"
 	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -20,6 +23,7 @@ import (
 	"github.com/ncruces/go-sqlite3"
 
 	"spookat/edge/internal/edgetest"
+	"spookat/edge/internal/files"
 	"spookat/edge/internal/store"
 	"spookat/schema"
 	"spookat/schema/testkit"
@@ -476,4 +480,63 @@ func TestCLIBackupAndRestore(t *testing.T) {
 		t.Fatalf("a worker's credentials after the restore: %v", err)
 	}
 	nc.Close()
+}
+
+// edge visitor export on a data directory no edge serves: the person's document and their
+// attachment in one archive, nobody else's words; a file there already is not overwritten.
+func TestCLIVisitorExport(t *testing.T) {
+	dir := newDataDir(t)
+	s, err := store.Open(dir, store.Options{})
+	testkit.NoErr(t, err)
+	ctx := context.Background()
+	site := &store.Site{Name: "Shop", Origins: []string{"*"}}
+	testkit.NoErr(t, s.Write(ctx, func(tx *store.Tx) error { return tx.AddSite(site) }))
+	fdir := files.Dir{Root: filepath.Join(dir, "files")}
+	sum, err := fdir.Put("K0123456789abcdefghijk", []byte("%PDF-1.4 the receipt"))
+	testkit.NoErr(t, err)
+	f := &store.File{Key: "K0123456789abcdefghijk", SiteID: site.ID, TokenHash: []byte("ada"), Name: "receipt.pdf", Type: "application/pdf", Size: 20, SHA256: sum}
+	testkit.NoErr(t, s.Write(ctx, func(tx *store.Tx) error { return tx.InsertFile(f) }))
+	say := func(visitor, text string, file *store.File) {
+		ch := make(chan store.MessageResult, 1)
+		testkit.NoErr(t, s.SubmitMessage(&store.MessageRequest{SiteID: site.ID, TokenHash: []byte(visitor), Author: schema.AuthorVisitor, Text: text,
+			ClientID: text, File: file, Done: func(r store.MessageResult) { ch <- r }}))
+		r := <-ch
+		testkit.NoErr(t, r.Err)
+		testkit.NoErr(t, s.Write(ctx, func(tx *store.Tx) error {
+			return tx.Exec(`UPDATE visitors SET email = ? WHERE id = ?`, visitor+"@example.com", r.VisitorID)
+		}))
+	}
+	say("ada", "Here is my receipt", f)
+	say("bob", "Bob's words", nil)
+	testkit.NoErr(t, s.Close())
+
+	out := filepath.Join(t.TempDir(), "ada.tar.gz")
+	printed := captureStdout(t, func() error {
+		return run([]string{"visitor", "export", "-data", dir, "-site", site.Key, "-email", "ADA@example.com", "-out", out})
+	})
+	if !strings.Contains(printed, "1 conversations, 1 attachments") {
+		t.Errorf("printed %q", printed)
+	}
+	raw, err := os.ReadFile(out)
+	testkit.NoErr(t, err)
+	gz, err := gzip.NewReader(bytes.NewReader(raw))
+	testkit.NoErr(t, err)
+	tr := tar.NewReader(gz)
+	got := map[string]string{}
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		testkit.NoErr(t, err)
+		b, _ := io.ReadAll(tr)
+		got[h.Name] = string(b)
+	}
+	if !strings.Contains(got["person.json"], "Here is my receipt") || strings.Contains(got["person.json"], "Bob's words") ||
+		got["files/K0123456789abcdefghijk-receipt.pdf"] != "%PDF-1.4 the receipt" {
+		t.Fatalf("archive: %v", got)
+	}
+	if err := run([]string{"visitor", "export", "-data", dir, "-site", site.Key, "-email", "ada@example.com", "-out", out}); err == nil {
+		t.Error("an existing -out was overwritten")
+	}
 }

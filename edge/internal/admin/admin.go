@@ -37,6 +37,13 @@ type API interface {
 	AddMember(ctx context.Context, req MemberRequest) (*MemberResult, error)
 	RemoveMember(ctx context.Context, req MemberRequest) (*MemberResult, error)
 	SetRetention(ctx context.Context, req RetentionRequest) (*SiteInfo, error)
+	ExportPerson(ctx context.Context, req PersonRequest) (*store.PersonExport, error)
+}
+
+// PersonRequest names a person in a site (store.PersonSelector: exactly one of its fields).
+type PersonRequest struct {
+	SiteKey string `json:"site_key"`
+	store.PersonSelector
 }
 
 // RetentionRequest sets how many days a site keeps an idle conversation (0: forever).
@@ -130,6 +137,32 @@ func (o *Ops) SetRetention(ctx context.Context, req RetentionRequest) (*SiteInfo
 	}
 	info := InfoOf(site)
 	return &info, nil
+}
+
+// ExportPerson gathers what a site holds about one person (the document; the CLI adds the
+// attachments from the data directory).
+func (o *Ops) ExportPerson(ctx context.Context, req PersonRequest) (*store.PersonExport, error) {
+	if err := req.Check(); err != nil {
+		return nil, errors.New(strings.Replace(err.Error(), "a visitor id, an email or a user id", "-visitor, -email or -user", 1))
+	}
+	sites, err := o.Store.Sites(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var siteID int64
+	for _, s := range sites {
+		if s.Key == req.SiteKey {
+			siteID = s.ID
+		}
+	}
+	if siteID == 0 {
+		return nil, fmt.Errorf("no site with key %s (see edge site list)", req.SiteKey)
+	}
+	p, err := o.Store.ExportPerson(ctx, siteID, req.PersonSelector)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, errors.New("no visitor of this site matches: check the email, user id or visitor id")
+	}
+	return p, err
 }
 
 func (o *Ops) publish(ctx context.Context, list ...*store.Site) error {

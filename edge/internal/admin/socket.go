@@ -45,6 +45,7 @@ func Serve(ctx context.Context, ln net.Listener, api API) error {
 	handle(mux, "POST /members", func(ctx context.Context, r *MemberRequest) (any, error) { return api.AddMember(ctx, *r) })
 	handle(mux, "POST /members/remove", func(ctx context.Context, r *MemberRequest) (any, error) { return api.RemoveMember(ctx, *r) })
 	handle(mux, "POST /sites/retention", func(ctx context.Context, r *RetentionRequest) (any, error) { return api.SetRetention(ctx, *r) })
+	handle(mux, "POST /people/export", func(ctx context.Context, r *PersonRequest) (any, error) { return api.ExportPerson(ctx, *r) })
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go func() {
 		<-ctx.Done()
@@ -140,6 +141,11 @@ func (c *Client) AddSite(ctx context.Context, s *store.Site) (*store.Site, error
 // SetRetention implements API.
 func (c *Client) SetRetention(ctx context.Context, req RetentionRequest) (*SiteInfo, error) {
 	return call[SiteInfo](ctx, c, http.MethodPost, "/sites/retention", req)
+}
+
+// ExportPerson implements API.
+func (c *Client) ExportPerson(ctx context.Context, req PersonRequest) (*store.PersonExport, error) {
+	return call[store.PersonExport](ctx, c, http.MethodPost, "/people/export", req)
 }
 
 // ListSites implements API.

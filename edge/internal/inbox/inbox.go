@@ -117,7 +117,8 @@ func (h *Handler) Register(app *fiber.App) {
 	g.Get("/sites/:site/members", h.members)      // assign.go
 	g.Put("/sites/:site/members/:id", h.setRole)  // team.go
 	g.Delete("/sites/:site/members/:id", h.removeMember)
-	g.Get("/sites/:site/reports", h.report) // reports.go
+	g.Get("/sites/:site/people/export", h.exportPerson) // people.go
+	g.Get("/sites/:site/reports", h.report)             // reports.go
 	g.Get("/sites/:site/reports.csv", h.reportCSV)
 	g.Get("/sites/:site/invites", h.invites) // invites.go
 	g.Post("/sites/:site/invites", h.invite)

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/gofiber/fiber/v2"
+
 	"spookat/edge/internal/store"
 	"spookat/schema"
 	"spookat/schema/testkit"
@@ -37,21 +39,7 @@ func TestOperatorAttachment(t *testing.T) {
 	one, two := conv("visitor-one"), conv("visitor-two")
 	upload := func(token string, convID int64, name string, data []byte, out any) int {
 		t.Helper()
-		var body bytes.Buffer
-		w := multipart.NewWriter(&body)
-		fw, _ := w.CreateFormFile("file", name)
-		fw.Write(data)
-		w.Close()
-		req := httptest.NewRequest("POST", "/v1/api/conversations/"+strconv.FormatInt(convID, 10)+"/files", &body)
-		req.Header.Set("Authorization", "Bearer "+token)
-		req.Header.Set("Content-Type", w.FormDataContentType())
-		resp, err := app.Test(req, 10_000)
-		testkit.NoErr(t, err)
-		defer resp.Body.Close()
-		if out != nil {
-			_ = json.NewDecoder(resp.Body).Decode(out)
-		}
-		return resp.StatusCode
+		return uploadFile(t, app, token, convID, name, data, out)
 	}
 	pdf := []byte("%PDF-1.4\n1 0 obj<<>>endobj\ntrailer<<>>\n%%EOF\n")
 	var f schema.File
@@ -83,4 +71,25 @@ func TestOperatorAttachment(t *testing.T) {
 	if !found || got.ConversationID != one || got.MessageID != sent.Message.ID {
 		t.Errorf("the file's row: %+v", got)
 	}
+}
+
+// uploadFile posts an operator's attachment for a conversation (multipart, field "file"),
+// decodes the answer into out (unless nil) and returns the status.
+func uploadFile(t *testing.T, app *fiber.App, token string, convID int64, name string, data []byte, out any) int {
+	t.Helper()
+	var body bytes.Buffer
+	w := multipart.NewWriter(&body)
+	fw, _ := w.CreateFormFile("file", name)
+	fw.Write(data)
+	w.Close()
+	req := httptest.NewRequest("POST", "/v1/api/conversations/"+strconv.FormatInt(convID, 10)+"/files", &body)
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Content-Type", w.FormDataContentType())
+	resp, err := app.Test(req, 10_000)
+	testkit.NoErr(t, err)
+	defer resp.Body.Close()
+	if out != nil {
+		_ = json.NewDecoder(resp.Body).Decode(out)
+	}
+	return resp.StatusCode
 }

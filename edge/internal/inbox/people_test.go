@@ -1,0 +1,140 @@
+package inbox
+
+import (
+	"archive/tar"
+	"compress/gzip"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"testing"
+
+	"spookat/edge/internal/store"
+	"spookat/schema"
+	"spookat/schema/testkit"
+)
+
+// A person's export over the API, by each selector: one archive with person.json (every
+// conversation of theirs with its messages, no internal note, their identity and rating)
+// and their attachments; another person's words are not in it; an agent may not export; a
+// selector that matches nobody, or two selectors, get a sentence.
+func TestExportPerson(t *testing.T) {
+	app, st, site, token := settingsApp(t, false)
+	ctx := context.Background()
+	conv := func(visitor, email, userID, text string) int64 {
+		ch := make(chan store.MessageResult, 1)
+		testkit.NoErr(t, st.SubmitMessage(&store.MessageRequest{SiteID: site.ID, TokenHash: []byte(visitor), Author: schema.AuthorVisitor, Text: text, ClientID: visitor,
+			Done: func(r store.MessageResult) { ch <- r }}))
+		r := <-ch
+		testkit.NoErr(t, st.Write(ctx, func(tx *store.Tx) error {
+			return tx.Exec(`UPDATE visitors SET email = ?, user_id = nullif(?, ''), name = 'Zoë' WHERE id = ?`, email, userID, r.VisitorID)
+		}))
+		return r.ConversationID
+	}
+	zoe1 := conv("zoe-laptop", "zoe@example.com", "u-7", "My order 1234 never came")
+	zoe2 := conv("zoe-phone", "ZOE@example.com", "", "Still waiting, from my phone")
+	conv("max", "max@example.com", "u-8", "Max's own words")
+	reply := func(convID int64, body string) {
+		t.Helper()
+		if code := apiCall(t, app, token, "POST", "/v1/api/conversations/"+strconv.FormatInt(convID, 10)+"/messages", body, nil); code != 201 {
+			t.Fatalf("reply: %d", code)
+		}
+	}
+	var f schema.File
+	if code := uploadFile(t, app, token, zoe1, "label.pdf", []byte("%PDF-1.4\n1 0 obj<<>>endobj\ntrailer<<>>\n%%EOF\n"), &f); code != 201 {
+		t.Fatalf("upload: %d", code)
+	}
+	reply(zoe1, `{"text":"Here is the return label","file":"`+f.ID+`"}`)
+	reply(zoe1, `{"text":"she sounds upset","internal":true}`)
+	reply(zoe2, `{"text":"Sorry about that!"}`)
+
+	export := func(query string) (int, map[string][]byte) {
+		t.Helper()
+		req, _ := http.NewRequest("GET", "/v1/api/sites/"+strconv.FormatInt(site.ID, 10)+"/people/export?"+query, nil)
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := app.Test(req, 10_000)
+		testkit.NoErr(t, err)
+		defer resp.Body.Close()
+		if resp.StatusCode != 200 {
+			b, _ := io.ReadAll(resp.Body)
+			t.Logf("%d: %s", resp.StatusCode, b)
+			return resp.StatusCode, nil
+		}
+		gz, err := gzip.NewReader(resp.Body)
+		testkit.NoErr(t, err)
+		tr := tar.NewReader(gz)
+		out := map[string][]byte{}
+		for {
+			h, err := tr.Next()
+			if err == io.EOF {
+				break
+			}
+			testkit.NoErr(t, err)
+			out[h.Name], _ = io.ReadAll(tr)
+		}
+		return 200, out
+	}
+	for _, c := range []struct {
+		name, query string
+		convs       int
+	}{
+		{"by email, any case: both of Zoë's visitors", "email=" + url.QueryEscape("Zoe@Example.com"), 2},
+		{"by user id", "user=u-7", 1},
+		{"by visitor id", "visitor=1", 1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			code, files := export(c.query)
+			if code != 200 {
+				t.Fatalf("export: %d", code)
+			}
+			var p store.PersonExport
+			testkit.NoErr(t, json.Unmarshal(files["person.json"], &p))
+			if p.Format != store.PersonExportFormat || p.Version != 1 || len(p.Conversations) != c.convs || p.Site.Name != "Shop" {
+				t.Fatalf("document: %+v", p)
+			}
+			doc := string(files["person.json"])
+			for _, gone := range []string{"Max's own words", "she sounds upset"} {
+				if strings.Contains(doc, gone) {
+					t.Errorf("the export holds %q", gone)
+				}
+			}
+			if !strings.Contains(doc, "My order 1234 never came") || !strings.Contains(doc, "Here is the return label") {
+				t.Errorf("the export lacks Zoë's conversation:\n%s", doc)
+			}
+			if pdf := files["files/"+f.ID+"-label.pdf"]; !strings.HasPrefix(string(pdf), "%PDF-1.4") {
+				t.Errorf("the attachment is not in the archive: %v", len(files))
+			}
+		})
+	}
+	var refused struct{ Code, Message string }
+	for _, q := range []string{"email=nobody@example.com", "email=zoe@example.com&user=u-7", "", "visitor=abc"} {
+		req, _ := http.NewRequest("GET", "/v1/api/sites/"+strconv.FormatInt(site.ID, 10)+"/people/export?"+q, nil)
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := app.Test(req, 10_000)
+		testkit.NoErr(t, err)
+		_ = json.NewDecoder(resp.Body).Decode(&refused)
+		resp.Body.Close()
+		if resp.StatusCode == 200 || refused.Message == "" {
+			t.Errorf("%q: %d %+v; want a refusal with a sentence", q, resp.StatusCode, refused)
+		}
+	}
+	// An agent may not.
+	agentToken := TokenPrefix + randomToken(24)
+	testkit.NoErr(t, st.Write(ctx, func(tx *store.Tx) error {
+		op, err := tx.AddOperator("agent@shop.example", "Agent", "correct horse", nil)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.AddMember(site.Key, op.ID, store.RoleAgent); err != nil {
+			return err
+		}
+		_, err = tx.AddAPIToken(op.ID, hashToken(agentToken), "test")
+		return err
+	}))
+	if code := apiCall(t, app, agentToken, "GET", "/v1/api/sites/"+strconv.FormatInt(site.ID, 10)+"/people/export?user=u-7", "", &refused); code != http.StatusForbidden {
+		t.Errorf("an agent's export: %d", code)
+	}
+}
