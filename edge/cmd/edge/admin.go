@@ -81,7 +81,7 @@ func withNewAPI(dataDir string, fn func(ctx context.Context, api admin.API) erro
 	if err != nil {
 		return err
 	}
-	return fn(ctx, &admin.Ops{Store: st, Auth: auth})
+	return fn(ctx, &admin.Ops{Store: st, Auth: auth, Files: files.Dir{Root: filepath.Join(dataDir, "files")}})
 }
 
 func printJSON(v any) error {
@@ -310,6 +310,46 @@ func visitorExport(args []string) error {
 			return err
 		}
 		fmt.Printf("%s: %d visitor records, %d conversations, %d attachments of %s\n", *out, len(p.Visitors), len(p.Conversations), len(p.Files()), p.Site.Name)
+		return nil
+	})
+}
+
+// visitorErase deletes everything a site holds about one person, to the bytes
+// (ops/RUNBOOK.md, "A person asks to be forgotten"). -yes confirms: nothing brings it back.
+func visitorErase(args []string) error {
+	fs := flag.NewFlagSet("edge visitor erase", flag.ContinueOnError)
+	dataDir := fs.String("data", "data", "data directory")
+	req := admin.PersonRequest{}
+	fs.StringVar(&req.SiteKey, "site", "", "the site's key (required; see edge site list)")
+	fs.Int64Var(&req.VisitorID, "visitor", 0, "the person by a visitor id")
+	fs.StringVar(&req.Email, "email", "", "the person by email (any case; every visitor that gave it)")
+	fs.StringVar(&req.UserID, "user", "", "the person by the site's user id")
+	yes := fs.Bool("yes", false, "erase for good (required: nothing brings it back)")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if req.SiteKey == "" {
+		return errors.New("-site is required, e.g. -site st_… (see `edge site list`)")
+	}
+	if !*yes {
+		return errors.New("-yes is required: the person's conversations, messages and files are deleted for good (export them first with `edge visitor export` if they asked for them)")
+	}
+	return withAPI(*dataDir, func(ctx context.Context, api admin.API) error {
+		e, err := api.ErasePerson(ctx, req)
+		if err != nil {
+			return err
+		}
+		fmt.Printf("erased %d visitor records, %d conversations, %d messages, %d files\n", e.Visitors, e.Conversations, e.Messages, e.Files)
+		if !e.WALEmptied {
+			fmt.Println("the WAL could not be emptied now (readers or a burst of commits): run the same command again, or it empties with the WAL's next restart")
+		}
+		for _, d := range e.Delivered {
+			where := d.Target + " " + d.ExternalID
+			if d.Thread != "" {
+				where += " in thread " + d.Thread
+			}
+			fmt.Printf("already delivered, not unsent: conversation %d to %s\n", d.Conversation, where)
+		}
 		return nil
 	})
 }

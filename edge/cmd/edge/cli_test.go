@@ -482,9 +482,10 @@ func TestCLIBackupAndRestore(t *testing.T) {
 	nc.Close()
 }
 
-// edge visitor export on a data directory no edge serves: the person's document and their
-// attachment in one archive, nobody else's words; a file there already is not overwritten.
-func TestCLIVisitorExport(t *testing.T) {
+// edge visitor export and erase on a data directory no edge serves: the person's document and
+// their attachment in one archive, nobody else's words; a file there already is not
+// overwritten; erase wants -yes, then the person, their file on disk and a second export go.
+func TestCLIVisitorExportAndErase(t *testing.T) {
 	dir := newDataDir(t)
 	s, err := store.Open(dir, store.Options{})
 	testkit.NoErr(t, err)
@@ -538,5 +539,20 @@ func TestCLIVisitorExport(t *testing.T) {
 	}
 	if err := run([]string{"visitor", "export", "-data", dir, "-site", site.Key, "-email", "ada@example.com", "-out", out}); err == nil {
 		t.Error("an existing -out was overwritten")
+	}
+
+	erase := []string{"visitor", "erase", "-data", dir, "-site", site.Key, "-email", "ada@example.com"}
+	if err := run(erase); err == nil || !strings.Contains(err.Error(), "-yes") {
+		t.Errorf("erase without -yes: %v", err)
+	}
+	printed = captureStdout(t, func() error { return run(append(erase, "-yes")) })
+	if !strings.Contains(printed, "erased 1 visitor records, 1 conversations, 1 messages, 1 files") {
+		t.Errorf("erase printed %q", printed)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "files", "K0", "K0123456789abcdefghijk")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the attachment is still on disk: %v", err)
+	}
+	if err := run([]string{"visitor", "export", "-data", dir, "-site", site.Key, "-email", "ada@example.com", "-out", out + "2"}); err == nil || !strings.Contains(err.Error(), "no visitor") {
+		t.Errorf("export after the erasure: %v", err)
 	}
 }

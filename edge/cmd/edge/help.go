@@ -29,6 +29,7 @@ func commands() []command {
 		{"site add", "-name N -origin URL [flags]", "add a site, print its key", siteAdd},
 		{"site list", "[-json]", "list sites with their origins and delivery targets", siteList},
 		{"visitor export", "-site KEY (-email E | -user U | -visitor N) -out FILE", "write what a site holds about one person to a .tar.gz", visitorExport},
+		{"visitor erase", "-site KEY (-email E | -user U | -visitor N) -yes", "delete what a site holds about one person, to the bytes", visitorErase},
 		{"site retention", "-site KEY -days N", "delete a site's conversations N days after their last message (0: keep)", siteRetention},
 		{"site member add", "-site KEY -email E [-role owner|agent]", "make an existing operator a member of a site (owner by default)", func(a []string) error { return siteMember(true, a) }},
 		{"site member remove", "-site KEY -email E", "end a membership; the operator's live inbox sockets close", func(a []string) error { return siteMember(false, a) }},

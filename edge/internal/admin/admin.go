@@ -13,6 +13,7 @@ import (
 	"strings"
 	"syscall"
 
+	"spookat/edge/internal/files"
 	"spookat/edge/internal/sites"
 	"spookat/edge/internal/store"
 	"spookat/schema/natsauth"
@@ -38,6 +39,13 @@ type API interface {
 	RemoveMember(ctx context.Context, req MemberRequest) (*MemberResult, error)
 	SetRetention(ctx context.Context, req RetentionRequest) (*SiteInfo, error)
 	ExportPerson(ctx context.Context, req PersonRequest) (*store.PersonExport, error)
+	ErasePerson(ctx context.Context, req PersonRequest) (*ErasedPerson, error)
+}
+
+// ErasedPerson is what an erasure deleted, and whether the WAL could be emptied after it.
+type ErasedPerson struct {
+	store.Erased
+	WALEmptied bool `json:"wal_emptied"`
 }
 
 // PersonRequest names a person in a site (store.PersonSelector: exactly one of its fields).
@@ -105,6 +113,8 @@ type Ops struct {
 	NATS     AuthApplier
 	// Sessions closes operators' live websockets (the edge's inbox hub); nil on the file.
 	Sessions Sessions
+	// Files are the attachments (an erasure removes a person's).
+	Files files.Dir
 }
 
 // AddSite stores a site.
@@ -142,27 +152,48 @@ func (o *Ops) SetRetention(ctx context.Context, req RetentionRequest) (*SiteInfo
 // ExportPerson gathers what a site holds about one person (the document; the CLI adds the
 // attachments from the data directory).
 func (o *Ops) ExportPerson(ctx context.Context, req PersonRequest) (*store.PersonExport, error) {
-	if err := req.Check(); err != nil {
-		return nil, errors.New(strings.Replace(err.Error(), "a visitor id, an email or a user id", "-visitor, -email or -user", 1))
-	}
-	sites, err := o.Store.Sites(ctx)
+	siteID, err := o.personSite(ctx, req)
 	if err != nil {
 		return nil, err
-	}
-	var siteID int64
-	for _, s := range sites {
-		if s.Key == req.SiteKey {
-			siteID = s.ID
-		}
-	}
-	if siteID == 0 {
-		return nil, fmt.Errorf("no site with key %s (see edge site list)", req.SiteKey)
 	}
 	p, err := o.Store.ExportPerson(ctx, siteID, req.PersonSelector)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, errors.New("no visitor of this site matches: check the email, user id or visitor id")
 	}
 	return p, err
+}
+
+// personSite checks a person request and finds its site's id.
+func (o *Ops) personSite(ctx context.Context, req PersonRequest) (int64, error) {
+	if err := req.Check(); err != nil {
+		return 0, errors.New(strings.Replace(err.Error(), "a visitor id, an email or a user id", "-visitor, -email or -user", 1))
+	}
+	sites, err := o.Store.Sites(ctx)
+	if err != nil {
+		return 0, err
+	}
+	for _, s := range sites {
+		if s.Key == req.SiteKey {
+			return s.ID, nil
+		}
+	}
+	return 0, fmt.Errorf("no site with key %s (see edge site list)", req.SiteKey)
+}
+
+// ErasePerson erases what a site holds about one person, to the bytes (files.ErasePerson).
+func (o *Ops) ErasePerson(ctx context.Context, req PersonRequest) (*ErasedPerson, error) {
+	siteID, err := o.personSite(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	e, emptied, err := files.ErasePerson(ctx, o.Store, o.Files, siteID, req.PersonSelector)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, errors.New("no visitor of this site matches: check the email, user id or visitor id")
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &ErasedPerson{Erased: *e, WALEmptied: emptied}, nil
 }
 
 func (o *Ops) publish(ctx context.Context, list ...*store.Site) error {

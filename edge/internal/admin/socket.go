@@ -46,6 +46,7 @@ func Serve(ctx context.Context, ln net.Listener, api API) error {
 	handle(mux, "POST /members/remove", func(ctx context.Context, r *MemberRequest) (any, error) { return api.RemoveMember(ctx, *r) })
 	handle(mux, "POST /sites/retention", func(ctx context.Context, r *RetentionRequest) (any, error) { return api.SetRetention(ctx, *r) })
 	handle(mux, "POST /people/export", func(ctx context.Context, r *PersonRequest) (any, error) { return api.ExportPerson(ctx, *r) })
+	handle(mux, "POST /people/erase", func(ctx context.Context, r *PersonRequest) (any, error) { return api.ErasePerson(ctx, *r) })
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go func() {
 		<-ctx.Done()
@@ -146,6 +147,11 @@ func (c *Client) SetRetention(ctx context.Context, req RetentionRequest) (*SiteI
 // ExportPerson implements API.
 func (c *Client) ExportPerson(ctx context.Context, req PersonRequest) (*store.PersonExport, error) {
 	return call[store.PersonExport](ctx, c, http.MethodPost, "/people/export", req)
+}
+
+// ErasePerson implements API.
+func (c *Client) ErasePerson(ctx context.Context, req PersonRequest) (*ErasedPerson, error) {
+	return call[ErasedPerson](ctx, c, http.MethodPost, "/people/erase", req)
 }
 
 // ListSites implements API.

@@ -118,7 +118,8 @@ func (h *Handler) Register(app *fiber.App) {
 	g.Put("/sites/:site/members/:id", h.setRole)  // team.go
 	g.Delete("/sites/:site/members/:id", h.removeMember)
 	g.Get("/sites/:site/people/export", h.exportPerson) // people.go
-	g.Get("/sites/:site/reports", h.report)             // reports.go
+	g.Delete("/sites/:site/people", h.erasePerson)
+	g.Get("/sites/:site/reports", h.report) // reports.go
 	g.Get("/sites/:site/reports.csv", h.reportCSV)
 	g.Get("/sites/:site/invites", h.invites) // invites.go
 	g.Post("/sites/:site/invites", h.invite)

@@ -11,6 +11,56 @@ import (
 	"spookat/edge/internal/store"
 )
 
+// personSelector reads ?visitor=N | email=E | user=U; ok is false when the answer is written.
+func personSelector(c *fiber.Ctx) (store.PersonSelector, bool, error) {
+	sel := store.PersonSelector{Email: c.Query("email"), UserID: c.Query("user")}
+	if v := c.Query("visitor"); v != "" {
+		id, err := parseID(v)
+		if err != nil {
+			return sel, false, fail(c, fiber.StatusBadRequest, "invalid", "visitor must be a visitor's id (a number).")
+		}
+		sel.VisitorID = id
+	}
+	if err := sel.Check(); err != nil {
+		return sel, false, fail(c, fiber.StatusBadRequest, "invalid", sentence(err)+" (visitor=, email= or user=)")
+	}
+	return sel, true, nil
+}
+
+// erasePerson answers DELETE /sites/:site/people?visitor=N | email=E | user=U (owners): the
+// person's visitors, conversations, messages, attachments, search entries and read markers
+// are deleted to the bytes (files.ErasePerson). What had already gone to Slack, Discord,
+// webhooks or email cannot be unsent: the answer lists it.
+func (h *Handler) erasePerson(c *fiber.Ctx) error {
+	s, err := h.ownSite(c)
+	if s == nil {
+		return err
+	}
+	sel, ok, err := personSelector(c)
+	if !ok {
+		return err
+	}
+	ctx, cancel := reqCtx(c)
+	defer cancel()
+	e, emptied, err := files.ErasePerson(ctx, h.Store, h.Files, s.ID, sel)
+	if errors.Is(err, store.ErrNotFound) {
+		return fail(c, fiber.StatusNotFound, "not_found", "No visitor of this site matches: check the email, user id or visitor id.")
+	}
+	if err != nil {
+		return busy(c, err)
+	}
+	h.Log.Info("person erased", "site", s.ID, "by", current(c).op.ID, "visitors", e.Visitors, "conversations", e.Conversations, "messages", e.Messages)
+	h.Hub.send(s.ID, erasedEvent{Type: "erased", SiteID: s.ID})
+	return c.JSON(fiber.Map{"erased": e, "wal_emptied": emptied,
+		"note": "Deleted here. What had gone to Slack, Discord, webhooks or email (listed in delivered) cannot be unsent from here."})
+}
+
+// erasedEvent says a person's conversations left the site: read the list again.
+type erasedEvent struct {
+	Type   string `json:"type"` // "erased"
+	SiteID int64  `json:"site_id"`
+}
+
 // exportPerson answers GET /sites/:site/people/export?visitor=N | email=E | user=U (owners):
 // everything the site holds about one person (store.ExportPerson) as a .tar.gz download,
 // person.json and their attachments (files.WritePersonArchive).
@@ -19,14 +69,9 @@ func (h *Handler) exportPerson(c *fiber.Ctx) error {
 	if s == nil {
 		return err
 	}
-	sel := store.PersonSelector{Email: c.Query("email"), UserID: c.Query("user")}
-	if v := c.Query("visitor"); v != "" {
-		if sel.VisitorID, err = parseID(v); err != nil {
-			return fail(c, fiber.StatusBadRequest, "invalid", "visitor must be a visitor's id (a number).")
-		}
-	}
-	if err := sel.Check(); err != nil {
-		return fail(c, fiber.StatusBadRequest, "invalid", sentence(err)+" (visitor=, email= or user=)")
+	sel, ok, err := personSelector(c)
+	if !ok {
+		return err
 	}
 	ctx, cancel := reqCtx(c)
 	defer cancel()

@@ -138,3 +138,64 @@ func TestExportPerson(t *testing.T) {
 		t.Errorf("an agent's export: %d", code)
 	}
 }
+
+// Erasing a person over the API: an agent may not; an owner erases by email and is told what
+// went and what had reached Slack; the person's export and search find nothing after; another
+// person stays.
+func TestErasePersonAPI(t *testing.T) {
+	app, st, site, token := settingsApp(t, false)
+	ctx := context.Background()
+	ch := make(chan store.MessageResult, 2)
+	for _, v := range []string{"zoe", "max"} {
+		testkit.NoErr(t, st.SubmitMessage(&store.MessageRequest{SiteID: site.ID, TokenHash: []byte(v), Author: schema.AuthorVisitor, Text: v + " writes", ClientID: v,
+			Done: func(r store.MessageResult) { ch <- r }}))
+		r := <-ch
+		testkit.NoErr(t, st.Write(ctx, func(tx *store.Tx) error {
+			return tx.Exec(`UPDATE visitors SET email = ? WHERE id = ?`, v+"@example.com", r.VisitorID)
+		}))
+		if v == "zoe" {
+			testkit.NoErr(t, st.Write(ctx, func(tx *store.Tx) error {
+				_, _, err := tx.RecordDelivery(&schema.Result{MessageID: r.MessageID, Target: schema.TargetWebhook, Status: schema.StatusDelivered, ExternalID: "msg_1"}, false)
+				return err
+			}))
+		}
+	}
+	agentToken := TokenPrefix + randomToken(24)
+	testkit.NoErr(t, st.Write(ctx, func(tx *store.Tx) error {
+		op, err := tx.AddOperator("agent@shop.example", "Agent", "correct horse", nil)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.AddMember(site.Key, op.ID, store.RoleAgent); err != nil {
+			return err
+		}
+		_, err = tx.AddAPIToken(op.ID, hashToken(agentToken), "test")
+		return err
+	}))
+	path := "/v1/api/sites/" + strconv.FormatInt(site.ID, 10) + "/people?email=zoe%40example.com"
+	if code := apiCall(t, app, agentToken, "DELETE", path, "", nil); code != http.StatusForbidden {
+		t.Fatalf("an agent's erasure: %d", code)
+	}
+	var res struct {
+		Erased struct {
+			Visitors, Conversations, Messages int
+			Delivered                         []store.ErasedDelivery
+		}
+		Note string
+	}
+	if code := apiCall(t, app, token, "DELETE", path, "", &res); code != 200 || res.Erased.Visitors != 1 || res.Erased.Messages != 1 ||
+		len(res.Erased.Delivered) != 1 || res.Erased.Delivered[0].ExternalID != "msg_1" || !strings.Contains(res.Note, "cannot be unsent") {
+		t.Fatalf("erase: %d %+v", code, res)
+	}
+	if code := apiCall(t, app, token, "GET", "/v1/api/sites/"+strconv.FormatInt(site.ID, 10)+"/people/export?email=zoe%40example.com", "", nil); code != http.StatusNotFound {
+		t.Errorf("export after the erasure: %d", code)
+	}
+	if code := apiCall(t, app, token, "DELETE", path, "", nil); code != http.StatusNotFound {
+		t.Errorf("erasing again: %d", code)
+	}
+	var list struct{ Conversations []store.ConversationSummary }
+	apiCall(t, app, token, "GET", "/v1/api/sites/"+strconv.FormatInt(site.ID, 10)+"/conversations?status=all", "", &list)
+	if len(list.Conversations) != 1 || list.Conversations[0].VisitorEmail != "max@example.com" {
+		t.Errorf("conversations after: %+v", list.Conversations)
+	}
+}

@@ -80,15 +80,16 @@ type Store struct {
 	readers chan *reader
 	ckpt    *sqlite3.Conn
 
-	mu       sync.Mutex
-	queue    []request
-	spare    []request
-	closed   bool
-	wake     chan struct{}
-	stop     chan struct{}
-	done     chan struct{}
-	ckptDone chan struct{}
-	ckptKick chan struct{} // the writer's WAL hook asks for a timer checkpoint now
+	mu        sync.Mutex
+	queue     []request
+	spare     []request
+	closed    bool
+	wake      chan struct{}
+	stop      chan struct{}
+	done      chan struct{}
+	ckptDone  chan struct{}
+	ckptKick  chan struct{}   // the writer's WAL hook asks for a timer checkpoint now
+	ckptTrunc chan chan error // TruncateWAL asks for a TRUNCATE checkpoint
 
 	persistedWatermark int64
 	// indexed is the newest message id the search index holds; indexDue asks the commit under
@@ -142,13 +143,14 @@ func Open(dir string, opts Options) (*Store, error) {
 		return nil, err
 	}
 	s := &Store{
-		path:     filepath.Join(dir, FileName),
-		opts:     opts,
-		wake:     make(chan struct{}, 1),
-		stop:     make(chan struct{}),
-		done:     make(chan struct{}),
-		ckptDone: make(chan struct{}),
-		ckptKick: make(chan struct{}, 1),
+		path:      filepath.Join(dir, FileName),
+		opts:      opts,
+		wake:      make(chan struct{}, 1),
+		stop:      make(chan struct{}),
+		done:      make(chan struct{}),
+		ckptDone:  make(chan struct{}),
+		ckptKick:  make(chan struct{}, 1),
+		ckptTrunc: make(chan chan error),
 	}
 	s.watermark.Store(-1)
 	w, err := sqlite3.Open(s.path)
@@ -446,6 +448,30 @@ func (s *Store) closeConns() error {
 	return errors.Join(errs...)
 }
 
+// TruncateWAL copies the whole WAL into the database and empties the WAL file, so that what a
+// commit deleted is in neither (an erasure). It fails with SQLITE_BUSY when a reader's
+// snapshot or a burst of commits keeps it from finishing within the checkpoint connection's
+// busy timeout; try again.
+func (s *Store) TruncateWAL(ctx context.Context) error {
+	done := make(chan error, 1)
+	select {
+	case s.ckptTrunc <- done:
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-s.ckptDone:
+		return ErrClosed
+	}
+	select {
+	case err := <-done:
+		if err == nil && s.WALBytes() > 0 {
+			err = errors.New("the WAL is not empty after the checkpoint (a reader held it); try again")
+		}
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
 // checkpointLoop copies the WAL back into the database from its own connection, every
 // CheckpointEvery and whenever the WAL grew by another quarter of WALPages. PASSIVE never
 // waits for the writer or readers, so a commit is never stalled by it.
@@ -461,6 +487,9 @@ func (s *Store) checkpointLoop() {
 			return
 		case <-t.C:
 		case <-s.ckptKick:
+		case done := <-s.ckptTrunc:
+			done <- s.ckpt.Exec(`PRAGMA wal_checkpoint(TRUNCATE)`)
+			continue
 		}
 		s.wal.copying.Store(true)
 		_ = s.ckpt.Exec(`PRAGMA wal_checkpoint(PASSIVE)`)
