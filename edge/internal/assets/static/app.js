@@ -727,6 +727,9 @@
         if (S.teamDraw) S.teamDraw(f.site_id);
         if (was !== myRole(f.site_id) && S.site === f.site_id && V.layout.classList.contains('has-settings')) showSettings();
       }, function () {});
+    } else if (f.type === 'erased') {
+      if (f.site_id === S.site) loadListSoon();
+      if (S.conv && S.conv.site_id === f.site_id) openConv(S.conv.id); // gone, it says so
     } else if (f.type === 'invites') {
       if (S.teamDraw) S.teamDraw(f.site_id, 'invites');
     } else if (f.type === 'canned') {
@@ -875,9 +878,10 @@
         [el('fieldset', {}, [].concat([el('legend', { text: 'Identity verification' })], secret('identity_secret', 'Identity secret', s.identity_secret_set),
           [el('div', { class: 'hint', text: 'Your server signs each logged-in user: user_hash = hex HMAC-SHA256(this secret, user_id); the page calls spookat(\'identify\', {user_id, email, name, user_hash}). At least 16 characters.' })]))],
         [el('fieldset', {}, [].concat([el('legend', { text: 'Email' })], field('notify_email', 'Notify this address of new conversations', s.notify_email)))],
-        [el('fieldset', {}, [].concat([el('legend', { text: 'Retention' })],
+        [el('fieldset', { id: 'privacy' }, [].concat([el('legend', { text: 'Privacy' })],
           field('retention_days', 'Delete a conversation this many days after its last message', s.retention_days ? String(s.retention_days) : '',
-            'Empty or 0: keep conversations. Deleted with their messages, files and visitor, within ten minutes; nothing brings them back.')))],
+            'Empty or 0: keep conversations. Deleted with their messages, files and visitor, within ten minutes; nothing brings them back.'),
+          [personTools(id)]))],
         [el('button', { class: 'primary', type: 'submit', text: 'Save settings' }), msg]));
       f.retention_days.type = 'number'; f.retention_days.min = '0'; f.retention_days.max = '3650'; f.retention_days.inputMode = 'numeric';
       V.main.appendChild(form);
@@ -984,6 +988,36 @@
       }, function (e) { clear(body); body.appendChild(el('p', { class: 'error', text: e.message })); });
     }
     load();
+  }
+
+  // A person's data (owners): export it, or erase it to the bytes, by email, user id or
+  // visitor number. Not part of the settings form: its buttons act at once.
+  function personTools(site) {
+    var kind = el('select', { id: 'person-kind', 'aria-label': 'Find the person by' }, [['email', 'Email'], ['user', 'User id'], ['visitor', 'Visitor #']].map(function (o) { return el('option', { value: o[0], text: o[1] }); }));
+    var who = el('input', { id: 'person-who', placeholder: 'zoe@example.com', autocomplete: 'off' });
+    who.addEventListener('keydown', function (e) { if (e.key === 'Enter') e.preventDefault(); }); // not the settings form's submit
+    var out = el('p', { id: 'person-msg', role: 'status' });
+    function query() { return kind.value + '=' + encodeURIComponent(who.value.trim().replace(/^#/, '')); }
+    var exp = el('button', { type: 'button', id: 'person-export', text: 'Export their data', onclick: function () {
+      if (!who.value.trim()) { out.className = 'error'; out.textContent = 'Say who: an email, a user id or a visitor number.'; return; }
+      // A download: the browser saves the archive (the session cookie goes with a GET).
+      var a = el('a', { href: '/v1/api/sites/' + site + '/people/export?' + query(), download: '' }); document.body.appendChild(a); a.click(); a.remove();
+      out.className = 'ok'; out.textContent = 'The archive downloads (person.json and their files). If nobody matches, the browser says so.';
+    } });
+    var erase = el('button', { type: 'button', id: 'person-erase', class: 'del', text: 'Erase them\u2026', onclick: function () {
+      if (!who.value.trim()) { out.className = 'error'; out.textContent = 'Say who: an email, a user id or a visitor number.'; return; }
+      if (erase.getAttribute('data-sure') !== '1') { erase.setAttribute('data-sure', '1'); erase.textContent = 'Erase ' + who.value.trim() + ' for good?'; return; }
+      erase.removeAttribute('data-sure'); erase.textContent = 'Erase them\u2026';
+      api('DELETE', '/sites/' + site + '/people?' + query()).then(function (j) {
+        var e = j.erased, gone = e.delivered.length ? ' Already delivered, not unsent: ' + e.delivered.map(function (d) { return d.target + (d.thread ? ' thread ' + d.thread : d.external_id ? ' ' + d.external_id : ''); }).join(', ') + '.' : '';
+        out.className = 'ok';
+        out.textContent = 'Erased: ' + e.visitors + ' visitor record(s), ' + e.conversations + ' conversation(s), ' + e.messages + ' message(s), ' + e.files + ' file(s).' + gone;
+        who.value = '';
+      }, function (e) { out.className = 'error'; out.textContent = e.message; });
+    } });
+    return el('div', { class: 'person' }, [el('label', { for: 'person-who', text: 'A person\u2019s data' }),
+      el('div', { class: 'row' }, [kind, who, exp, erase]), out,
+      el('div', { class: 'hint', text: 'Export gives them everything this site holds about them; erase deletes it here for good (what went to Slack, Discord, webhooks or email cannot be unsent: the answer lists it).' })]);
   }
 
   // An agent's settings: what is theirs to change (canned replies, their API tokens), and who
