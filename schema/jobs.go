@@ -83,7 +83,24 @@ type Job struct {
 	// invitee); such a job belongs to no conversation or message (MessageID 0) and its result
 	// carries Invite.ID.
 	Invite *Invite `json:"invite,omitempty"`
+	// Erasure is set on the webhook job that tells a site's receiver a person was erased
+	// (MessageID 0); its result carries Erasure.Ref.
+	Erasure *Erasure `json:"erasure,omitempty"`
 }
+
+// Erasure says which person a site erased, so a receiver can erase its own copies: the
+// ids it got in earlier events, and the email or user id it was asked by.
+type Erasure struct {
+	Ref             string    `json:"ref"` // the erasure's id (random), in its job's id
+	Email           string    `json:"email,omitempty"`
+	UserID          string    `json:"user_id,omitempty"`
+	VisitorIDs      []int64   `json:"visitor_ids"`
+	ConversationIDs []int64   `json:"conversation_ids"`
+	At              time.Time `json:"at"`
+}
+
+// ErasureJobID is the id of an erasure's webhook job (and its Nats-Msg-Id).
+func ErasureJobID(ref string) string { return "x" + ref + "." + TargetWebhook }
 
 // Invite is an invitation to join a site's team, as its email says it. Link holds the
 // single-use token: it travels in JOBS until the email is sent (the edge keeps only its
@@ -136,7 +153,7 @@ func DecodeJob(b []byte, j *Job) error {
 }
 
 var jobFields = []string{"id", "lane", "target", "site_id", "conversation_id", "message_id", "author",
-	"name", "text", "created_at", "kind", "first", "reopened", "inbox_url", "to", "file", "context", "transcript", "maybe_repeat", "invite"}
+	"name", "text", "created_at", "kind", "first", "reopened", "inbox_url", "to", "file", "context", "transcript", "maybe_repeat", "invite", "erasure"}
 
 func (j *Job) field(b, key []byte, i int) (int, bool) {
 	if next, ok := fastjson.Null(b, i); ok {
@@ -252,6 +269,10 @@ func AppendJob(b []byte, j *Job) []byte {
 		v, _ := json.Marshal(j.Invite) // strings, an int and a time: it cannot fail
 		b = append(append(b, `,"invite":`...), v...)
 	}
+	if j.Erasure != nil { // rare: an owner erased a person
+		v, _ := json.Marshal(j.Erasure) // strings, ints and a time: it cannot fail
+		b = append(append(b, `,"erasure":`...), v...)
+	}
 	return append(b, '}')
 }
 
@@ -297,6 +318,8 @@ type Result struct {
 	At     time.Time `json:"at"`
 	// InviteID is set (and MessageID 0) on the result of an invitation's email (Job.Invite).
 	InviteID int64 `json:"invite_id,omitempty"`
+	// Erasure is set (and MessageID 0) on the result of an erasure's webhook (Job.Erasure).
+	Erasure string `json:"erasure,omitempty"`
 }
 
 // DecodeResults appends the results of one RESULTS message to dst: a worker batches the
@@ -306,8 +329,8 @@ func DecodeResults(dst []Result, data []byte, bad func(line []byte, err error)) 
 	eachLine(data, func(line []byte) {
 		var r Result
 		err := DecodeResult(line, &r)
-		if err == nil && ((r.MessageID == 0) == (r.InviteID == 0) || r.Target == "" || r.JobID == "") {
-			err = errors.New("missing job_id, target, or one of message_id and invite_id")
+		if err == nil && (subjects(&r) != 1 || r.Target == "" || r.JobID == "") {
+			err = errors.New("missing job_id, target, or one of message_id, invite_id and erasure")
 		}
 		if err != nil {
 			if bad != nil {
@@ -320,6 +343,17 @@ func DecodeResults(dst []Result, data []byte, bad func(line []byte, err error)) 
 	return dst
 }
 
+// subjects counts what a result is about: a message, an invitation, an erasure (one only).
+func subjects(r *Result) int {
+	n := 0
+	for _, set := range []bool{r.MessageID != 0, r.InviteID != 0, r.Erasure != ""} {
+		if set {
+			n++
+		}
+	}
+	return n
+}
+
 // DecodeResult reads a result as encoding/json would, without reflection when it can: the
 // edge decodes one per delivery.
 func DecodeResult(b []byte, r *Result) error {
@@ -327,7 +361,7 @@ func DecodeResult(b []byte, r *Result) error {
 }
 
 var resultFields = []string{"job_id", "target", "site_id", "conversation_id", "message_id", "status",
-	"attempts", "error", "external_id", "thread_id", "merged", "at", "invite_id"}
+	"attempts", "error", "external_id", "thread_id", "merged", "at", "invite_id", "erasure"}
 
 func (r *Result) field(b, key []byte, i int) (int, bool) {
 	if next, ok := fastjson.Null(b, i); ok {
@@ -364,6 +398,8 @@ func (r *Result) field(b, key []byte, i int) (int, bool) {
 		r.Merged = int(n)
 	case "invite_id":
 		r.InviteID, i, ok = fastjson.Int(b, i)
+	case "erasure":
+		r.Erasure, i, ok = fastjson.String(b, i)
 	case "at":
 		var s string
 		if s, i, ok = fastjson.String(b, i); ok {

@@ -381,3 +381,33 @@ func TestDiscordForumThreads(t *testing.T) {
 		}
 	}
 }
+
+// An erasure's webhook: a signed person.erased event with the ids to erase, and a result that
+// names the erasure, not a message.
+func TestWebhookPersonErased(t *testing.T) {
+	e := newEnv(t, mock.SlackOptions{})
+	rc := mock.NewReceiver(mock.ReceiverOptions{Secret: whsec})
+	hooks := httptest.NewServer(rc)
+	defer hooks.Close()
+	e.putSite(schema.SiteDelivery{SiteID: 1, WebhookURL: hooks.URL + "/ok", WebhookSecret: whsec})
+	e.start(e.config())
+	at := time.Date(2026, 12, 6, 10, 0, 0, 0, time.UTC)
+	j := schema.Job{ID: schema.ErasureJobID("ab12"), Lane: schema.LaneWebhook, Target: schema.TargetWebhook, SiteID: 1, Author: schema.AuthorSystem, CreatedAt: at,
+		Erasure: &schema.Erasure{Ref: "ab12", Email: "zoe@example.com", VisitorIDs: []int64{12}, ConversationIDs: []int64{99, 100}, At: at}}
+	e.publish(j)
+	testkit.WaitFor(t, "the event and its result", 10*time.Second, func() bool {
+		return len(rc.Events()) == 1 && len(e.results.of(j.ID)) == 1
+	})
+	ev := rc.Events()[0]
+	var body struct {
+		Type string         `json:"type"`
+		Data schema.Erasure `json:"data"`
+	}
+	if err := json.Unmarshal(ev.Body, &body); err != nil || !ev.Valid || ev.ID != j.ID || body.Type != "person.erased" ||
+		body.Data.Email != "zoe@example.com" || len(body.Data.ConversationIDs) != 2 || body.Data.VisitorIDs[0] != 12 {
+		t.Fatalf("event %s (valid %v, id %s): %v", ev.Body, ev.Valid, ev.ID, err)
+	}
+	if r := e.results.of(j.ID)[0]; r.Erasure != "ab12" || r.MessageID != 0 || r.Status != schema.StatusDelivered {
+		t.Fatalf("result %+v", r)
+	}
+}

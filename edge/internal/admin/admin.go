@@ -12,10 +12,13 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+	"time"
 
 	"spookat/edge/internal/files"
+	"spookat/edge/internal/jobs"
 	"spookat/edge/internal/sites"
 	"spookat/edge/internal/store"
+	"spookat/schema"
 	"spookat/schema/natsauth"
 )
 
@@ -46,6 +49,8 @@ type API interface {
 type ErasedPerson struct {
 	store.Erased
 	WALEmptied bool `json:"wal_emptied"`
+	// WebhookEvent says what became of the person.erased event for the site's receiver.
+	WebhookEvent string `json:"webhook_event"`
 }
 
 // PersonRequest names a person in a site (store.PersonSelector: exactly one of its fields).
@@ -115,6 +120,8 @@ type Ops struct {
 	Sessions Sessions
 	// Files are the attachments (an erasure removes a person's).
 	Files files.Dir
+	// PublishJob hands JOBS a job of no message (an erasure's webhook event); nil on the file.
+	PublishJob func(ctx context.Context, j *schema.Job) error
 }
 
 // AddSite stores a site.
@@ -152,48 +159,60 @@ func (o *Ops) SetRetention(ctx context.Context, req RetentionRequest) (*SiteInfo
 // ExportPerson gathers what a site holds about one person (the document; the CLI adds the
 // attachments from the data directory).
 func (o *Ops) ExportPerson(ctx context.Context, req PersonRequest) (*store.PersonExport, error) {
-	siteID, err := o.personSite(ctx, req)
+	site, err := o.personSite(ctx, req)
 	if err != nil {
 		return nil, err
 	}
-	p, err := o.Store.ExportPerson(ctx, siteID, req.PersonSelector)
+	p, err := o.Store.ExportPerson(ctx, site.ID, req.PersonSelector)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, errors.New("no visitor of this site matches: check the email, user id or visitor id")
 	}
 	return p, err
 }
 
-// personSite checks a person request and finds its site's id.
-func (o *Ops) personSite(ctx context.Context, req PersonRequest) (int64, error) {
+// personSite checks a person request and finds its site.
+func (o *Ops) personSite(ctx context.Context, req PersonRequest) (*store.Site, error) {
 	if err := req.Check(); err != nil {
-		return 0, errors.New(strings.Replace(err.Error(), "a visitor id, an email or a user id", "-visitor, -email or -user", 1))
+		return nil, errors.New(strings.Replace(err.Error(), "a visitor id, an email or a user id", "-visitor, -email or -user", 1))
 	}
 	sites, err := o.Store.Sites(ctx)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	for _, s := range sites {
 		if s.Key == req.SiteKey {
-			return s.ID, nil
+			return s, nil
 		}
 	}
-	return 0, fmt.Errorf("no site with key %s (see edge site list)", req.SiteKey)
+	return nil, fmt.Errorf("no site with key %s (see edge site list)", req.SiteKey)
 }
 
 // ErasePerson erases what a site holds about one person, to the bytes (files.ErasePerson).
 func (o *Ops) ErasePerson(ctx context.Context, req PersonRequest) (*ErasedPerson, error) {
-	siteID, err := o.personSite(ctx, req)
+	site, err := o.personSite(ctx, req)
 	if err != nil {
 		return nil, err
 	}
-	e, emptied, err := files.ErasePerson(ctx, o.Store, o.Files, siteID, req.PersonSelector)
+	e, emptied, err := files.ErasePerson(ctx, o.Store, o.Files, site.ID, req.PersonSelector)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, errors.New("no visitor of this site matches: check the email, user id or visitor id")
 	}
 	if err != nil {
 		return nil, err
 	}
-	return &ErasedPerson{Erased: *e, WALEmptied: emptied}, nil
+	out := &ErasedPerson{Erased: *e, WALEmptied: emptied, WebhookEvent: "none: the site has no webhook"}
+	if site.WebhookURL != "" {
+		switch {
+		case o.PublishJob == nil:
+			out.WebhookEvent = "not sent: no edge is running to publish it (erase again with the edge running, or tell the receiver)"
+		default:
+			out.WebhookEvent = "queued"
+			if err := o.PublishJob(ctx, jobs.Erasure(site.ID, req.PersonSelector, e, time.Now())); err != nil {
+				out.WebhookEvent = "not sent: " + err.Error()
+			}
+		}
+	}
+	return out, nil
 }
 
 func (o *Ops) publish(ctx context.Context, list ...*store.Site) error {

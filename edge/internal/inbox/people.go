@@ -8,6 +8,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"spookat/edge/internal/files"
+	"spookat/edge/internal/jobs"
 	"spookat/edge/internal/store"
 )
 
@@ -51,7 +52,17 @@ func (h *Handler) erasePerson(c *fiber.Ctx) error {
 	}
 	h.Log.Info("person erased", "site", s.ID, "by", current(c).op.ID, "visitors", e.Visitors, "conversations", e.Conversations, "messages", e.Messages)
 	h.Hub.send(s.ID, erasedEvent{Type: "erased", SiteID: s.ID})
-	return c.JSON(fiber.Map{"erased": e, "wal_emptied": emptied,
+	webhook := "none: the site has no webhook"
+	if s.Delivery != nil && s.Delivery.WebhookURL != "" {
+		webhook = "queued"
+		if h.PublishJob == nil {
+			webhook = "not sent: no job publisher"
+		} else if err := h.PublishJob(ctx, jobs.Erasure(s.ID, sel, e, time.Now())); err != nil {
+			h.Log.Warn("erasure event not published", "site", s.ID, "err", err)
+			webhook = "not sent: " + err.Error()
+		}
+	}
+	return c.JSON(fiber.Map{"erased": e, "wal_emptied": emptied, "webhook_event": webhook,
 		"note": "Deleted here. What had gone to Slack, Discord, webhooks or email (listed in delivered) cannot be unsent from here."})
 }
 

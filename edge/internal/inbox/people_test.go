@@ -181,10 +181,12 @@ func TestErasePersonAPI(t *testing.T) {
 			Visitors, Conversations, Messages int
 			Delivered                         []store.ErasedDelivery
 		}
-		Note string
+		Note         string
+		WebhookEvent string `json:"webhook_event"`
 	}
 	if code := apiCall(t, app, token, "DELETE", path, "", &res); code != 200 || res.Erased.Visitors != 1 || res.Erased.Messages != 1 ||
-		len(res.Erased.Delivered) != 1 || res.Erased.Delivered[0].ExternalID != "msg_1" || !strings.Contains(res.Note, "cannot be unsent") {
+		len(res.Erased.Delivered) != 1 || res.Erased.Delivered[0].ExternalID != "msg_1" || !strings.Contains(res.Note, "cannot be unsent") ||
+		!strings.Contains(res.WebhookEvent, "no webhook") {
 		t.Fatalf("erase: %d %+v", code, res)
 	}
 	if code := apiCall(t, app, token, "GET", "/v1/api/sites/"+strconv.FormatInt(site.ID, 10)+"/people/export?email=zoe%40example.com", "", nil); code != http.StatusNotFound {

@@ -41,11 +41,16 @@ func checkShape(r *schema.Result) string {
 	default:
 		return RejectMalformed
 	}
-	if r.InviteID != 0 { // an invitation's email: no message, no conversation
-		if r.InviteID < 0 || r.MessageID != 0 || r.ConversationID != 0 || r.Target != schema.TargetEmail || r.JobID != schema.InviteJobID(r.InviteID) {
+	switch {
+	case r.InviteID != 0: // an invitation's email: no message, no conversation
+		if r.InviteID < 0 || r.MessageID != 0 || r.ConversationID != 0 || r.Erasure != "" || r.Target != schema.TargetEmail || r.JobID != schema.InviteJobID(r.InviteID) {
 			return RejectMalformed
 		}
-	} else if r.MessageID <= 0 || r.JobID != schema.JobID(r.MessageID, r.Target) {
+	case r.Erasure != "": // an erasure's webhook: nothing to record but that it went
+		if !token(r.Erasure) || r.MessageID != 0 || r.ConversationID != 0 || r.Target != schema.TargetWebhook || r.JobID != schema.ErasureJobID(r.Erasure) {
+			return RejectMalformed
+		}
+	case r.MessageID <= 0 || r.JobID != schema.JobID(r.MessageID, r.Target):
 		return RejectMalformed
 	}
 	if r.Attempts < 0 || r.Attempts > 1_000_000 {

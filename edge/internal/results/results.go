@@ -129,6 +129,7 @@ func (r *Recorder) record(ctx context.Context, batch []jetstream.Msg) {
 		rejected   string
 		transcript bool // the email of a transcript the visitor asked for
 		invite     bool // the email of an invitation to a site's team
+		erasure    bool // the webhook of an erasure
 	}
 	stored := make([]state, len(results))
 	err := r.Store.Write(ctx, func(tx *store.Tx) error {
@@ -137,6 +138,10 @@ func (r *Recorder) record(ctx context.Context, batch []jetstream.Msg) {
 			stored[i] = state{}
 			if reason := checkShape(res); reason != "" {
 				stored[i].rejected = reason
+				continue
+			}
+			if res.Erasure != "" { // an erasure's webhook: nothing of it is kept
+				stored[i] = state{status: res.Status, attempts: res.Attempts, erasure: true}
 				continue
 			}
 			if res.InviteID != 0 {
@@ -200,8 +205,8 @@ func (r *Recorder) record(ctx context.Context, batch []jetstream.Msg) {
 			continue
 		}
 		r.Metrics.ResultsRecords.WithLabelValues(results[i].Target, string(results[i].Status)).Inc()
-		if stored[i].invite {
-			if r.OnInvite != nil {
+		if stored[i].invite || stored[i].erasure {
+			if stored[i].invite && r.OnInvite != nil {
 				r.OnInvite(results[i].SiteID)
 			}
 			continue // not a message's delivery: the inbox's delivery events are of messages

@@ -628,7 +628,7 @@ func (e *Edge) serveAdmin(context.Context) error {
 	}
 	ctx, stop := context.WithCancel(context.Background())
 	e.stopAdmin = stop
-	ops := &admin.Ops{Store: e.store, Registry: e.sites, Auth: e.auth, NATS: e.nats, Sessions: e.operators, Files: e.files}
+	ops := &admin.Ops{Store: e.store, Registry: e.sites, Auth: e.auth, NATS: e.nats, Sessions: e.operators, Files: e.files, PublishJob: e.publishJob}
 	go func() {
 		if err := admin.Serve(ctx, ln, ops); err != nil {
 			e.log.Error("admin socket", "err", err)

@@ -13,11 +13,14 @@ import (
 
 // Erased is what an erasure deleted, and where the person's messages had gone before it.
 type Erased struct {
-	Visitors      int      `json:"visitors"`
-	Conversations int      `json:"conversations"`
-	Messages      int      `json:"messages"`
-	FileKeys      []string `json:"-"` // the attachments to remove from the disk
-	Files         int      `json:"files"`
+	Visitors      int `json:"visitors"`
+	Conversations int `json:"conversations"`
+	// VisitorIDs and ConversationIDs are the erased ids, for the site's webhook receiver.
+	VisitorIDs      []int64  `json:"visitor_ids"`
+	ConversationIDs []int64  `json:"conversation_ids"`
+	Messages        int      `json:"messages"`
+	FileKeys        []string `json:"-"` // the attachments to remove from the disk
+	Files           int      `json:"files"`
 	// Delivered are the targets that had the person's messages and cannot unsend them: Slack
 	// threads (ts), Discord and webhook message ids, emails (message ids).
 	Delivered []ErasedDelivery `json:"delivered"`
@@ -105,6 +108,7 @@ func (s *Store) ErasePerson(ctx context.Context, siteID int64, sel PersonSelecto
 					}
 				}
 				e.Conversations++
+				e.ConversationIDs = append(e.ConversationIDs, c)
 			}
 			// Uploads of theirs no message carried yet.
 			fs, err := tx.Stmt(`SELECT f.id, f.key FROM files f JOIN visitors v ON v.token_hash = f.token_hash WHERE v.id = ? AND f.site_id = ?`)
@@ -136,6 +140,7 @@ func (s *Store) ErasePerson(ctx context.Context, siteID int64, sel PersonSelecto
 				return err
 			}
 			e.Visitors++
+			e.VisitorIDs = append(e.VisitorIDs, v)
 		}
 		e.Files = len(e.FileKeys)
 		return nil

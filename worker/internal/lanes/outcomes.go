@@ -142,6 +142,9 @@ func (l *Lane) result(it *item, status schema.DeliveryStatus, out deliver.Outcom
 	if it.job.Invite != nil {
 		r.InviteID = it.job.Invite.ID
 	}
+	if it.job.Erasure != nil {
+		r.Erasure = it.job.Erasure.Ref
+	}
 	if status == schema.StatusRetrying {
 		r.Attempts = it.attempts
 	}

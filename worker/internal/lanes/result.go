@@ -48,5 +48,9 @@ func appendResult(b []byte, r *schema.Result) []byte {
 		b = append(b, `,"invite_id":`...)
 		b = strconv.AppendInt(b, r.InviteID, 10)
 	}
+	if r.Erasure != "" {
+		b = append(b, `,"erasure":`...)
+		b = fastjson.AppendString(b, r.Erasure)
+	}
 	return append(b, '}')
 }

@@ -125,10 +125,21 @@ func (s *Sender) Send(ctx context.Context, deadline time.Time, site *schema.Site
 	if j.Kind.Status() != "" {
 		typ = "conversation." + string(j.Kind)
 	}
-	body, err := json.Marshal(Event{Type: typ, Timestamp: j.CreatedAt, Data: EventData{
-		SiteID: j.SiteID, ConversationID: j.ConversationID, MessageID: j.MessageID, Author: j.Author,
-		Name: j.Name, Text: j.Text, Kind: j.Kind, CreatedAt: j.CreatedAt, First: j.First, Reopened: j.Reopened,
-		InboxURL: j.InboxURL, File: j.File, Context: j.Context}})
+	var body []byte
+	var err error
+	if e := j.Erasure; e != nil {
+		// Not a message: the person the site erased, for the receiver to erase too.
+		body, err = json.Marshal(struct {
+			Type      string          `json:"type"`
+			Timestamp time.Time       `json:"timestamp"`
+			Data      *schema.Erasure `json:"data"`
+		}{"person.erased", e.At, e})
+	} else {
+		body, err = json.Marshal(Event{Type: typ, Timestamp: j.CreatedAt, Data: EventData{
+			SiteID: j.SiteID, ConversationID: j.ConversationID, MessageID: j.MessageID, Author: j.Author,
+			Name: j.Name, Text: j.Text, Kind: j.Kind, CreatedAt: j.CreatedAt, First: j.First, Reopened: j.Reopened,
+			InboxURL: j.InboxURL, File: j.File, Context: j.Context}})
+	}
 	if err != nil {
 		return deliver.Permanent(err)
 	}
