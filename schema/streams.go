@@ -91,6 +91,21 @@ func DeadSubject(lane string, siteID, conversationID int64) string {
 // worker marks the jobs of JOBS messages stored before then as possible repeats.
 const KeyUncleanStart = "edge.unclean-start"
 
+// KeyErased is the SITES key under which the edge lists the conversations of people erased
+// in the last ErasedKeep (its payload Erased, signed as a site's is): workers drop their jobs
+// still in JOBS, unsent and not copied to DEAD, so an erased person's words leave no further
+// trace.
+const KeyErased = "edge.erased"
+
+// ErasedKeep is how long an erased conversation stays in KeyErased: longer than a job can wait
+// for its retries (about 29 hours).
+const ErasedKeep = 72 * time.Hour
+
+// Erased is the payload under KeyErased: conversation id → when it was erased (Unix ms).
+type Erased struct {
+	Conversations map[int64]int64 `json:"conversations"`
+}
+
 // UncleanStart is the payload under KeyUncleanStart.
 type UncleanStart struct {
 	At time.Time `json:"at"`

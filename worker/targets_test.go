@@ -2,6 +2,7 @@ package worker_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"net"
@@ -409,5 +410,43 @@ func TestWebhookPersonErased(t *testing.T) {
 	}
 	if r := e.results.of(j.ID)[0]; r.Erasure != "ab12" || r.MessageID != 0 || r.Status != schema.StatusDelivered {
 		t.Fatalf("result %+v", r)
+	}
+}
+
+// A job of a conversation the edge says was erased (schema.KeyErased, signed) is dropped:
+// acknowledged (gone from JOBS), never sent, no result, no copy in DEAD; another
+// conversation's job goes as usual.
+func TestErasedConversationsJobsDropped(t *testing.T) {
+	e := newEnv(t, mock.SlackOptions{})
+	rc := mock.NewReceiver(mock.ReceiverOptions{Secret: whsec})
+	hooks := httptest.NewServer(rc)
+	defer hooks.Close()
+	e.putSite(schema.SiteDelivery{SiteID: 1, WebhookURL: hooks.URL + "/ok", WebhookSecret: whsec})
+	kv, err := e.js.KeyValue(context.Background(), schema.BucketSites)
+	testkit.NoErr(t, err)
+	body, _ := json.Marshal(schema.Erased{Conversations: map[int64]int64{9: time.Now().UnixMilli()}})
+	_, err = kv.Put(context.Background(), schema.KeyErased, e.auth.SignSite(schema.KeyErased, body))
+	testkit.NoErr(t, err)
+	e.start(e.config())
+	gone, kept := job(schema.TargetWebhook, 1, 9, 1, true, "an erased person's words"), job(schema.TargetWebhook, 1, 10, 2, true, "another's")
+	e.publish(gone, kept)
+	testkit.WaitFor(t, "the other conversation's job delivered, JOBS empty", 10*time.Second, func() bool {
+		s, err := e.js.Stream(context.Background(), schema.StreamJobs)
+		if err != nil {
+			return false
+		}
+		info, err := s.Info(context.Background())
+		return err == nil && info.State.Msgs == 0 && len(e.results.final(schema.StatusDelivered)) == 1
+	})
+	for _, ev := range rc.Events() {
+		if ev.ID == gone.ID {
+			t.Fatal("the erased conversation's job was sent")
+		}
+	}
+	if r := e.results.of(gone.ID); len(r) != 0 {
+		t.Errorf("results for the dropped job: %+v", r)
+	}
+	if d := e.deadJobs(); len(d) != 0 {
+		t.Errorf("%d jobs in DEAD", len(d))
 	}
 }

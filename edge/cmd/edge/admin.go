@@ -341,6 +341,7 @@ func visitorErase(args []string) error {
 		}
 		fmt.Printf("erased %d visitor records, %d conversations, %d messages, %d files\n", e.Visitors, e.Conversations, e.Messages, e.Files)
 		fmt.Println("webhook event person.erased:", e.WebhookEvent)
+		fmt.Println("their jobs still waiting in JOBS:", e.WaitingJobs)
 		if !e.WALEmptied {
 			fmt.Println("the WAL could not be emptied now (readers or a burst of commits): run the same command again, or it empties with the WAL's next restart")
 		}

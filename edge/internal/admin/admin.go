@@ -51,6 +51,8 @@ type ErasedPerson struct {
 	WALEmptied bool `json:"wal_emptied"`
 	// WebhookEvent says what became of the person.erased event for the site's receiver.
 	WebhookEvent string `json:"webhook_event"`
+	// WaitingJobs says whether the workers drop the person's jobs still in JOBS.
+	WaitingJobs string `json:"waiting_jobs"`
 }
 
 // PersonRequest names a person in a site (store.PersonSelector: exactly one of its fields).
@@ -200,7 +202,14 @@ func (o *Ops) ErasePerson(ctx context.Context, req PersonRequest) (*ErasedPerson
 	if err != nil {
 		return nil, err
 	}
-	out := &ErasedPerson{Erased: *e, WALEmptied: emptied, WebhookEvent: "none: the site has no webhook"}
+	out := &ErasedPerson{Erased: *e, WALEmptied: emptied, WebhookEvent: "none: the site has no webhook",
+		WaitingJobs: "not dropped: no edge is running (its JOBS are delivered when it starts; erase again then)"}
+	if o.Registry != nil {
+		out.WaitingJobs = "dropped by the workers"
+		if err := o.Registry.MarkErased(ctx, e.ConversationIDs, time.Now()); err != nil {
+			out.WaitingJobs = "not dropped: " + err.Error()
+		}
+	}
 	if site.WebhookURL != "" {
 		switch {
 		case o.PublishJob == nil:

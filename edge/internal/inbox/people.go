@@ -52,6 +52,11 @@ func (h *Handler) erasePerson(c *fiber.Ctx) error {
 	}
 	h.Log.Info("person erased", "site", s.ID, "by", current(c).op.ID, "visitors", e.Visitors, "conversations", e.Conversations, "messages", e.Messages)
 	h.Hub.send(s.ID, erasedEvent{Type: "erased", SiteID: s.ID})
+	waiting := "dropped by the workers"
+	if err := h.Sites.MarkErased(ctx, e.ConversationIDs, time.Now()); err != nil {
+		h.Log.Warn("erased conversations not told to the workers", "site", s.ID, "err", err)
+		waiting = "not dropped: " + err.Error()
+	}
 	webhook := "none: the site has no webhook"
 	if s.Delivery != nil && s.Delivery.WebhookURL != "" {
 		webhook = "queued"
@@ -62,7 +67,7 @@ func (h *Handler) erasePerson(c *fiber.Ctx) error {
 			webhook = "not sent: " + err.Error()
 		}
 	}
-	return c.JSON(fiber.Map{"erased": e, "wal_emptied": emptied, "webhook_event": webhook,
+	return c.JSON(fiber.Map{"erased": e, "wal_emptied": emptied, "webhook_event": webhook, "waiting_jobs": waiting,
 		"note": "Deleted here. What had gone to Slack, Discord, webhooks or email (listed in delivered) cannot be unsent from here."})
 }
 

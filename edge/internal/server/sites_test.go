@@ -3,11 +3,14 @@ package server_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"strconv"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go"
 
+	"spookat/edge/internal/admin"
 	"spookat/edge/internal/edgetest"
 	"spookat/edge/internal/server"
 	"spookat/edge/internal/store"
@@ -49,4 +52,52 @@ func TestEdgePutsForeignSitesValuesBack(t *testing.T) {
 		e, err := sites.Get(ctx, key)
 		return err == nil && bytes.Equal(e.Value(), good.Value())
 	})
+}
+
+// An erasure on a running edge tells the workers, in SITES under edge.erased signed by the
+// edge, which conversations' jobs to drop; a second erasure keeps the first's.
+func TestErasureListsConversationsForTheWorkers(t *testing.T) {
+	e := edgetest.Start(t, "", server.Config{})
+	site := edgetest.AddSite(t, e.DataDir, &store.Site{Name: "forgetful", Origins: []string{"http://site.test"}})
+	edgetest.AddOperator(t, e.DataDir, admin.OperatorRequest{Email: "ann@forget.test", Password: "correct horse battery", SiteKeys: []string{site.Key}})
+	ann := edgetest.Login(t, e.Addr, "ann@forget.test", "correct horse battery").NewToken(t)
+	convs := map[string]int64{}
+	for _, who := range []string{"zoe", "max"} {
+		c := edgetest.Dial(t, e.Addr, site.Key, "")
+		ack, err := c.SendAck(who, who+" writes")
+		testkit.NoErr(t, err)
+		c.Send(t, map[string]any{"type": "email", "email": who + "@example.com"})
+		convs[who] = *ack.ConversationID
+	}
+	js, auth := connectWorker(t, e, "reader")
+	ctx := context.Background()
+	kv, err := js.KeyValue(ctx, schema.BucketSites)
+	testkit.NoErr(t, err)
+	erased := func() map[int64]int64 {
+		v, err := kv.Get(ctx, schema.KeyErased)
+		if err != nil {
+			return nil
+		}
+		payload, err := schema.OpenSite(schema.KeyErased, v.Value(), auth.AccountPublicKey())
+		testkit.NoErr(t, err)
+		var x schema.Erased
+		testkit.NoErr(t, json.Unmarshal(payload, &x))
+		return x.Conversations
+	}
+	for _, who := range []string{"zoe", "max"} {
+		var res struct {
+			WaitingJobs string `json:"waiting_jobs"`
+		}
+		path := "/sites/" + strconv.FormatInt(site.ID, 10) + "/people?email=" + who + "%40example.com"
+		testkit.WaitFor(t, who+"'s email stored, then erased", 5*time.Second, func() bool {
+			return ann.Do(t, "DELETE", path, nil, &res) == 200
+		})
+		if res.WaitingJobs != "dropped by the workers" {
+			t.Errorf("%s: waiting jobs %q", who, res.WaitingJobs)
+		}
+	}
+	got := erased()
+	if _, ok := got[convs["zoe"]]; !ok || len(got) != 2 {
+		t.Fatalf("edge.erased %v; want both conversations %v", got, convs)
+	}
 }

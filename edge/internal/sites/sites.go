@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"strconv"
 	"strings"
@@ -68,6 +69,7 @@ type Registry struct {
 // Signer signs SITES values (natsauth.Authority: the edge's account key).
 type Signer interface {
 	SignSite(key string, payload []byte) []byte
+	AccountPublicKey() string
 }
 
 // New returns a registry holding sites, each with its own brakes from br.
@@ -194,6 +196,46 @@ func (r *Registry) MarkUncleanStart(ctx context.Context, at time.Time) error {
 	r.facts[schema.KeyUncleanStart] = val // before the put: the guard may see it first
 	r.mu.Unlock()
 	_, err = r.kv.Put(ctx, schema.KeyUncleanStart, val)
+	return err
+}
+
+// MarkErased tells the workers that these conversations' person was erased
+// (schema.KeyErased): their jobs still in JOBS are dropped. The list keeps the conversations
+// of the last schema.ErasedKeep, merged with what the bucket holds (an edge restarted since).
+// Without a bucket (the command line on a stopped edge) it does nothing and says so.
+func (r *Registry) MarkErased(ctx context.Context, conversations []int64, now time.Time) error {
+	if r.kv == nil {
+		return errors.New("no SITES bucket: the edge is not running")
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	x := schema.Erased{Conversations: map[int64]int64{}}
+	if e, err := r.kv.Get(ctx, schema.KeyErased); err == nil {
+		if payload, err := schema.OpenSite(schema.KeyErased, e.Value(), r.signer.AccountPublicKey()); err == nil {
+			_ = json.Unmarshal(payload, &x)
+		}
+	}
+	if x.Conversations == nil {
+		x.Conversations = map[int64]int64{}
+	}
+	for id, at := range x.Conversations {
+		if now.Sub(time.UnixMilli(at)) > schema.ErasedKeep {
+			delete(x.Conversations, id)
+		}
+	}
+	for _, id := range conversations {
+		x.Conversations[id] = now.UnixMilli()
+	}
+	body, err := json.Marshal(x)
+	if err != nil {
+		return err
+	}
+	val := r.signer.SignSite(schema.KeyErased, body)
+	if r.facts == nil {
+		r.facts = make(map[string][]byte)
+	}
+	r.facts[schema.KeyErased] = val // before the put: the guard may see it first
+	_, err = r.kv.Put(ctx, schema.KeyErased, val)
 	return err
 }
 

@@ -44,6 +44,9 @@ type Outcome struct {
 	// for RetryAfter; the attempt does not count against the job's attempts.
 	RateLimited bool
 	RetryAfter  time.Duration
+	// Dropped: the job's conversation was erased (schema.KeyErased): acknowledged, not
+	// delivered, no result and no copy in DEAD.
+	Dropped bool
 }
 
 // OK reports a delivered job.

@@ -36,6 +36,8 @@ func (l *Lane) finish(c *conv, batch []*item, out deliver.Outcome, start time.Ti
 		it.sending = false
 	}
 	switch {
+	case out.Dropped:
+		done = batch
 	case out.OK():
 		done = batch
 	case out.RateLimited:
@@ -84,6 +86,8 @@ func (l *Lane) finish(c *conv, batch []*item, out deliver.Outcome, start time.Ti
 	giveBack(back)
 
 	switch {
+	case out.Dropped:
+		l.env.Out.Publish(nil, nil, acks) // the person was erased: no result, no copy in DEAD
 	case deadErr != nil:
 		l.publishDead(done, deadErr, tm, acks)
 	case done != nil:

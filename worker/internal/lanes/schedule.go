@@ -134,7 +134,9 @@ func (l *Lane) send(c *conv, batch []*item, sender deliver.Sender, site *schema.
 				out = deliver.Fail(err)
 			}
 		}
-		if site != nil {
+		if site != nil && l.env.Sites.Erased(batch[0].job.ConversationID) {
+			out = deliver.Outcome{Dropped: true} // a batch is one conversation's
+		} else if site != nil {
 			jobs := make([]*schema.Job, len(batch))
 			for i, it := range batch {
 				jobs[i] = &it.job

@@ -29,6 +29,19 @@ type Cache struct {
 	m      map[int64]*schema.SiteDelivery
 	// uncleanStart is when the edge last started after a crash or power cut (UncleanStart).
 	uncleanStart atomic.Int64 // Unix ns, 0: never
+	// erased are the conversations of people erased lately (schema.KeyErased).
+	erased atomic.Pointer[map[int64]int64]
+}
+
+// Erased says whether a conversation belongs to a person the site erased lately: its jobs are
+// dropped, not delivered.
+func (c *Cache) Erased(conversationID int64) bool {
+	m := c.erased.Load()
+	if m == nil || conversationID == 0 {
+		return false
+	}
+	_, ok := (*m)[conversationID]
+	return ok
 }
 
 // UncleanStart is when the edge last started after a run that crashed or lost its power
@@ -96,6 +109,15 @@ func (c *Cache) apply(e jetstream.KeyValueEntry) {
 			return
 		}
 		c.uncleanStart.Store(u.At.UnixNano())
+		return
+	}
+	if e.Key() == schema.KeyErased && e.Operation() == jetstream.KeyValuePut {
+		var x schema.Erased
+		if err := c.open(e.Key(), e.Value(), &x); err != nil {
+			c.log.Warn("SITES value ignored", "key", e.Key(), "err", err)
+			return
+		}
+		c.erased.Store(&x.Conversations)
 		return
 	}
 	id, ok := siteIDOf(e.Key())
