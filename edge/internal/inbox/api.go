@@ -467,6 +467,7 @@ func (h *Handler) updateSettings(c *fiber.Ctx) error {
 	if err := h.Sites.Put(ctx, row); err != nil {
 		h.Log.Error("publish site settings", "site", row.ID, "err", err)
 	}
+	h.audit(c, s.ID, store.AuditSettingsChanged, map[string]any{"fields": settingsFields(c.Body())})
 	return c.JSON(settingsOf(row))
 }
 
@@ -527,6 +528,7 @@ func (h *Handler) newToken(c *fiber.Ctx) error {
 	}); err != nil {
 		return err
 	}
+	h.audit(c, 0, store.AuditTokenCreated, map[string]any{"token_id": id})
 	return c.Status(fiber.StatusCreated).JSON(fiber.Map{"id": id, "name": req.Name, "token": tok})
 }
 
@@ -548,6 +550,7 @@ func (h *Handler) deleteToken(c *fiber.Ctx) error {
 	}
 	if th != nil {
 		h.Hub.endToken(w.op.ID, th)
+		h.audit(c, 0, store.AuditTokenDeleted, map[string]any{"token_id": id})
 	}
 	return c.SendStatus(fiber.StatusNoContent)
 }

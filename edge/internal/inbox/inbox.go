@@ -120,6 +120,7 @@ func (h *Handler) Register(app *fiber.App) {
 	g.Get("/sites/:site/people/export", h.exportPerson) // people.go
 	g.Delete("/sites/:site/people", h.erasePerson)
 	g.Get("/sites/:site/reports", h.report) // reports.go
+	g.Get("/sites/:site/audit", h.auditLog) // audit.go
 	g.Get("/sites/:site/reports.csv", h.reportCSV)
 	g.Get("/sites/:site/invites", h.invites) // invites.go
 	g.Post("/sites/:site/invites", h.invite)
@@ -243,6 +244,7 @@ func (h *Handler) login(c *fiber.Ctx) error {
 	}
 	if !ok {
 		h.passwordFailed(addr, account, op.ID)
+		h.auditAs(c, op.ID, account, 0, store.AuditLoginFailed, nil)
 		return fail(c, fiber.StatusUnauthorized, "unauthorized", "Wrong email or password.")
 	}
 	token, csrf := randomToken(32), randomToken(24)
@@ -252,6 +254,7 @@ func (h *Handler) login(c *fiber.Ctx) error {
 	}); err != nil {
 		return err
 	}
+	h.auditAs(c, op.ID, op.Email, 0, store.AuditLogin, nil)
 	c.Cookie(&fiber.Cookie{Name: CookieName, Value: token, Path: "/", Expires: expires, HTTPOnly: true,
 		SameSite: fiber.CookieSameSiteLaxMode, Secure: secure(c)})
 	return c.JSON(fiber.Map{"operator": op, "csrf_token": csrf})
@@ -296,6 +299,7 @@ func (h *Handler) logout(c *fiber.Ctx) error {
 		}
 		h.Hub.endSession(w.op.ID, w.session)
 	}
+	h.audit(c, 0, store.AuditLogout, nil)
 	c.Cookie(&fiber.Cookie{Name: CookieName, Value: "", Path: "/", MaxAge: -1, Expires: time.Unix(1, 0), HTTPOnly: true,
 		SameSite: fiber.CookieSameSiteLaxMode, Secure: secure(c)})
 	return c.SendStatus(fiber.StatusNoContent)
@@ -399,5 +403,6 @@ func (h *Handler) changePassword(c *fiber.Ctx) error {
 		return err
 	}
 	h.Hub.endOthers(w.op.ID, w.session)
+	h.audit(c, 0, store.AuditPasswordChanged, nil)
 	return c.SendStatus(fiber.StatusNoContent)
 }

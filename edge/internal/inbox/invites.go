@@ -85,6 +85,7 @@ func (h *Handler) invite(c *fiber.Ctx) error {
 		})
 	}
 	h.Hub.InvitesChanged(s.ID)
+	h.audit(c, s.ID, store.AuditInviteCreated, map[string]any{"invite_id": v.ID, "email": v.Email, "role": v.Role})
 	return c.Status(fiber.StatusCreated).JSON(fiber.Map{"invite": v, "link": link})
 }
 
@@ -120,6 +121,7 @@ func (h *Handler) withdrawInvite(c *fiber.Ctx) error {
 		return busy(c, err)
 	}
 	h.Hub.InvitesChanged(s.ID)
+	h.audit(c, s.ID, store.AuditInviteWithdrawn, map[string]any{"invite_id": id})
 	return c.SendStatus(fiber.StatusNoContent)
 }
 
@@ -201,6 +203,7 @@ func (h *Handler) acceptInvite(c *fiber.Ctx) error {
 	h.Hub.MembersChanged(v.SiteID)
 	h.Hub.InvitesChanged(v.SiteID)
 	h.Hub.SitesChanged(op.ID) // an existing account's open inboxes start watching the site
+	h.auditAs(c, op.ID, op.Email, v.SiteID, store.AuditInviteAccepted, map[string]any{"invite_id": v.ID, "role": v.Role})
 	c.Cookie(&fiber.Cookie{Name: CookieName, Value: token, Path: "/", Expires: expires, HTTPOnly: true,
 		SameSite: fiber.CookieSameSiteLaxMode, Secure: secure(c)})
 	return c.JSON(fiber.Map{"operator": op, "csrf_token": csrf})

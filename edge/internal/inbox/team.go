@@ -55,6 +55,7 @@ func (h *Handler) setRole(c *fiber.Ctx) error {
 	}
 	if changed {
 		h.Hub.MembersChanged(s.ID)
+		h.audit(c, s.ID, store.AuditRoleChanged, map[string]any{"operator_id": id, "role": role})
 	}
 	return c.JSON(fiber.Map{"site_id": s.ID, "operator_id": id, "role": role})
 }
@@ -83,6 +84,7 @@ func (h *Handler) removeMember(c *fiber.Ctx) error {
 	}
 	h.Hub.SitesChanged(id) // their sockets close now, and reconnect watching the sites left
 	h.Hub.MembersChanged(s.ID)
+	h.audit(c, s.ID, store.AuditMemberRemoved, map[string]any{"operator_id": id})
 	return c.SendStatus(fiber.StatusNoContent)
 }
 

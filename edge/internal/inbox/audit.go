@@ -1,0 +1,82 @@
+package inbox
+
+import (
+	"encoding/json"
+	"slices"
+	"strconv"
+
+	"github.com/gofiber/fiber/v2"
+
+	"spookat/edge/internal/store"
+)
+
+// audit records an action of the request's operator, in a commit of its own after the
+// action's: a failure to write it is logged and the action stands.
+func (h *Handler) audit(c *fiber.Ctx, siteID int64, action store.AuditAction, detail map[string]any) {
+	w := current(c)
+	h.auditAs(c, w.op.ID, w.op.Email, siteID, action, detail)
+}
+
+func (h *Handler) auditAs(c *fiber.Ctx, operatorID int64, actor string, siteID int64, action store.AuditAction, detail map[string]any) {
+	ctx, cancel := reqCtx(c)
+	defer cancel()
+	e := store.AuditEntry{SiteID: siteID, OperatorID: operatorID, Actor: actor, Address: h.IPs.IP(c).String(), Action: action, Detail: detail}
+	if err := h.Store.Audit(ctx, e); err != nil {
+		h.Log.Warn("audit entry not written", "action", action, "site", siteID, "err", err)
+	}
+}
+
+// settingsFields are the names of the settings a request sent (never their values).
+func settingsFields(body []byte) []string {
+	var raw map[string]json.RawMessage
+	if json.Unmarshal(body, &raw) != nil {
+		return nil
+	}
+	var out []string
+	for k := range raw {
+		switch k {
+		case "name", "origins", "slack_token", "slack_channel", "slack_signing_secret", "discord_webhook", "webhook_url",
+			"webhook_secret", "notify_email", "identity_secret", "widget", "retention_days":
+			out = append(out, k)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// auditLog answers GET /sites/:site/audit?operator=&action=&from=&to=&before= (owners): the
+// site's log, newest first, 100 a page (next: the before of the next page).
+func (h *Handler) auditLog(c *fiber.Ctx) error {
+	s, err := h.ownSite(c)
+	if s == nil {
+		return err
+	}
+	q := store.AuditQuery{Action: store.AuditAction(c.Query("action"))}
+	for _, p := range []struct {
+		name string
+		dst  *int64
+	}{{"operator", &q.OperatorID}, {"before", &q.Before}} {
+		if v := c.Query(p.name); v != "" {
+			if *p.dst, err = strconv.ParseInt(v, 10, 64); err != nil || *p.dst <= 0 {
+				return fail(c, fiber.StatusBadRequest, "invalid", p.name+" must be an id (a number).")
+			}
+		}
+	}
+	if q.From, err = searchTime(c.Query("from"), false); err != nil {
+		return fail(c, fiber.StatusBadRequest, "invalid", "from must be a date (2026-11-30) or a time (2026-11-30T09:00:00+01:00).")
+	}
+	if q.To, err = searchTime(c.Query("to"), true); err != nil {
+		return fail(c, fiber.StatusBadRequest, "invalid", "to must be a date (2026-11-30) or a time (2026-11-30T18:00:00+01:00).")
+	}
+	ctx, cancel := reqCtx(c)
+	defer cancel()
+	list, err := h.Store.AuditLog(ctx, s.ID, q)
+	if err != nil {
+		return busy(c, err)
+	}
+	out := fiber.Map{"site_id": s.ID, "entries": list}
+	if len(list) == 100 {
+		out["next"] = list[len(list)-1].ID
+	}
+	return c.JSON(out)
+}
