@@ -54,6 +54,12 @@ func TestPrivacyInSettings(t *testing.T) {
 	op.waitJS("Zoë's conversation left the list, Max's stays", `document.querySelectorAll('#conversations li[data-id]').length === 1 && document.querySelector('#conversations').textContent.includes('I stay')`)
 	op.noReload()
 	op.shot("erased")
+	// The site's activity says it, and how the person was named, not who.
+	op.waitJS("the erasure in the activity", `document.querySelector('#audit-list li[data-action=person_erased]') &&
+		document.querySelector('#audit-list li[data-action=person_erased]').textContent.includes('pia@private.test erased a person') &&
+		!document.querySelector('#audit-list').textContent.includes('zoe@example.com')`)
+	op.do("the activity", chromedp.ScrollIntoView(chromedp.CSS("#activity")))
+	op.shot("activity")
 
 	phone := newTab(t, "phone")
 	phone.do("phone viewport", chromedp.EmulateViewport(390, 844, chromedp.EmulateScale(2), chromedp.EmulateMobile))

@@ -889,6 +889,7 @@
       snippet.value = '<script src="' + location.origin + '/widget.js" data-site="' + s.key + '"' +
         (w.position === 'left' ? ' data-position="left"' : '') + (w.accent ? ' data-color="' + w.accent + '"' : '') + ' async></script>';
       teamSettings(form, id);
+      activity(form, id);
       cannedSettings(form, id);
       tokens(form);
     }, function (e) { clear(V.main); V.main.appendChild(el('p', { class: 'placeholder error', text: e.message })); });
@@ -1011,6 +1012,7 @@
       api('DELETE', '/sites/' + site + '/people?' + query()).then(function (j) {
         var e = j.erased, gone = e.delivered.length ? ' Already delivered, not unsent: ' + e.delivered.map(function (d) { return d.target + (d.thread ? ' thread ' + d.thread : d.external_id ? ' ' + d.external_id : ''); }).join(', ') + '.' : '';
         out.className = 'ok';
+        if (S.activityLoad) S.activityLoad(site);
         out.textContent = 'Erased: ' + e.visitors + ' visitor record(s), ' + e.conversations + ' conversation(s), ' + e.messages + ' message(s), ' + e.files + ' file(s).' + gone;
         who.value = '';
       }, function (e) { out.className = 'error'; out.textContent = e.message; });
@@ -1018,6 +1020,41 @@
     return el('div', { class: 'person' }, [el('label', { for: 'person-who', text: 'A person\u2019s data' }),
       el('div', { class: 'row' }, [kind, who, exp, erase]), out,
       el('div', { class: 'hint', text: 'Export gives them everything this site holds about them; erase deletes it here for good (what went to Slack, Discord, webhooks or email cannot be unsent: the answer lists it).' })]);
+  }
+
+  // ---- the audit log (owners): who did what, newest first, filtered by action or operator.
+  var ACTIONS = { login: 'logged in', login_failed: 'failed to log in', logout: 'logged out', password_changed: 'changed their password',
+    settings_changed: 'changed settings', role_changed: 'changed a role', member_removed: 'removed a member', invite_created: 'invited',
+    invite_withdrawn: 'withdrew an invitation', invite_accepted: 'joined by invitation', token_created: 'made an API token',
+    token_deleted: 'revoked an API token', person_exported: 'exported a person\u2019s data', person_erased: 'erased a person' };
+  function activity(form, site) {
+    var ul = el('ul', { class: 'team-list', id: 'audit-list' });
+    var what = el('select', { id: 'audit-action', 'aria-label': 'Action', onchange: function () { load(); } },
+      [el('option', { value: '', text: 'Every action' })].concat(Object.keys(ACTIONS).map(function (k) { return el('option', { value: k, text: ACTIONS[k] }); })));
+    function detail(e) {
+      var d = e.detail || {};
+      if (d.fields) return d.fields.join(', ');
+      if (d.by) return 'by ' + d.by.replace('_', ' ') + (d.conversations != null ? ', ' + d.conversations + ' conversation(s)' : '');
+      if (d.email) return d.email + (d.role ? ' as ' + d.role : '');
+      if (d.role) return d.role;
+      return '';
+    }
+    function load() {
+      api('GET', '/sites/' + site + '/audit' + (what.value ? '?action=' + what.value : '')).then(function (j) {
+        clear(ul);
+        if (!j.entries.length) ul.appendChild(el('li', { class: 'hint', text: 'Nothing yet.' }));
+        j.entries.slice(0, 50).forEach(function (e) {
+          ul.appendChild(el('li', { 'data-action': e.action }, [el('span', { class: 'who' }, [el('b', { text: e.actor }), ' ' + (ACTIONS[e.action] || e.action) + ' ',
+            el('small', { text: detail(e) })]), el('small', { title: e.address || '', text: when(e.at) + (e.address ? ' \u00b7 ' + e.address : '') })]));
+        });
+      }, function (e) { clear(ul); ul.appendChild(el('li', { class: 'error', text: e.message })); });
+    }
+    var box = el('fieldset', { id: 'activity' }, [el('legend', { text: 'Activity' }),
+      el('p', { class: 'hint', text: 'Who did what on this site, newest first: logins, settings (which fields, never their values), the team, people\u2019s data. Kept a year.' }),
+      what, ul]);
+    form.parentNode.appendChild(el('div', { class: 'settings' }, [box]));
+    S.activityLoad = function (changed) { if (changed === site && document.body.contains(ul)) load(); };
+    load();
   }
 
   // An agent's settings: what is theirs to change (canned replies, their API tokens), and who
