@@ -293,13 +293,15 @@ func visitorExport(args []string) error {
 		return errors.New("-out is required: the archive to write, e.g. -out person.tar.gz")
 	}
 	return withAPI(*dataDir, func(ctx context.Context, api admin.API) error {
-		p, err := api.ExportPerson(ctx, req)
-		if err != nil {
-			return err
-		}
-		f, err := os.OpenFile(*out, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		f, err := os.OpenFile(*out, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600) // before the export: it is audited
 		if err != nil {
 			return fmt.Errorf("-out: %w", err)
+		}
+		p, err := api.ExportPerson(ctx, req)
+		if err != nil {
+			f.Close()
+			os.Remove(*out)
+			return err
 		}
 		if err := files.WritePersonArchive(f, p, files.Dir{Root: filepath.Join(*dataDir, "files")}); err != nil {
 			f.Close()

@@ -555,4 +555,21 @@ func TestCLIVisitorExportAndErase(t *testing.T) {
 	if err := run([]string{"visitor", "export", "-data", dir, "-site", site.Key, "-email", "ada@example.com", "-out", out + "2"}); err == nil || !strings.Contains(err.Error(), "no visitor") {
 		t.Errorf("export after the erasure: %v", err)
 	}
+	captureStdout(t, func() error { return run([]string{"site", "retention", "-data", dir, "-site", site.Key, "-days", "30"}) })
+	// The command line's actions are in the site's audit log, as "cli", naming no one.
+	s, err = store.Open(dir, store.Options{})
+	testkit.NoErr(t, err)
+	defer s.Close()
+	log, err := s.AuditLog(context.Background(), site.ID, store.AuditQuery{})
+	testkit.NoErr(t, err)
+	var actions []string
+	for _, e := range log {
+		actions = append(actions, string(e.Action))
+		if e.Actor != store.ActorCLI || strings.Contains(fmt.Sprint(e.Detail), "ada@") {
+			t.Errorf("entry %+v", e)
+		}
+	}
+	if strings.Join(actions, ",") != "retention_changed,person_erased,person_exported" {
+		t.Errorf("audit: %v", actions)
+	}
 }

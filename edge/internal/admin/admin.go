@@ -145,8 +145,10 @@ func (o *Ops) SetRetention(ctx context.Context, req RetentionRequest) (*SiteInfo
 	var site *store.Site
 	err := o.Store.WriteDurable(ctx, func(tx *store.Tx) error {
 		var err error
-		site, err = tx.SetRetention(req.SiteKey, req.Days)
-		return err
+		if site, err = tx.SetRetention(req.SiteKey, req.Days); err != nil {
+			return err
+		}
+		return tx.Audit(store.AuditEntry{SiteID: site.ID, Actor: store.ActorCLI, Action: store.AuditRetentionChanged, Detail: map[string]any{"days": req.Days}})
 	})
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, fmt.Errorf("no site with key %s (see edge site list)", req.SiteKey)
@@ -168,6 +170,10 @@ func (o *Ops) ExportPerson(ctx context.Context, req PersonRequest) (*store.Perso
 	p, err := o.Store.ExportPerson(ctx, site.ID, req.PersonSelector)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, errors.New("no visitor of this site matches: check the email, user id or visitor id")
+	}
+	if err == nil {
+		_ = o.Store.Audit(ctx, store.AuditEntry{SiteID: site.ID, Actor: store.ActorCLI, Action: store.AuditPersonExported,
+			Detail: map[string]any{"by": req.Kind(), "visitors": len(p.Visitors), "conversations": len(p.Conversations)}})
 	}
 	return p, err
 }
@@ -202,6 +208,8 @@ func (o *Ops) ErasePerson(ctx context.Context, req PersonRequest) (*ErasedPerson
 	if err != nil {
 		return nil, err
 	}
+	_ = o.Store.Audit(ctx, store.AuditEntry{SiteID: site.ID, Actor: store.ActorCLI, Action: store.AuditPersonErased,
+		Detail: map[string]any{"by": req.Kind(), "visitors": e.Visitors, "conversations": e.Conversations, "messages": e.Messages}})
 	out := &ErasedPerson{Erased: *e, WALEmptied: emptied, WebhookEvent: "none: the site has no webhook",
 		WaitingJobs: "not dropped: no edge is running (its JOBS are delivered when it starts; erase again then)"}
 	if o.Registry != nil {
@@ -277,8 +285,10 @@ func (o *Ops) AddOperator(ctx context.Context, req OperatorRequest) (*store.Oper
 	var op *store.Operator
 	err := o.Store.WriteDurable(ctx, func(tx *store.Tx) error {
 		var err error
-		op, err = tx.AddOperator(req.Email, req.Name, req.Password, req.SiteKeys)
-		return err
+		if op, err = tx.AddOperator(req.Email, req.Name, req.Password, req.SiteKeys); err != nil {
+			return err
+		}
+		return tx.Audit(store.AuditEntry{OperatorID: op.ID, Actor: store.ActorCLI, Action: store.AuditOperatorAdded, Detail: map[string]any{"email": op.Email}})
 	})
 	if errors.Is(err, store.ErrOperatorExists) {
 		e := strings.TrimSpace(req.Email)

@@ -1,6 +1,7 @@
 package admin
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -86,7 +87,10 @@ func (o *Ops) SetPassword(ctx context.Context, req PasswordRequest) (*store.Oper
 		if op, err = operator(tx, req.Email); err != nil {
 			return err
 		}
-		return tx.SetOperatorPassword(op.ID, hash, nil)
+		if err := tx.SetOperatorPassword(op.ID, hash, nil); err != nil {
+			return err
+		}
+		return tx.Audit(store.AuditEntry{OperatorID: op.ID, Actor: store.ActorCLI, Action: store.AuditPasswordChanged})
 	})
 	if err != nil {
 		return nil, err
@@ -103,7 +107,10 @@ func (o *Ops) RemoveOperator(ctx context.Context, req OperatorRef) (*store.Opera
 		if op, err = operator(tx, req.Email); err != nil {
 			return err
 		}
-		return tx.RemoveOperator(op.ID)
+		if err := tx.RemoveOperator(op.ID); err != nil {
+			return err
+		}
+		return tx.Audit(store.AuditEntry{OperatorID: op.ID, Actor: store.ActorCLI, Action: store.AuditOperatorRemoved, Detail: map[string]any{"email": op.Email}})
 	})
 	if err != nil {
 		return nil, err
@@ -139,7 +146,18 @@ func (o *Ops) member(ctx context.Context, req MemberRequest, add bool) (*MemberR
 		} else {
 			res.Changed, err = tx.RemoveMember(req.SiteKey, res.Operator.ID)
 		}
-		return err
+		if err != nil || !res.Changed {
+			return err
+		}
+		var siteID int64
+		if _, err := tx.QueryRow(`SELECT id FROM sites WHERE key = ?`, []any{req.SiteKey}, &siteID); err != nil {
+			return err
+		}
+		e := store.AuditEntry{SiteID: siteID, Actor: store.ActorCLI, Action: store.AuditMemberRemoved, Detail: map[string]any{"operator_id": res.Operator.ID}}
+		if add {
+			e.Action, e.Detail["role"] = store.AuditMemberAdded, cmp.Or(req.Role, store.RoleOwner)
+		}
+		return tx.Audit(e)
 	})
 	if err != nil {
 		return nil, err

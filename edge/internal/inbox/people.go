@@ -28,17 +28,6 @@ func personSelector(c *fiber.Ctx) (store.PersonSelector, bool, error) {
 	return sel, true, nil
 }
 
-// selectorKind says how a person was named, never who: the audit log holds no one's data.
-func selectorKind(sel store.PersonSelector) string {
-	switch {
-	case sel.Email != "":
-		return "email"
-	case sel.UserID != "":
-		return "user_id"
-	}
-	return "visitor_id"
-}
-
 // erasePerson answers DELETE /sites/:site/people?visitor=N | email=E | user=U (owners): the
 // person's visitors, conversations, messages, attachments, search entries and read markers
 // are deleted to the bytes (files.ErasePerson). What had already gone to Slack, Discord,
@@ -62,7 +51,7 @@ func (h *Handler) erasePerson(c *fiber.Ctx) error {
 		return busy(c, err)
 	}
 	h.Log.Info("person erased", "site", s.ID, "by", current(c).op.ID, "visitors", e.Visitors, "conversations", e.Conversations, "messages", e.Messages)
-	h.audit(c, s.ID, store.AuditPersonErased, map[string]any{"by": selectorKind(sel), "visitors": e.Visitors, "conversations": e.Conversations, "messages": e.Messages})
+	h.audit(c, s.ID, store.AuditPersonErased, map[string]any{"by": sel.Kind(), "visitors": e.Visitors, "conversations": e.Conversations, "messages": e.Messages})
 	h.Hub.send(s.ID, erasedEvent{Type: "erased", SiteID: s.ID})
 	waiting := "dropped by the workers"
 	if err := h.Sites.MarkErased(ctx, e.ConversationIDs, time.Now()); err != nil {
@@ -110,7 +99,7 @@ func (h *Handler) exportPerson(c *fiber.Ctx) error {
 	if err != nil {
 		return busy(c, err)
 	}
-	h.audit(c, s.ID, store.AuditPersonExported, map[string]any{"by": selectorKind(sel), "visitors": len(p.Visitors), "conversations": len(p.Conversations)})
+	h.audit(c, s.ID, store.AuditPersonExported, map[string]any{"by": sel.Kind(), "visitors": len(p.Visitors), "conversations": len(p.Conversations)})
 	c.Set(fiber.HeaderContentType, "application/gzip")
 	c.Set(fiber.HeaderContentDisposition, `attachment; filename="spookat-person-`+time.Now().UTC().Format("20060102-150405")+`.tar.gz"`)
 	dir, log := h.Files, h.Log

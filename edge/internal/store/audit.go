@@ -27,7 +27,15 @@ const (
 	AuditTokenDeleted    AuditAction = "token_deleted"
 	AuditPersonExported  AuditAction = "person_exported"
 	AuditPersonErased    AuditAction = "person_erased"
+	// The command line's (actor "cli").
+	AuditRetentionChanged AuditAction = "retention_changed"
+	AuditMemberAdded      AuditAction = "member_added"
+	AuditOperatorAdded    AuditAction = "operator_added"
+	AuditOperatorRemoved  AuditAction = "operator_removed"
 )
+
+// ActorCLI is the actor of the command line's entries.
+const ActorCLI = "cli"
 
 // AuditEntry is one line of the log.
 type AuditEntry struct {

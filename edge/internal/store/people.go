@@ -29,6 +29,18 @@ type PersonSelector struct {
 	UserID    string `json:"user_id,omitempty"` // the site's user id, verified or claimed
 }
 
+// Kind says how the person is named (email, user_id, visitor_id), never who: what the audit
+// log keeps.
+func (p PersonSelector) Kind() string {
+	switch {
+	case p.Email != "":
+		return "email"
+	case p.UserID != "":
+		return "user_id"
+	}
+	return "visitor_id"
+}
+
 // Check says what is wrong with a selector, in a sentence.
 func (p PersonSelector) Check() error {
 	n := 0
