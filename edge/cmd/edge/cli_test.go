@@ -555,7 +555,9 @@ func TestCLIVisitorExportAndErase(t *testing.T) {
 	if err := run([]string{"visitor", "export", "-data", dir, "-site", site.Key, "-email", "ada@example.com", "-out", out + "2"}); err == nil || !strings.Contains(err.Error(), "no visitor") {
 		t.Errorf("export after the erasure: %v", err)
 	}
-	captureStdout(t, func() error { return run([]string{"site", "retention", "-data", dir, "-site", site.Key, "-days", "30"}) })
+	captureStdout(t, func() error {
+		return run([]string{"site", "retention", "-data", dir, "-site", site.Key, "-days", "30"})
+	})
 	// The command line's actions are in the site's audit log, as "cli", naming no one.
 	s, err = store.Open(dir, store.Options{})
 	testkit.NoErr(t, err)
