@@ -272,16 +272,22 @@ func siteRetention(args []string) error {
 	})
 }
 
+// personFlags declares the flags that name a site and one person of it (edge visitor …).
+func personFlags(fs *flag.FlagSet) *admin.PersonRequest {
+	req := &admin.PersonRequest{}
+	fs.StringVar(&req.SiteKey, "site", "", "the site's key (required; see edge site list)")
+	fs.Int64Var(&req.VisitorID, "visitor", 0, "the person by a visitor id")
+	fs.StringVar(&req.Email, "email", "", "the person by email (any case; every visitor that gave it)")
+	fs.StringVar(&req.UserID, "user", "", "the person by the site's user id")
+	return req
+}
+
 // visitorExport writes everything a site holds about one person to one .tar.gz: person.json
 // and their attachments, read from the data directory (schema/PROTOCOL.md, "A person's data").
 func visitorExport(args []string) error {
 	fs := flag.NewFlagSet("edge visitor export", flag.ContinueOnError)
 	dataDir := fs.String("data", "data", "data directory")
-	req := admin.PersonRequest{}
-	fs.StringVar(&req.SiteKey, "site", "", "the site's key (required; see edge site list)")
-	fs.Int64Var(&req.VisitorID, "visitor", 0, "the person by a visitor id")
-	fs.StringVar(&req.Email, "email", "", "the person by email (any case; every visitor that gave it)")
-	fs.StringVar(&req.UserID, "user", "", "the person by the site's user id")
+	req := personFlags(fs)
 	out := fs.String("out", "", "the archive to write, e.g. person.tar.gz (required; not overwritten)")
 	if err := parse(fs, args); err != nil {
 		return err
@@ -297,7 +303,7 @@ func visitorExport(args []string) error {
 		if err != nil {
 			return fmt.Errorf("-out: %w", err)
 		}
-		p, err := api.ExportPerson(ctx, req)
+		p, err := api.ExportPerson(ctx, *req)
 		if err != nil {
 			f.Close()
 			os.Remove(*out)
@@ -321,11 +327,7 @@ func visitorExport(args []string) error {
 func visitorErase(args []string) error {
 	fs := flag.NewFlagSet("edge visitor erase", flag.ContinueOnError)
 	dataDir := fs.String("data", "data", "data directory")
-	req := admin.PersonRequest{}
-	fs.StringVar(&req.SiteKey, "site", "", "the site's key (required; see edge site list)")
-	fs.Int64Var(&req.VisitorID, "visitor", 0, "the person by a visitor id")
-	fs.StringVar(&req.Email, "email", "", "the person by email (any case; every visitor that gave it)")
-	fs.StringVar(&req.UserID, "user", "", "the person by the site's user id")
+	req := personFlags(fs)
 	yes := fs.Bool("yes", false, "erase for good (required: nothing brings it back)")
 	if err := parse(fs, args); err != nil {
 		return err
@@ -337,7 +339,7 @@ func visitorErase(args []string) error {
 		return errors.New("-yes is required: the person's conversations, messages and files are deleted for good (export them first with `edge visitor export` if they asked for them)")
 	}
 	return withAPI(*dataDir, func(ctx context.Context, api admin.API) error {
-		e, err := api.ErasePerson(ctx, req)
+		e, err := api.ErasePerson(ctx, *req)
 		if err != nil {
 			return err
 		}

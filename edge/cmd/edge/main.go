@@ -21,8 +21,8 @@ import (
 	"spookat/edge/internal/brakes"
 	"spookat/edge/internal/broker"
 	"spookat/edge/internal/clientip"
+	"spookat/edge/internal/files"
 	"spookat/edge/internal/server"
-	"spookat/edge/internal/widget"
 	"spookat/schema"
 	"spookat/worker"
 )
@@ -54,8 +54,8 @@ func serve(args []string) error {
 	fs.StringVar(&cfg.NATSTLS.ClientCA, "nats-client-ca", "", "embedded NATS: clients must also present a certificate this CA signed (mutual TLS)")
 	fs.BoolVar(&cfg.NATSInsecure, "nats-insecure", false, "labs only: allow the embedded NATS beyond loopback without TLS, and an external NATS that asks for no credentials")
 	fs.IntVar(&cfg.Replicas, "nats-replicas", 1, "replicas of the streams and buckets (3 on a NATS cluster)")
-	fileQuotaMB := fs.Int64("file-quota-mb", widget.DefaultFileQuota/1_000_000, "attachments a site may hold on disk, MB (1 MB = 1,000,000 bytes, as the messages count them)")
-	diskReserveMB := fs.Int64("disk-reserve-mb", widget.DefaultDiskReserve/1_000_000, "attachments stop when the disk of the data directory has less than this free, MB")
+	fileQuotaMB := fs.Int64("file-quota-mb", files.DefaultQuota/1_000_000, "attachments a site may hold on disk, MB (1 MB = 1,000,000 bytes, as the messages count them)")
+	diskReserveMB := fs.Int64("disk-reserve-mb", files.DefaultReserve/1_000_000, "attachments stop when the disk of the data directory has less than this free, MB")
 	fs.StringVar(&cfg.PublicURL, "public-url", "", "URL browsers use to reach this edge (default http://localhost:<port>)")
 	fs.IntVar(&cfg.WriteQueue, "write-queue", 50_000, "writes that may wait for the SQLite writer; past it a message is refused with \"unavailable\" at once instead of waiting")
 	fs.IntVar(&cfg.WALPages, "wal-max-pages", 4096, "SQLite WAL size in 4 KiB pages past which the writer copies it back into the database itself between two commits, so that it starts again from its beginning (4096: 16 MiB)")

@@ -12,10 +12,8 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
-	"time"
 
 	"spookat/edge/internal/files"
-	"spookat/edge/internal/jobs"
 	"spookat/edge/internal/sites"
 	"spookat/edge/internal/store"
 	"spookat/schema"
@@ -201,35 +199,12 @@ func (o *Ops) ErasePerson(ctx context.Context, req PersonRequest) (*ErasedPerson
 	if err != nil {
 		return nil, err
 	}
-	e, emptied, err := files.ErasePerson(ctx, o.Store, o.Files, site.ID, req.PersonSelector)
+	x := Eraser{Store: o.Store, Files: o.Files, Registry: o.Registry, PublishJob: o.PublishJob}
+	out, err := x.Erase(ctx, site.ID, site.WebhookURL != "", req.PersonSelector, store.AuditEntry{Actor: store.ActorCLI})
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, errors.New("no visitor of this site matches: check the email, user id or visitor id")
 	}
-	if err != nil {
-		return nil, err
-	}
-	_ = o.Store.Audit(ctx, store.AuditEntry{SiteID: site.ID, Actor: store.ActorCLI, Action: store.AuditPersonErased,
-		Detail: map[string]any{"by": req.Kind(), "visitors": e.Visitors, "conversations": e.Conversations, "messages": e.Messages}})
-	out := &ErasedPerson{Erased: *e, WALEmptied: emptied, WebhookEvent: "none: the site has no webhook",
-		WaitingJobs: "not dropped: no edge is running (its JOBS are delivered when it starts; erase again then)"}
-	if o.Registry != nil {
-		out.WaitingJobs = "dropped by the workers"
-		if err := o.Registry.MarkErased(ctx, e.ConversationIDs, time.Now()); err != nil {
-			out.WaitingJobs = "not dropped: " + err.Error()
-		}
-	}
-	if site.WebhookURL != "" {
-		switch {
-		case o.PublishJob == nil:
-			out.WebhookEvent = "not sent: no edge is running to publish it (erase again with the edge running, or tell the receiver)"
-		default:
-			out.WebhookEvent = "queued"
-			if err := o.PublishJob(ctx, jobs.Erasure(site.ID, req.PersonSelector, e, time.Now())); err != nil {
-				out.WebhookEvent = "not sent: " + err.Error()
-			}
-		}
-	}
-	return out, nil
+	return out, err
 }
 
 func (o *Ops) publish(ctx context.Context, list ...*store.Site) error {

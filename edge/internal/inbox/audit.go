@@ -2,8 +2,10 @@ package inbox
 
 import (
 	"encoding/json"
+	"reflect"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -26,6 +28,16 @@ func (h *Handler) auditAs(c *fiber.Ctx, operatorID int64, actor string, siteID i
 	}
 }
 
+// settingsKeys are the JSON names of settingsUpdate's fields: the settings a change may name.
+var settingsKeys = func() map[string]bool {
+	t, keys := reflect.TypeFor[settingsUpdate](), map[string]bool{}
+	for i := range t.NumField() {
+		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
+		keys[name] = true
+	}
+	return keys
+}()
+
 // settingsFields are the names of the settings a request sent (never their values).
 func settingsFields(body []byte) []string {
 	var raw map[string]json.RawMessage
@@ -34,9 +46,7 @@ func settingsFields(body []byte) []string {
 	}
 	var out []string
 	for k := range raw {
-		switch k {
-		case "name", "origins", "slack_token", "slack_channel", "slack_signing_secret", "discord_webhook", "webhook_url",
-			"webhook_secret", "notify_email", "identity_secret", "widget", "retention_days":
+		if settingsKeys[k] {
 			out = append(out, k)
 		}
 	}

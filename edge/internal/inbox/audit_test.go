@@ -68,18 +68,7 @@ func TestAuditLog(t *testing.T) {
 	if code := apiCall(t, app, token, "GET", siteURL+"/audit?action=login", "", &log); code != 200 || len(log.Entries) != 1 {
 		t.Errorf("filtered by action: %d %+v", code, log.Entries)
 	}
-	agentToken := TokenPrefix + randomToken(24)
-	testkit.NoErr(t, st.Write(context.Background(), func(tx *store.Tx) error {
-		op, err := tx.AddOperator("agent@shop.example", "Agent", "correct horse", nil)
-		if err != nil {
-			return err
-		}
-		if _, err := tx.AddMember(site.Key, op.ID, store.RoleAgent); err != nil {
-			return err
-		}
-		_, err = tx.AddAPIToken(op.ID, hashToken(agentToken), "test")
-		return err
-	}))
+	_, agentToken := addMember(t, st, site, "agent@shop.example", store.RoleAgent)
 	if code := apiCall(t, app, agentToken, "GET", siteURL+"/audit", "", nil); code != http.StatusForbidden {
 		t.Errorf("an agent reads the log: %d", code)
 	}

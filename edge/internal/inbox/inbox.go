@@ -247,17 +247,34 @@ func (h *Handler) login(c *fiber.Ctx) error {
 		h.auditAs(c, op.ID, account, 0, store.AuditLoginFailed, nil)
 		return fail(c, fiber.StatusUnauthorized, "unauthorized", "Wrong email or password.")
 	}
-	token, csrf := randomToken(32), randomToken(24)
-	expires := time.Now().Add(SessionTTL)
-	if err := h.Store.Write(ctx, func(tx *store.Tx) error {
-		return tx.AddSession(hashToken(token), op.ID, csrf, expires.UnixMilli())
-	}); err != nil {
+	ns := startSession()
+	if err := h.Store.Write(ctx, func(tx *store.Tx) error { return ns.add(tx, op.ID) }); err != nil {
 		return err
 	}
 	h.auditAs(c, op.ID, op.Email, 0, store.AuditLogin, nil)
-	c.Cookie(&fiber.Cookie{Name: CookieName, Value: token, Path: "/", Expires: expires, HTTPOnly: true,
+	return ns.answer(c, op)
+}
+
+// newSession is a login's session before it is stored: its token, CSRF token and end.
+type newSession struct {
+	token, csrf string
+	expires     time.Time
+}
+
+func startSession() newSession {
+	return newSession{randomToken(32), randomToken(24), time.Now().Add(SessionTTL)}
+}
+
+// add stores the session of the operator, in a write.
+func (ns newSession) add(tx *store.Tx, operatorID int64) error {
+	return tx.AddSession(hashToken(ns.token), operatorID, ns.csrf, ns.expires.UnixMilli())
+}
+
+// answer sets the session cookie and answers as a login does.
+func (ns newSession) answer(c *fiber.Ctx, op any) error {
+	c.Cookie(&fiber.Cookie{Name: CookieName, Value: ns.token, Path: "/", Expires: ns.expires, HTTPOnly: true,
 		SameSite: fiber.CookieSameSiteLaxMode, Secure: secure(c)})
-	return c.JSON(fiber.Map{"operator": op, "csrf_token": csrf})
+	return c.JSON(fiber.Map{"operator": op, "csrf_token": ns.csrf})
 }
 
 // admitPassword applies the Limiter before a password is checked: refused, with the 429

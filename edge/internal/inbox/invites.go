@@ -185,14 +185,13 @@ func (h *Handler) acceptInvite(c *fiber.Ctx) error {
 	} else if hash, err = store.HashPassword(req.Password); err != nil {
 		return fail(c, fiber.StatusBadRequest, "invalid", sentence(err))
 	}
-	token, csrf := randomToken(32), randomToken(24)
-	expires := time.Now().Add(SessionTTL)
+	ns := startSession()
 	var op *store.Operator
 	err = h.Store.WriteDurable(ctx, func(tx *store.Tx) (err error) {
 		if _, op, err = tx.AcceptInvite(hashToken(req.Token), req.Name, hash); err != nil {
 			return err
 		}
-		return tx.AddSession(hashToken(token), op.ID, csrf, expires.UnixMilli())
+		return ns.add(tx, op.ID)
 	})
 	if errors.Is(err, store.ErrInviteGone) { // used or withdrawn a moment ago
 		return fail(c, fiber.StatusNotFound, "gone", sentence(err))
@@ -204,7 +203,5 @@ func (h *Handler) acceptInvite(c *fiber.Ctx) error {
 	h.Hub.InvitesChanged(v.SiteID)
 	h.Hub.SitesChanged(op.ID) // an existing account's open inboxes start watching the site
 	h.auditAs(c, op.ID, op.Email, v.SiteID, store.AuditInviteAccepted, map[string]any{"invite_id": v.ID, "role": v.Role})
-	c.Cookie(&fiber.Cookie{Name: CookieName, Value: token, Path: "/", Expires: expires, HTTPOnly: true,
-		SameSite: fiber.CookieSameSiteLaxMode, Secure: secure(c)})
-	return c.JSON(fiber.Map{"operator": op, "csrf_token": csrf})
+	return ns.answer(c, op)
 }

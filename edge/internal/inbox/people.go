@@ -7,25 +7,29 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
+	"spookat/edge/internal/admin"
 	"spookat/edge/internal/files"
-	"spookat/edge/internal/jobs"
+	"spookat/edge/internal/sites"
 	"spookat/edge/internal/store"
 )
 
-// personSelector reads ?visitor=N | email=E | user=U; ok is false when the answer is written.
-func personSelector(c *fiber.Ctx) (store.PersonSelector, bool, error) {
-	sel := store.PersonSelector{Email: c.Query("email"), UserID: c.Query("user")}
+// person reads a request about one person of a site the operator owns: :site and
+// ?visitor=N | email=E | user=U. s is nil when the answer is written (not an owner, a bad
+// selector).
+func (h *Handler) person(c *fiber.Ctx) (s *sites.Site, sel store.PersonSelector, err error) {
+	if s, err = h.ownSite(c); s == nil {
+		return nil, sel, err
+	}
+	sel = store.PersonSelector{Email: c.Query("email"), UserID: c.Query("user")}
 	if v := c.Query("visitor"); v != "" {
-		id, err := parseID(v)
-		if err != nil {
-			return sel, false, fail(c, fiber.StatusBadRequest, "invalid", "visitor must be a visitor's id (a number).")
+		if sel.VisitorID, err = parseID(v); err != nil {
+			return nil, sel, fail(c, fiber.StatusBadRequest, "invalid", "visitor must be a visitor's id (a number).")
 		}
-		sel.VisitorID = id
 	}
 	if err := sel.Check(); err != nil {
-		return sel, false, fail(c, fiber.StatusBadRequest, "invalid", sentence(err)+" (visitor=, email= or user=)")
+		return nil, sel, fail(c, fiber.StatusBadRequest, "invalid", sentence(err)+" (visitor=, email= or user=)")
 	}
-	return sel, true, nil
+	return s, sel, nil
 }
 
 // erasePerson answers DELETE /sites/:site/people?visitor=N | email=E | user=U (owners): the
@@ -33,42 +37,26 @@ func personSelector(c *fiber.Ctx) (store.PersonSelector, bool, error) {
 // are deleted to the bytes (files.ErasePerson). What had already gone to Slack, Discord,
 // webhooks or email cannot be unsent: the answer lists it.
 func (h *Handler) erasePerson(c *fiber.Ctx) error {
-	s, err := h.ownSite(c)
+	s, sel, err := h.person(c)
 	if s == nil {
-		return err
-	}
-	sel, ok, err := personSelector(c)
-	if !ok {
 		return err
 	}
 	ctx, cancel := reqCtx(c)
 	defer cancel()
-	e, emptied, err := files.ErasePerson(ctx, h.Store, h.Files, s.ID, sel)
+	w := current(c)
+	x := admin.Eraser{Store: h.Store, Files: h.Files, Registry: h.Sites, PublishJob: h.PublishJob}
+	out, err := x.Erase(ctx, s.ID, s.Delivery != nil && s.Delivery.WebhookURL != "", sel,
+		store.AuditEntry{OperatorID: w.op.ID, Actor: w.op.Email, Address: h.IPs.IP(c).String()})
 	if errors.Is(err, store.ErrNotFound) {
 		return fail(c, fiber.StatusNotFound, "not_found", "No visitor of this site matches: check the email, user id or visitor id.")
 	}
 	if err != nil {
 		return busy(c, err)
 	}
-	h.Log.Info("person erased", "site", s.ID, "by", current(c).op.ID, "visitors", e.Visitors, "conversations", e.Conversations, "messages", e.Messages)
-	h.audit(c, s.ID, store.AuditPersonErased, map[string]any{"by": sel.Kind(), "visitors": e.Visitors, "conversations": e.Conversations, "messages": e.Messages})
+	h.Log.Info("person erased", "site", s.ID, "by", w.op.ID, "visitors", out.Visitors, "conversations", out.Conversations, "messages", out.Messages,
+		"waiting_jobs", out.WaitingJobs, "webhook_event", out.WebhookEvent)
 	h.Hub.send(s.ID, erasedEvent{Type: "erased", SiteID: s.ID})
-	waiting := "dropped by the workers"
-	if err := h.Sites.MarkErased(ctx, e.ConversationIDs, time.Now()); err != nil {
-		h.Log.Warn("erased conversations not told to the workers", "site", s.ID, "err", err)
-		waiting = "not dropped: " + err.Error()
-	}
-	webhook := "none: the site has no webhook"
-	if s.Delivery != nil && s.Delivery.WebhookURL != "" {
-		webhook = "queued"
-		if h.PublishJob == nil {
-			webhook = "not sent: no job publisher"
-		} else if err := h.PublishJob(ctx, jobs.Erasure(s.ID, sel, e, time.Now())); err != nil {
-			h.Log.Warn("erasure event not published", "site", s.ID, "err", err)
-			webhook = "not sent: " + err.Error()
-		}
-	}
-	return c.JSON(fiber.Map{"erased": e, "wal_emptied": emptied, "webhook_event": webhook, "waiting_jobs": waiting,
+	return c.JSON(fiber.Map{"erased": out.Erased, "wal_emptied": out.WALEmptied, "webhook_event": out.WebhookEvent, "waiting_jobs": out.WaitingJobs,
 		"note": "Deleted here. What had gone to Slack, Discord, webhooks or email (listed in delivered) cannot be unsent from here."})
 }
 
@@ -82,12 +70,8 @@ type erasedEvent struct {
 // everything the site holds about one person (store.ExportPerson) as a .tar.gz download,
 // person.json and their attachments (files.WritePersonArchive).
 func (h *Handler) exportPerson(c *fiber.Ctx) error {
-	s, err := h.ownSite(c)
+	s, sel, err := h.person(c)
 	if s == nil {
-		return err
-	}
-	sel, ok, err := personSelector(c)
-	if !ok {
 		return err
 	}
 	ctx, cancel := reqCtx(c)

@@ -122,18 +122,7 @@ func TestExportPerson(t *testing.T) {
 		}
 	}
 	// An agent may not.
-	agentToken := TokenPrefix + randomToken(24)
-	testkit.NoErr(t, st.Write(ctx, func(tx *store.Tx) error {
-		op, err := tx.AddOperator("agent@shop.example", "Agent", "correct horse", nil)
-		if err != nil {
-			return err
-		}
-		if _, err := tx.AddMember(site.Key, op.ID, store.RoleAgent); err != nil {
-			return err
-		}
-		_, err = tx.AddAPIToken(op.ID, hashToken(agentToken), "test")
-		return err
-	}))
+	_, agentToken := addMember(t, st, site, "agent@shop.example", store.RoleAgent)
 	if code := apiCall(t, app, agentToken, "GET", "/v1/api/sites/"+strconv.FormatInt(site.ID, 10)+"/people/export?user=u-7", "", &refused); code != http.StatusForbidden {
 		t.Errorf("an agent's export: %d", code)
 	}
@@ -160,18 +149,7 @@ func TestErasePersonAPI(t *testing.T) {
 			}))
 		}
 	}
-	agentToken := TokenPrefix + randomToken(24)
-	testkit.NoErr(t, st.Write(ctx, func(tx *store.Tx) error {
-		op, err := tx.AddOperator("agent@shop.example", "Agent", "correct horse", nil)
-		if err != nil {
-			return err
-		}
-		if _, err := tx.AddMember(site.Key, op.ID, store.RoleAgent); err != nil {
-			return err
-		}
-		_, err = tx.AddAPIToken(op.ID, hashToken(agentToken), "test")
-		return err
-	}))
+	_, agentToken := addMember(t, st, site, "agent@shop.example", store.RoleAgent)
 	path := "/v1/api/sites/" + strconv.FormatInt(site.ID, 10) + "/people?email=zoe%40example.com"
 	if code := apiCall(t, app, agentToken, "DELETE", path, "", nil); code != http.StatusForbidden {
 		t.Fatalf("an agent's erasure: %d", code)

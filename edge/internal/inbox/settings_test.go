@@ -52,6 +52,24 @@ func settingsApp(t *testing.T, allowPrivate bool) (app *fiber.App, st *store.Sto
 	return app, st, site, token
 }
 
+// addMember adds an operator to the site in role, with an API token of theirs.
+func addMember(t *testing.T, st *store.Store, site *store.Site, email string, role store.Role) (*store.Operator, string) {
+	t.Helper()
+	token := TokenPrefix + randomToken(24)
+	var op *store.Operator
+	testkit.NoErr(t, st.Write(context.Background(), func(tx *store.Tx) (err error) {
+		if op, err = tx.AddOperator(email, strings.Split(email, "@")[0], "correct horse", nil); err != nil {
+			return err
+		}
+		if _, err = tx.AddMember(site.Key, op.ID, role); err != nil {
+			return err
+		}
+		_, err = tx.AddAPIToken(op.ID, hashToken(token), "test")
+		return err
+	}))
+	return op, token
+}
+
 // apiCall sends a request with an API token to the inbox API under test, decodes the JSON
 // answer into out (unless nil) and returns the status.
 func apiCall(t *testing.T, app *fiber.App, token, method, path, body string, out any) int {

@@ -5,6 +5,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
+	"spookat/edge/internal/sites"
 	"spookat/edge/internal/store"
 )
 
@@ -24,14 +25,24 @@ func (h *Hub) MembersChanged(siteID int64) {
 	h.send(siteID, membersEvent{Type: "members", SiteID: siteID})
 }
 
-func (h *Handler) setRole(c *fiber.Ctx) error {
+// member reads :site, which the operator must own, and :id, a member's operator id; s is nil
+// when the answer is written.
+func (h *Handler) member(c *fiber.Ctx) (*sites.Site, int64, error) {
 	s, err := h.ownSite(c)
 	if s == nil {
-		return err
+		return nil, 0, err
 	}
 	id, err := parseID(c.Params("id"))
 	if err != nil {
-		return fail(c, fiber.StatusNotFound, "not_found", "No such member.")
+		return nil, 0, fail(c, fiber.StatusNotFound, "not_found", "No such member.")
+	}
+	return s, id, nil
+}
+
+func (h *Handler) setRole(c *fiber.Ctx) error {
+	s, id, err := h.member(c)
+	if s == nil {
+		return err
 	}
 	var req struct {
 		Role string `json:"role"`
@@ -61,13 +72,9 @@ func (h *Handler) setRole(c *fiber.Ctx) error {
 }
 
 func (h *Handler) removeMember(c *fiber.Ctx) error {
-	s, err := h.ownSite(c)
+	s, id, err := h.member(c)
 	if s == nil {
 		return err
-	}
-	id, err := parseID(c.Params("id"))
-	if err != nil {
-		return fail(c, fiber.StatusNotFound, "not_found", "No such member.")
 	}
 	ctx, cancel := reqCtx(c)
 	defer cancel()

@@ -1,14 +1,12 @@
 package inbox
 
 import (
-	"context"
 	"net/http"
 	"strconv"
 	"strings"
 	"testing"
 
 	"spookat/edge/internal/store"
-	"spookat/schema/testkit"
 )
 
 // Roles over the API: an agent answers but cannot read or change the settings or the team;
@@ -16,18 +14,7 @@ import (
 // call is refused.
 func TestTeamAPI(t *testing.T) {
 	app, st, site, annToken := settingsApp(t, false)
-	bobToken := TokenPrefix + randomToken(24)
-	var bob *store.Operator
-	testkit.NoErr(t, st.Write(context.Background(), func(tx *store.Tx) (err error) {
-		if bob, err = tx.AddOperator("bob@shop.example", "Bob", "correct horse", nil); err != nil {
-			return err
-		}
-		if _, err = tx.AddMember(site.Key, bob.ID, store.RoleAgent); err != nil {
-			return err
-		}
-		_, err = tx.AddAPIToken(bob.ID, hashToken(bobToken), "test")
-		return err
-	}))
+	bob, bobToken := addMember(t, st, site, "bob@shop.example", store.RoleAgent)
 	siteURL := "/v1/api/sites/" + strconv.FormatInt(site.ID, 10)
 	call := func(token, method, path, body string, out any) int {
 		t.Helper()

@@ -72,7 +72,7 @@ func (e *Edge) routes() *fiber.App {
 		}
 		return c.SendString("ready")
 	})
-	warnQuotas(e.sites, e.files, cmp.Or(e.cfg.FileQuota, widget.DefaultFileQuota), e.log)
+	warnQuotas(e.sites, e.files, cmp.Or(e.cfg.FileQuota, files.DefaultQuota), e.log)
 	e.widgetHandler().Register(app)
 	assets.New().KnownSites(func(key string) bool { return e.sites.ByKey(key) != nil }).Register(app) // widget.js, chat window, /app/, /demo
 	(&inbox.Handler{Store: e.store, Sites: e.sites, Hub: e.operators, Visitors: e.visitors, Log: e.log,

@@ -85,9 +85,9 @@ type Config struct {
 	StreamLimits     schema.StreamLimits
 	StreamStatsEvery time.Duration
 
-	// FileQuota bounds the attachments a site holds on disk, in bytes (0: widget.DefaultFileQuota).
+	// FileQuota bounds the attachments a site holds on disk, in bytes (0: files.DefaultQuota).
 	FileQuota int64
-	// DiskReserve is what attachments leave free on their disk (0: widget.DefaultDiskReserve).
+	// DiskReserve is what attachments leave free on their disk (0: files.DefaultReserve).
 	DiskReserve int64
 }
 

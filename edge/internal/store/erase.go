@@ -1,9 +1,6 @@
 package store
 
-import (
-	"context"
-	"strings"
-)
+import "context"
 
 // Erasing a person: what ExportPerson would give is deleted in one commit of the writer,
 // with SQLite's secure_delete on (the freed pages and cells are overwritten with zeros) and
@@ -43,11 +40,11 @@ func (s *Store) ErasePerson(ctx context.Context, siteID int64, sel PersonSelecto
 	e := &Erased{Delivered: []ErasedDelivery{}}
 	err := s.WriteDurable(ctx, func(tx *Tx) error {
 		var visitors []int64
-		st, err := tx.Stmt(`SELECT id FROM visitors WHERE site_id = ?1 AND (id = ?2 OR (?3 != '' AND email = ?3 COLLATE NOCASE) OR (?4 != '' AND user_id = ?4))`)
+		st, err := tx.Stmt(`SELECT id FROM visitors WHERE ` + personVisitors)
 		if err != nil {
 			return err
 		}
-		err = eachRow(st, []any{siteID, sel.VisitorID, strings.TrimSpace(sel.Email), sel.UserID}, func() error {
+		err = eachRow(st, sel.args(siteID), func() error {
 			visitors = append(visitors, st.ColumnInt64(0))
 			return nil
 		})
@@ -102,10 +99,8 @@ func (s *Store) ErasePerson(ctx context.Context, siteID int64, sel PersonSelecto
 				}
 				e.Messages += n
 				e.FileKeys = append(e.FileKeys, keys...)
-				for _, q := range []string{`DELETE FROM conversation_reads WHERE conversation_id = ?`, `DELETE FROM conversations WHERE id = ?`} {
-					if err := tx.exec(q, c); err != nil {
-						return err
-					}
+				if err := tx.deleteConversation(c); err != nil {
+					return err
 				}
 				e.Conversations++
 				e.ConversationIDs = append(e.ConversationIDs, c)

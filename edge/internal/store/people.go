@@ -41,6 +41,14 @@ func (p PersonSelector) Kind() string {
 	return "visitor_id"
 }
 
+// personVisitors picks a site's visitors a selector names: ?1 the site, then the selector's
+// visitor id, email and user id (args).
+const personVisitors = `site_id = ?1 AND (id = ?2 OR (?3 != '' AND email = ?3 COLLATE NOCASE) OR (?4 != '' AND user_id = ?4))`
+
+func (p PersonSelector) args(siteID int64) []any {
+	return []any{siteID, p.VisitorID, strings.TrimSpace(p.Email), p.UserID}
+}
+
 // Check says what is wrong with a selector, in a sentence.
 func (p PersonSelector) Check() error {
 	n := 0
@@ -146,11 +154,11 @@ func (s *Store) ExportPerson(ctx context.Context, siteID int64, sel PersonSelect
 			return err
 		}
 		vs, err := q.Stmt(`SELECT id, email, name, coalesce(user_id, ''), verified, created_at, context FROM visitors
-			WHERE site_id = ?1 AND (id = ?2 OR (?3 != '' AND email = ?3 COLLATE NOCASE) OR (?4 != '' AND user_id = ?4)) ORDER BY id`)
+			WHERE ` + personVisitors + ` ORDER BY id`)
 		if err != nil {
 			return err
 		}
-		if err := eachRow(vs, []any{siteID, sel.VisitorID, strings.TrimSpace(sel.Email), sel.UserID}, func() error {
+		if err := eachRow(vs, sel.args(siteID), func() error {
 			out.Visitors = append(out.Visitors, PersonVisitor{ID: vs.ColumnInt64(0), Email: vs.ColumnText(1), Name: vs.ColumnText(2), UserID: vs.ColumnText(3),
 				Verified: vs.ColumnBool(4), CreatedAt: ms(vs.ColumnInt64(5)), Context: raw(vs.ColumnText(6))})
 			return nil

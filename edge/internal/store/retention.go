@@ -83,13 +83,8 @@ func (s *Store) PurgeExpired(ctx context.Context, now time.Time, after int64, li
 				p.Next = c.id - 1
 				break
 			}
-			for _, q := range []string{
-				`DELETE FROM conversation_reads WHERE conversation_id = ?`,
-				`DELETE FROM conversations WHERE id = ?`,
-			} {
-				if err := tx.exec(q, c.id); err != nil {
-					return err
-				}
+			if err := tx.deleteConversation(c.id); err != nil {
+				return err
 			}
 			if err := tx.exec(`DELETE FROM visitors WHERE id = ? AND NOT EXISTS (SELECT 1 FROM conversations WHERE visitor_id = ?)`, visitor, visitor); err != nil {
 				return err
@@ -103,6 +98,17 @@ func (s *Store) PurgeExpired(ctx context.Context, now time.Time, after int64, li
 		return Purge{}, err
 	}
 	return p, nil
+}
+
+// deleteConversation deletes a conversation's row and read markers, once deleteMessages has
+// taken its messages.
+func (tx *Tx) deleteConversation(id int64) error {
+	for _, q := range []string{`DELETE FROM conversation_reads WHERE conversation_id = ?`, `DELETE FROM conversations WHERE id = ?`} {
+		if err := tx.exec(q, id); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // deleteMessages deletes up to limit messages of a conversation with their delivery records

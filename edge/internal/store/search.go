@@ -79,7 +79,6 @@ type SearchResult struct {
 // searchTerm is a word or a "phrase" of a query: its words as the index keeps them (folded),
 // the last one a prefix when prefix is set.
 type searchTerm struct {
-	raw      string
 	words    []string // folded
 	rawWords []string // as typed, for the MATCH expression (FTS5 folds them itself)
 	prefix   bool
@@ -134,7 +133,7 @@ func parseQuery(text string) ([]searchTerm, error) {
 			return nil, &queryError{"The search has too many words: use at most 8."}
 		}
 		last := raws[len(raws)-1]
-		terms = append(terms, searchTerm{raw: raw, words: words, rawWords: raws, prefix: open && utf8.RuneCountInString(last) >= SearchMinPrefix})
+		terms = append(terms, searchTerm{words: words, rawWords: raws, prefix: open && utf8.RuneCountInString(last) >= SearchMinPrefix})
 	}
 	if len(terms) == 0 {
 		return nil, &queryError{"Type a word to search for."}

@@ -37,7 +37,7 @@ func (s *Store) indexBehind() bool { return !s.opts.noSearch && s.newestMessage(
 // for it; it returns the new watermark (0: nothing done), which is s.indexed once tx commits.
 func (s *Store) indexNew(tx *Tx) (int64, error) {
 	to := s.newestMessage()
-	if s.opts.noSearch || to <= s.indexed || (to-s.indexed < indexBatch && !s.indexDue) {
+	if !s.indexBehind() || (to-s.indexed < indexBatch && !s.indexDue) {
 		return 0, nil
 	}
 	if err := tx.exec(`INSERT INTO messages_fts (rowid, site, text) SELECT id, site, text FROM message_search WHERE id > ? AND id <= ?`, s.indexed, to); err != nil {

@@ -13,10 +13,6 @@ import (
 	"spookat/schema"
 )
 
-// DefaultFileQuota is what a site's attachments may hold on disk, all together, when the
-// edge's -file-quota-mb says nothing.
-const DefaultFileQuota = files.DefaultQuota
-
 // upload answers POST /v1/widget/files?site=<key>: a multipart form with the visitor's token
 // (field "visitor", as the hello gave it) and one file (field "file"). The file is checked
 // (the site's size limit and quota, its type sniffed from its content), written to disk here
@@ -82,9 +78,6 @@ func (h *Handler) upload(c *fiber.Ctx) error {
 	h.Metrics.FilesStored.Inc()
 	return c.Status(fiber.StatusCreated).JSON(row.Wire())
 }
-
-// DefaultDiskReserve is what uploads leave free on the disk when DiskReserve says nothing.
-const DefaultDiskReserve = files.DefaultReserve
 
 // intake is how this handler takes attachments (its quota and reserve).
 func (h *Handler) intake() *files.Intake {

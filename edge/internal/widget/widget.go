@@ -65,10 +65,10 @@ type Handler struct {
 	// PresenceChanges names sites whose Online may have changed (presence.go); nil: only
 	// RunPresence's sweeps notice.
 	PresenceChanges chan int64
-	// Files keeps the attachments; FileQuota bounds a site's, in bytes (0: DefaultFileQuota).
+	// Files keeps the attachments; FileQuota bounds a site's, in bytes (0: files.DefaultQuota).
 	Files     files.Dir
 	FileQuota int64
-	// DiskReserve is what uploads leave free on the files' disk (0: DefaultDiskReserve; -1: none).
+	// DiskReserve is what uploads leave free on the files' disk (0: files.DefaultReserve; -1: none).
 	DiskReserve int64
 
 	upgrader      fws.FastHTTPUpgrader // set by Register
