@@ -6,10 +6,21 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"path/filepath"
 	"time"
 
+	"spookat/edge/internal/admin"
 	"spookat/edge/internal/backup"
+	"spookat/edge/internal/store"
 )
+
+// absPath names a file in the audit log as the SRE would find it again.
+func absPath(p string) string {
+	if a, err := filepath.Abs(p); err == nil {
+		return a
+	}
+	return p
+}
 
 // backupCmd writes one archive of a data directory, whether an edge serves from it or not.
 func backupCmd(args []string) error {
@@ -35,6 +46,13 @@ func backupCmd(args []string) error {
 	if st != nil {
 		size = st.Size()
 	}
+	err = withAPI(*dataDir, func(ctx context.Context, api admin.API) error {
+		return api.Audit(ctx, store.AuditEntry{Action: store.AuditBackup, Detail: map[string]any{
+			"file": absPath(*out), "messages": m.Messages, "last_message_id": m.LastMessageID, "files": m.Files}})
+	})
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "the backup is written, but not recorded in the audit log: %v\n", err)
+	}
 	fmt.Fprintf(stdout, "backup %s: %d messages (last id %d), %d attachment files, schema %d, %d bytes, taken %s in %s\n",
 		*out, m.Messages, m.LastMessageID, m.Files, m.SchemaVersion, size, m.CreatedAt.Format(time.RFC3339), time.Since(start).Round(time.Millisecond))
 	return nil
@@ -57,6 +75,17 @@ func restoreCmd(args []string) error {
 	m, err := backup.Restore(*from, *dataDir, backup.RestoreOptions{Force: *force, Replay: *replay, DB: *db})
 	if err != nil {
 		return err
+	}
+	// The restored log says so: its next reader learns where the data came from.
+	d := map[string]any{"file": absPath(*from), "taken_at": m.CreatedAt.UTC().Format(time.RFC3339), "messages": m.Messages}
+	if *db != "" {
+		d["db"] = absPath(*db)
+	}
+	err = withAPI(*dataDir, func(ctx context.Context, api admin.API) error {
+		return api.Audit(ctx, store.AuditEntry{Action: store.AuditRestore, Detail: d})
+	})
+	if err != nil {
+		return fmt.Errorf("restored into %s, but the restore is not recorded in its audit log: %w", *dataDir, err)
 	}
 	what := "taken " + m.CreatedAt.Format(time.RFC3339)
 	if *db != "" {

@@ -480,6 +480,37 @@ func TestCLIBackupAndRestore(t *testing.T) {
 		t.Fatalf("a worker's credentials after the restore: %v", err)
 	}
 	nc.Close()
+
+	// The installation's audit log (edge audit): the credentials and the backup where they were
+	// made; in the restored directory, the worker's credentials (in the copy), the restore
+	// naming its archive, the ops credentials ConnectOps issued, a revocation.
+	edgetest.Admin(t, bin, restored, "creds", "revoke", "-id", "box9-1")
+	for _, c := range []struct {
+		dir  string
+		want string
+	}{
+		{data, "backup,creds_issued"},
+		{restored, "creds_revoked,creds_issued,restore,creds_issued"},
+	} {
+		var log []store.AuditEntry
+		testkit.NoErr(t, json.Unmarshal([]byte(edgetest.Admin(t, bin, c.dir, "audit", "-json")), &log))
+		var actions []string
+		for _, e := range log {
+			actions = append(actions, string(e.Action))
+			if e.Actor != store.ActorCLI {
+				t.Errorf("entry %+v", e)
+			}
+			if e.Action == store.AuditRestore && e.Detail["file"] != archive {
+				t.Errorf("the restore names %v, not %s", e.Detail["file"], archive)
+			}
+		}
+		if strings.Join(actions, ",") != c.want {
+			t.Errorf("%s: audit %v, want %s", c.dir, actions, c.want)
+		}
+	}
+	if out := edgetest.Admin(t, bin, restored, "audit", "-action", "creds_issued"); !strings.Contains(out, `"worker_id":"box9-1"`) || strings.Contains(out, "restore") {
+		t.Errorf("edge audit -action creds_issued printed:\n%s", out)
+	}
 }
 
 // edge visitor export and erase on a data directory no edge serves: the person's document and

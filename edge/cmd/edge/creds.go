@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"spookat/edge/internal/admin"
+	"spookat/edge/internal/store"
 	"spookat/schema"
 	"spookat/schema/natsauth"
 )
@@ -48,8 +49,8 @@ func credsIssue(role schema.Role, args []string) error {
 }
 
 // issue signs an identity with the data directory's authority, records it (first: a
-// credential that exists can always be revoked) and writes its credentials file (owner-only;
-// "-" for standard output).
+// credential that exists can always be revoked), writes it in the audit log and then its
+// credentials file (owner-only; "-" for standard output).
 func issue(dataDir string, role schema.Role, id, out string, until time.Time) (*natsauth.Identity, error) {
 	if err := needAuthority(dataDir); err != nil {
 		return nil, err
@@ -65,11 +66,33 @@ func issue(dataDir string, role schema.Role, id, out string, until time.Time) (*
 	if err := auth.Record(ident); err != nil {
 		return nil, err
 	}
+	if err := auditIssued(dataDir, ident, until); err != nil {
+		return nil, fmt.Errorf("%s credentials %s signed but not written: the audit log refused them (%w); revoke with edge creds revoke -key %s", ident.Name, ident.Key, err, ident.Key)
+	}
 	if out == "-" {
 		_, err = os.Stdout.Write(ident.Creds())
 		return ident, err
 	}
 	return ident, schema.WriteSecret(out, ident.Creds())
+}
+
+// auditIssued records an issued credential in the audit log. A data directory with no
+// database yet (a cluster node before its edge first starts) has no log: the authority's
+// record (edge creds list) is the only trace then.
+func auditIssued(dataDir string, ident *natsauth.Identity, until time.Time) error {
+	if needData(dataDir) != nil {
+		return nil
+	}
+	d := map[string]any{"key": ident.Key, "role": ident.Role}
+	if ident.WorkerID != "" {
+		d["worker_id"] = ident.WorkerID
+	}
+	if !until.IsZero() {
+		d["expires"] = until.UTC().Format(time.RFC3339)
+	}
+	return withAPI(dataDir, func(ctx context.Context, api admin.API) error {
+		return api.Audit(ctx, store.AuditEntry{Action: store.AuditCredsIssued, Detail: d})
+	})
 }
 
 func credsList(args []string) error {

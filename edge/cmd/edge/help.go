@@ -46,6 +46,7 @@ func commands() []command {
 		{"creds revoke", "-key U… | -id ID", "revoke one NATS credential, or every one of a worker", credsRevoke},
 		{"backup", "-out FILE", "one archive of the database, attachments and keys, while the edge serves", backupCmd},
 		{"restore", "-from FILE -data DIR", "make a data directory from a backup (never under a running edge)", restoreCmd},
+		{"audit", "[-site KEY] [-action A] [-since DATE]", "the audit log: the installation's, or one site's (newest first)", auditCmd},
 		{"nats-config", "-out FILE", "what a NATS cluster needs to trust this edge", natsConfig},
 		{"help", "[command]", "this list, or one command's flags", help},
 	}

@@ -41,6 +41,16 @@ type API interface {
 	SetRetention(ctx context.Context, req RetentionRequest) (*SiteInfo, error)
 	ExportPerson(ctx context.Context, req PersonRequest) (*store.PersonExport, error)
 	ErasePerson(ctx context.Context, req PersonRequest) (*ErasedPerson, error)
+	// Audit records an action the command line took on files (credentials issued, a backup);
+	// AuditLog reads the log (a site's, or the installation's).
+	Audit(ctx context.Context, e store.AuditEntry) error
+	AuditLog(ctx context.Context, req AuditRequest) ([]store.AuditEntry, error)
+}
+
+// AuditRequest filters the audit log: a site's (by key) or, without one, the installation's.
+type AuditRequest struct {
+	SiteKey string `json:"site_key,omitempty"`
+	store.AuditQuery
 }
 
 // ErasedPerson is what an erasure deleted, and whether the WAL could be emptied after it.
@@ -181,16 +191,20 @@ func (o *Ops) personSite(ctx context.Context, req PersonRequest) (*store.Site, e
 	if err := req.Check(); err != nil {
 		return nil, errors.New(strings.Replace(err.Error(), "a visitor id, an email or a user id", "-visitor, -email or -user", 1))
 	}
+	return o.siteByKey(ctx, req.SiteKey)
+}
+
+func (o *Ops) siteByKey(ctx context.Context, key string) (*store.Site, error) {
 	sites, err := o.Store.Sites(ctx)
 	if err != nil {
 		return nil, err
 	}
 	for _, s := range sites {
-		if s.Key == req.SiteKey {
+		if s.Key == key {
 			return s, nil
 		}
 	}
-	return nil, fmt.Errorf("no site with key %s (see edge site list)", req.SiteKey)
+	return nil, fmt.Errorf("no site with key %s (see edge site list)", key)
 }
 
 // ErasePerson erases what a site holds about one person, to the bytes (files.ErasePerson).

@@ -3,8 +3,10 @@ package admin
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 
+	"spookat/edge/internal/store"
 	"spookat/schema/natsauth"
 )
 
@@ -31,7 +33,7 @@ type AuthApplier interface {
 
 // RevokeCreds revokes credentials in the data directory's authority and, inside a running
 // edge, applies the revocation to its NATS server.
-func (o *Ops) RevokeCreds(_ context.Context, req RevokeRequest) (*RevokeResult, error) {
+func (o *Ops) RevokeCreds(ctx context.Context, req RevokeRequest) (*RevokeResult, error) {
 	if o.Auth == nil {
 		return nil, errors.New("no NATS authority in this data directory")
 	}
@@ -40,6 +42,15 @@ func (o *Ops) RevokeCreds(_ context.Context, req RevokeRequest) (*RevokeResult, 
 		return nil, err
 	}
 	res := &RevokeResult{Revoked: done}
+	if len(done) > 0 && o.Store != nil {
+		keys := make([]string, len(done))
+		for i, r := range done {
+			keys[i] = r.Key
+		}
+		if err := o.Store.Audit(ctx, store.AuditEntry{Actor: store.ActorCLI, Action: store.AuditCredsRevoked, Detail: map[string]any{"keys": keys}}); err != nil {
+			return nil, fmt.Errorf("revoked, but not recorded in the audit log: %w", err)
+		}
+	}
 	if o.NATS != nil {
 		applied, err := o.NATS.ApplyAuth()
 		if err != nil {

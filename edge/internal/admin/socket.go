@@ -47,6 +47,8 @@ func Serve(ctx context.Context, ln net.Listener, api API) error {
 	handle(mux, "POST /sites/retention", func(ctx context.Context, r *RetentionRequest) (any, error) { return api.SetRetention(ctx, *r) })
 	handle(mux, "POST /people/export", func(ctx context.Context, r *PersonRequest) (any, error) { return api.ExportPerson(ctx, *r) })
 	handle(mux, "POST /people/erase", func(ctx context.Context, r *PersonRequest) (any, error) { return api.ErasePerson(ctx, *r) })
+	handle(mux, "POST /audit", func(ctx context.Context, e *store.AuditEntry) (any, error) { return struct{}{}, api.Audit(ctx, *e) })
+	handle(mux, "POST /audit/list", func(ctx context.Context, r *AuditRequest) (any, error) { return api.AuditLog(ctx, *r) })
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go func() {
 		<-ctx.Done()
@@ -152,6 +154,21 @@ func (c *Client) ExportPerson(ctx context.Context, req PersonRequest) (*store.Pe
 // ErasePerson implements API.
 func (c *Client) ErasePerson(ctx context.Context, req PersonRequest) (*ErasedPerson, error) {
 	return call[ErasedPerson](ctx, c, http.MethodPost, "/people/erase", req)
+}
+
+// Audit implements API.
+func (c *Client) Audit(ctx context.Context, e store.AuditEntry) error {
+	_, err := call[struct{}](ctx, c, http.MethodPost, "/audit", e)
+	return err
+}
+
+// AuditLog implements API.
+func (c *Client) AuditLog(ctx context.Context, req AuditRequest) ([]store.AuditEntry, error) {
+	out, err := call[[]store.AuditEntry](ctx, c, http.MethodPost, "/audit/list", req)
+	if err != nil {
+		return nil, err
+	}
+	return *out, nil
 }
 
 // ListSites implements API.

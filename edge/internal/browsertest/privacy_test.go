@@ -14,7 +14,8 @@ import (
 
 // Issue 36, points 1, 2 and 4: in the site's settings, by the retention, an owner exports a
 // person's data and erases them; the erasure asks twice, says what went, and the person's
-// conversation leaves the list live while another stays. On a phone the tools fit.
+// conversation leaves the list live while another stays; the site's activity shows it, by
+// operator and by date. On a phone the tools fit.
 func TestPrivacyInSettings(t *testing.T) {
 	e := startEdge(t, server.Config{})
 	site := e.site(&store.Site{Name: "Private"})
@@ -58,8 +59,21 @@ func TestPrivacyInSettings(t *testing.T) {
 	op.waitJS("the erasure in the activity", `document.querySelector('#audit-list li[data-action=person_erased]') &&
 		document.querySelector('#audit-list li[data-action=person_erased]').textContent.includes('pia@private.test erased a person') &&
 		!document.querySelector('#audit-list').textContent.includes('zoe@example.com')`)
+	// Its filters: another member's entries show, then Pia's alone, then a day with none.
+	e.operator("max@private.test", "Max", pw, site.Key)
+	e.apiToken("max@private.test", pw) // Max logs in and makes a token
+	op.do("read the settings again", chromedp.Reload(), chromedp.WaitVisible(chromedp.CSS("#audit-operator")))
+	op.waitJS("Max's entries", `document.querySelector('#audit-list').textContent.includes('max@private.test logged in')`)
+	eval[any](op, `(() => { const s = document.querySelector('#audit-operator');
+		s.value = [...s.options].find(o => o.textContent === 'Pia').value; s.dispatchEvent(new Event('change')); })()`)
+	op.waitJS("Pia's alone", `(() => { const t = document.querySelector('#audit-list').textContent;
+		return t.includes('pia@private.test erased a person') && !t.includes('max@private.test'); })()`)
 	op.do("the activity", chromedp.ScrollIntoView(chromedp.CSS("#activity")))
 	op.shot("activity")
+	eval[any](op, `(() => { const d = document.querySelector('#audit-from'), t = new Date(Date.now() + 2 * 86400e3);
+		d.value = t.getFullYear() + '-' + String(t.getMonth() + 1).padStart(2, '0') + '-' + String(t.getDate()).padStart(2, '0');
+		d.dispatchEvent(new Event('change')); })()`)
+	op.waitJS("nothing from the day after tomorrow", `document.querySelector('#audit-list').textContent === 'Nothing matches.'`)
 
 	phone := newTab(t, "phone")
 	phone.do("phone viewport", chromedp.EmulateViewport(390, 844, chromedp.EmulateScale(2), chromedp.EmulateMobile))
@@ -70,4 +84,9 @@ func TestPrivacyInSettings(t *testing.T) {
 		t.Fatalf("the privacy tools overflow a 390 px screen by %v px", n)
 	}
 	phone.shot("privacy")
+	phone.do("the activity", chromedp.ScrollIntoView(chromedp.CSS("#audit-list")))
+	if n := eval[float64](phone, `Math.max(...[...document.querySelectorAll('.audit-filters > *')].map(e => e.getBoundingClientRect().right)) - document.documentElement.clientWidth`); n > 0 {
+		t.Fatalf("the activity's filters overflow a 390 px screen by %v px", n)
+	}
+	phone.shot("activity")
 }

@@ -12,8 +12,8 @@ import (
 // too. WALEmptied is false when readers or a burst of commits kept the WAL from emptying
 // within a few tries: the erasure stands, and the old images go with the next restart of the
 // WAL (the writer restarts it at -wal-max-pages); run it again to be sure.
-func ErasePerson(ctx context.Context, st *store.Store, dir Dir, siteID int64, sel store.PersonSelector) (e *store.Erased, walEmptied bool, err error) {
-	if e, err = st.ErasePerson(ctx, siteID, sel); err != nil {
+func ErasePerson(ctx context.Context, st *store.Store, dir Dir, siteID int64, sel store.PersonSelector, who *store.AuditEntry) (e *store.Erased, walEmptied bool, err error) {
+	if e, err = st.ErasePerson(ctx, siteID, sel, who); err != nil {
 		return nil, false, err
 	}
 	for _, key := range e.FileKeys {

@@ -455,7 +455,10 @@ func (h *Handler) updateSettings(c *fiber.Ctx) error {
 			return err
 		}
 		row = cur
-		return tx.UpdateSite(cur)
+		if err := tx.UpdateSite(cur); err != nil {
+			return err
+		}
+		return tx.Audit(h.entry(c, s.ID, store.AuditSettingsChanged, map[string]any{"fields": settingsFields(c.Body())}))
 	})
 	var br badRequest
 	if errors.As(err, &br) {
@@ -467,7 +470,6 @@ func (h *Handler) updateSettings(c *fiber.Ctx) error {
 	if err := h.Sites.Put(ctx, row); err != nil {
 		h.Log.Error("publish site settings", "site", row.ID, "err", err)
 	}
-	h.audit(c, s.ID, store.AuditSettingsChanged, map[string]any{"fields": settingsFields(c.Body())})
 	return c.JSON(settingsOf(row))
 }
 
@@ -523,12 +525,13 @@ func (h *Handler) newToken(c *fiber.Ctx) error {
 	w := current(c)
 	if err := h.Store.WriteDurable(ctx, func(tx *store.Tx) error {
 		var err error
-		id, err = tx.AddAPIToken(w.op.ID, hashToken(tok), strings.TrimSpace(req.Name))
-		return err
+		if id, err = tx.AddAPIToken(w.op.ID, hashToken(tok), strings.TrimSpace(req.Name)); err != nil {
+			return err
+		}
+		return tx.Audit(h.entry(c, 0, store.AuditTokenCreated, map[string]any{"token_id": id}))
 	}); err != nil {
 		return err
 	}
-	h.audit(c, 0, store.AuditTokenCreated, map[string]any{"token_id": id})
 	return c.Status(fiber.StatusCreated).JSON(fiber.Map{"id": id, "name": req.Name, "token": tok})
 }
 
@@ -543,14 +546,15 @@ func (h *Handler) deleteToken(c *fiber.Ctx) error {
 	var th []byte
 	if err := h.Store.WriteDurable(ctx, func(tx *store.Tx) error {
 		var err error
-		th, err = tx.DeleteAPIToken(w.op.ID, id)
-		return err
+		if th, err = tx.DeleteAPIToken(w.op.ID, id); err != nil || th == nil {
+			return err
+		}
+		return tx.Audit(h.entry(c, 0, store.AuditTokenDeleted, map[string]any{"token_id": id}))
 	}); err != nil {
 		return err
 	}
 	if th != nil {
 		h.Hub.endToken(w.op.ID, th)
-		h.audit(c, 0, store.AuditTokenDeleted, map[string]any{"token_id": id})
 	}
 	return c.SendStatus(fiber.StatusNoContent)
 }

@@ -12,19 +12,25 @@ import (
 	"spookat/edge/internal/store"
 )
 
-// audit records an action of the request's operator, in a commit of its own after the
-// action's: a failure to write it is logged and the action stands.
-func (h *Handler) audit(c *fiber.Ctx, siteID int64, action store.AuditAction, detail map[string]any) {
+// entry is the request's operator's entry for an action, from the request's client address
+// (through the trusted-proxy rules). An action that writes puts it in its own transaction
+// (tx.Audit): the change and its entry commit together or not at all.
+func (h *Handler) entry(c *fiber.Ctx, siteID int64, action store.AuditAction, detail map[string]any) store.AuditEntry {
 	w := current(c)
-	h.auditAs(c, w.op.ID, w.op.Email, siteID, action, detail)
+	return h.entryAs(c, w.op.ID, w.op.Email, siteID, action, detail)
 }
 
-func (h *Handler) auditAs(c *fiber.Ctx, operatorID int64, actor string, siteID int64, action store.AuditAction, detail map[string]any) {
+func (h *Handler) entryAs(c *fiber.Ctx, operatorID int64, actor string, siteID int64, action store.AuditAction, detail map[string]any) store.AuditEntry {
+	return store.AuditEntry{SiteID: siteID, OperatorID: operatorID, Actor: actor, Address: h.IPs.IP(c).String(), Action: action, Detail: detail}
+}
+
+// audit writes the entry of an action that writes nothing else (a failed login, an export),
+// in a commit of its own: a failure to write it is logged and the action stands.
+func (h *Handler) audit(c *fiber.Ctx, e store.AuditEntry) {
 	ctx, cancel := reqCtx(c)
 	defer cancel()
-	e := store.AuditEntry{SiteID: siteID, OperatorID: operatorID, Actor: actor, Address: h.IPs.IP(c).String(), Action: action, Detail: detail}
 	if err := h.Store.Audit(ctx, e); err != nil {
-		h.Log.Warn("audit entry not written", "action", action, "site", siteID, "err", err)
+		h.Log.Warn("audit entry not written", "action", e.Action, "site", e.SiteID, "err", err)
 	}
 }
 

@@ -244,14 +244,19 @@ func (h *Handler) login(c *fiber.Ctx) error {
 	}
 	if !ok {
 		h.passwordFailed(addr, account, op.ID)
-		h.auditAs(c, op.ID, account, 0, store.AuditLoginFailed, nil)
+		h.audit(c, h.entryAs(c, op.ID, account, 0, store.AuditLoginFailed, nil))
 		return fail(c, fiber.StatusUnauthorized, "unauthorized", "Wrong email or password.")
 	}
 	ns := startSession()
-	if err := h.Store.Write(ctx, func(tx *store.Tx) error { return ns.add(tx, op.ID) }); err != nil {
+	e := h.entryAs(c, op.ID, op.Email, 0, store.AuditLogin, nil)
+	if err := h.Store.Write(ctx, func(tx *store.Tx) error {
+		if err := ns.add(tx, op.ID); err != nil {
+			return err
+		}
+		return tx.Audit(e)
+	}); err != nil {
 		return err
 	}
-	h.auditAs(c, op.ID, op.Email, 0, store.AuditLogin, nil)
 	return ns.answer(c, op)
 }
 
@@ -308,15 +313,22 @@ func (h *Handler) passwordFailed(addr, account string, operatorID int64) {
 
 func (h *Handler) logout(c *fiber.Ctx) error {
 	w := current(c)
+	e := h.entry(c, 0, store.AuditLogout, nil)
 	if w.session != nil {
 		ctx, cancel := reqCtx(c)
 		defer cancel()
-		if err := h.Store.Write(ctx, func(tx *store.Tx) error { return tx.DeleteSession(w.session) }); err != nil {
+		if err := h.Store.Write(ctx, func(tx *store.Tx) error {
+			if err := tx.DeleteSession(w.session); err != nil {
+				return err
+			}
+			return tx.Audit(e)
+		}); err != nil {
 			return err
 		}
 		h.Hub.endSession(w.op.ID, w.session)
+	} else {
+		h.audit(c, e) // an API token's call: nothing else to write
 	}
-	h.audit(c, 0, store.AuditLogout, nil)
 	c.Cookie(&fiber.Cookie{Name: CookieName, Value: "", Path: "/", MaxAge: -1, Expires: time.Unix(1, 0), HTTPOnly: true,
 		SameSite: fiber.CookieSameSiteLaxMode, Secure: secure(c)})
 	return c.SendStatus(fiber.StatusNoContent)
@@ -416,10 +428,15 @@ func (h *Handler) changePassword(c *fiber.Ctx) error {
 	if err != nil {
 		return fail(c, fiber.StatusBadRequest, "invalid", "The new password is not accepted: "+err.Error()+".")
 	}
-	if err := h.Store.WriteDurable(ctx, func(tx *store.Tx) error { return tx.SetOperatorPassword(w.op.ID, hash, w.session) }); err != nil {
+	e := h.entry(c, 0, store.AuditPasswordChanged, nil)
+	if err := h.Store.WriteDurable(ctx, func(tx *store.Tx) error {
+		if err := tx.SetOperatorPassword(w.op.ID, hash, w.session); err != nil {
+			return err
+		}
+		return tx.Audit(e)
+	}); err != nil {
 		return err
 	}
 	h.Hub.endOthers(w.op.ID, w.session)
-	h.audit(c, 0, store.AuditPasswordChanged, nil)
 	return c.SendStatus(fiber.StatusNoContent)
 }

@@ -53,8 +53,10 @@ func (h *Handler) invite(c *fiber.Ctx) error {
 	defer cancel()
 	var v *store.Invite
 	err = h.Store.WriteDurable(ctx, func(tx *store.Tx) (err error) {
-		v, err = tx.CreateInvite(s.ID, req.Email, store.Role(req.Role), me.ID, hashToken(token))
-		return err
+		if v, err = tx.CreateInvite(s.ID, req.Email, store.Role(req.Role), me.ID, hashToken(token)); err != nil {
+			return err
+		}
+		return tx.Audit(h.entry(c, s.ID, store.AuditInviteCreated, map[string]any{"invite_id": v.ID, "email": v.Email, "role": v.Role}))
 	})
 	if errors.Is(err, store.ErrInviteInvalid) {
 		return fail(c, fiber.StatusBadRequest, "invalid", err.Error())
@@ -85,7 +87,6 @@ func (h *Handler) invite(c *fiber.Ctx) error {
 		})
 	}
 	h.Hub.InvitesChanged(s.ID)
-	h.audit(c, s.ID, store.AuditInviteCreated, map[string]any{"invite_id": v.ID, "email": v.Email, "role": v.Role})
 	return c.Status(fiber.StatusCreated).JSON(fiber.Map{"invite": v, "link": link})
 }
 
@@ -114,14 +115,19 @@ func (h *Handler) withdrawInvite(c *fiber.Ctx) error {
 	}
 	ctx, cancel := reqCtx(c)
 	defer cancel()
-	if err := h.Store.Write(ctx, func(tx *store.Tx) error { return tx.WithdrawInvite(s.ID, id) }); err != nil {
+	e := h.entry(c, s.ID, store.AuditInviteWithdrawn, map[string]any{"invite_id": id})
+	if err := h.Store.Write(ctx, func(tx *store.Tx) error {
+		if err := tx.WithdrawInvite(s.ID, id); err != nil {
+			return err
+		}
+		return tx.Audit(e)
+	}); err != nil {
 		if errors.Is(err, store.ErrNotFound) {
 			return fail(c, fiber.StatusNotFound, "not_found", "No such invitation in this site (used, or withdrawn already).")
 		}
 		return busy(c, err)
 	}
 	h.Hub.InvitesChanged(s.ID)
-	h.audit(c, s.ID, store.AuditInviteWithdrawn, map[string]any{"invite_id": id})
 	return c.SendStatus(fiber.StatusNoContent)
 }
 
@@ -191,7 +197,10 @@ func (h *Handler) acceptInvite(c *fiber.Ctx) error {
 		if _, op, err = tx.AcceptInvite(hashToken(req.Token), req.Name, hash); err != nil {
 			return err
 		}
-		return ns.add(tx, op.ID)
+		if err := ns.add(tx, op.ID); err != nil {
+			return err
+		}
+		return tx.Audit(h.entryAs(c, op.ID, op.Email, v.SiteID, store.AuditInviteAccepted, map[string]any{"invite_id": v.ID, "role": v.Role}))
 	})
 	if errors.Is(err, store.ErrInviteGone) { // used or withdrawn a moment ago
 		return fail(c, fiber.StatusNotFound, "gone", sentence(err))
@@ -202,6 +211,5 @@ func (h *Handler) acceptInvite(c *fiber.Ctx) error {
 	h.Hub.MembersChanged(v.SiteID)
 	h.Hub.InvitesChanged(v.SiteID)
 	h.Hub.SitesChanged(op.ID) // an existing account's open inboxes start watching the site
-	h.auditAs(c, op.ID, op.Email, v.SiteID, store.AuditInviteAccepted, map[string]any{"invite_id": v.ID, "role": v.Role})
 	return ns.answer(c, op)
 }

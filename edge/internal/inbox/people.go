@@ -83,7 +83,7 @@ func (h *Handler) exportPerson(c *fiber.Ctx) error {
 	if err != nil {
 		return busy(c, err)
 	}
-	h.audit(c, s.ID, store.AuditPersonExported, map[string]any{"by": sel.Kind(), "visitors": len(p.Visitors), "conversations": len(p.Conversations)})
+	h.audit(c, h.entry(c, s.ID, store.AuditPersonExported, map[string]any{"by": sel.Kind(), "visitors": len(p.Visitors), "conversations": len(p.Conversations)}))
 	c.Set(fiber.HeaderContentType, "application/gzip")
 	c.Set(fiber.HeaderContentDisposition, `attachment; filename="spookat-person-`+time.Now().UTC().Format("20060102-150405")+`.tar.gz"`)
 	dir, log := h.Files, h.Log

@@ -57,16 +57,18 @@ func (h *Handler) setRole(c *fiber.Ctx) error {
 	ctx, cancel := reqCtx(c)
 	defer cancel()
 	var changed bool
+	e := h.entry(c, s.ID, store.AuditRoleChanged, map[string]any{"operator_id": id, "role": role})
 	err = h.Store.WriteDurable(ctx, func(tx *store.Tx) (err error) {
-		changed, err = tx.SetMemberRole(s.ID, id, role)
-		return err
+		if changed, err = tx.SetMemberRole(s.ID, id, role); err != nil || !changed {
+			return err
+		}
+		return tx.Audit(e)
 	})
 	if err != nil {
 		return teamFailed(c, err)
 	}
 	if changed {
 		h.Hub.MembersChanged(s.ID)
-		h.audit(c, s.ID, store.AuditRoleChanged, map[string]any{"operator_id": id, "role": role})
 	}
 	return c.JSON(fiber.Map{"site_id": s.ID, "operator_id": id, "role": role})
 }
@@ -79,9 +81,12 @@ func (h *Handler) removeMember(c *fiber.Ctx) error {
 	ctx, cancel := reqCtx(c)
 	defer cancel()
 	var removed bool
+	e := h.entry(c, s.ID, store.AuditMemberRemoved, map[string]any{"operator_id": id})
 	err = h.Store.WriteDurable(ctx, func(tx *store.Tx) (err error) {
-		removed, err = tx.RemoveSiteMember(s.ID, id, false)
-		return err
+		if removed, err = tx.RemoveSiteMember(s.ID, id, false); err != nil || !removed {
+			return err
+		}
+		return tx.Audit(e)
 	})
 	if err != nil {
 		return teamFailed(c, err)
@@ -91,7 +96,6 @@ func (h *Handler) removeMember(c *fiber.Ctx) error {
 	}
 	h.Hub.SitesChanged(id) // their sockets close now, and reconnect watching the sites left
 	h.Hub.MembersChanged(s.ID)
-	h.audit(c, s.ID, store.AuditMemberRemoved, map[string]any{"operator_id": id})
 	return c.SendStatus(fiber.StatusNoContent)
 }
 

@@ -32,6 +32,11 @@ const (
 	AuditMemberAdded      AuditAction = "member_added"
 	AuditOperatorAdded    AuditAction = "operator_added"
 	AuditOperatorRemoved  AuditAction = "operator_removed"
+	// The installation's, in no site's log (edge audit shows them).
+	AuditCredsIssued  AuditAction = "creds_issued"  // detail: key, role, worker_id, expires
+	AuditCredsRevoked AuditAction = "creds_revoked" // detail: keys
+	AuditBackup       AuditAction = "backup"        // detail: file, messages, last_message_id
+	AuditRestore      AuditAction = "restore"       // detail: file, taken_at, db
 )
 
 // ActorCLI is the actor of the command line's entries.
@@ -54,7 +59,7 @@ type AuditEntry struct {
 // AuditKeep is how long the log keeps an entry.
 const AuditKeep = 366 * 24 * time.Hour
 
-// Audit writes an entry in this transaction.
+// Audit writes an entry in this transaction, and drops a few entries past AuditKeep.
 func (tx *Tx) Audit(e AuditEntry) error {
 	detail := ""
 	if len(e.Detail) > 0 {
@@ -64,31 +69,32 @@ func (tx *Tx) Audit(e AuditEntry) error {
 		}
 		detail = string(b)
 	}
-	return tx.exec(`INSERT INTO audit (at, site_id, operator_id, actor, address, action, detail) VALUES (?, ?, ?, ?, ?, ?, ?)`,
-		tx.now, e.SiteID, e.OperatorID, e.Actor, e.Address, string(e.Action), detail)
+	if err := tx.exec(`INSERT INTO audit (at, site_id, operator_id, actor, address, action, detail) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+		tx.now, e.SiteID, e.OperatorID, e.Actor, e.Address, string(e.Action), detail); err != nil {
+		return err
+	}
+	// The oldest hundred by id are the oldest by time: looking at them alone keeps this a
+	// read of a page or two however long the log (a filter on at would scan it all).
+	return tx.exec(`DELETE FROM audit WHERE id IN (SELECT id FROM audit ORDER BY id LIMIT 100) AND at < ?`, tx.now-AuditKeep.Milliseconds())
 }
 
-// Audit writes an entry in a commit of its own, and drops entries past AuditKeep.
+// Audit writes an entry in a commit of its own.
 func (s *Store) Audit(ctx context.Context, e AuditEntry) error {
-	return s.Write(ctx, func(tx *Tx) error {
-		if err := tx.Audit(e); err != nil {
-			return err
-		}
-		return tx.exec(`DELETE FROM audit WHERE id IN (SELECT id FROM audit WHERE at < ? ORDER BY id LIMIT 100)`, tx.now-AuditKeep.Milliseconds())
-	})
+	return s.Write(ctx, func(tx *Tx) error { return tx.Audit(e) })
 }
 
 // AuditQuery filters a site's log: all fields optional.
 type AuditQuery struct {
-	OperatorID int64
-	Action     AuditAction
-	From, To   int64 // Unix ms, inclusive
-	Before     int64 // an entry id: older ones (the next page)
-	Limit      int   // default 100, at most 500
+	OperatorID int64       `json:"operator_id,omitempty"`
+	Action     AuditAction `json:"action,omitempty"`
+	From       int64       `json:"from,omitempty"` // Unix ms, inclusive
+	To         int64       `json:"to,omitempty"`
+	Before     int64       `json:"before,omitempty"` // an entry id: older ones (the next page)
+	Limit      int         `json:"limit,omitempty"`  // default 100, at most 500
 }
 
 // AuditLog lists a site's entries, newest first: those of the site, and the logins and
-// password changes of its operators (members now).
+// password changes of its operators (members now). Site 0: every entry of the installation.
 func (s *Store) AuditLog(ctx context.Context, siteID int64, q AuditQuery) ([]AuditEntry, error) {
 	if q.Limit <= 0 || q.Limit > 500 {
 		q.Limit = 100
@@ -101,7 +107,7 @@ func (s *Store) AuditLog(ctx context.Context, siteID int64, q AuditQuery) ([]Aud
 		before = 1<<62 - 1
 	}
 	list, err := readList(ctx, s, `SELECT id, at, site_id, operator_id, actor, address, action, detail FROM audit
-		WHERE (site_id = ?1 OR (site_id = 0 AND operator_id IN (SELECT operator_id FROM site_members WHERE site_id = ?1)))
+		WHERE (?1 = 0 OR site_id = ?1 OR (site_id = 0 AND operator_id IN (SELECT operator_id FROM site_members WHERE site_id = ?1)))
 		AND (?2 = 0 OR operator_id = ?2) AND (?3 = '' OR action = ?3) AND at BETWEEN ?4 AND ?5 AND id < ?6
 		ORDER BY id DESC LIMIT ?7`,
 		[]any{siteID, q.OperatorID, string(q.Action), q.From, to, before, q.Limit}, func(e *AuditEntry) []any {

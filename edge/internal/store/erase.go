@@ -33,7 +33,7 @@ type ErasedDelivery struct {
 
 // ErasePerson deletes a person's visitors, conversations, messages, delivery records, read
 // markers, search index entries and attachment rows in a site (ErrNotFound when none match).
-func (s *Store) ErasePerson(ctx context.Context, siteID int64, sel PersonSelector) (*Erased, error) {
+func (s *Store) ErasePerson(ctx context.Context, siteID int64, sel PersonSelector, who *AuditEntry) (*Erased, error) {
 	if err := sel.Check(); err != nil {
 		return nil, err
 	}
@@ -138,7 +138,13 @@ func (s *Store) ErasePerson(ctx context.Context, siteID int64, sel PersonSelecto
 			e.VisitorIDs = append(e.VisitorIDs, v)
 		}
 		e.Files = len(e.FileKeys)
-		return nil
+		if who == nil {
+			return nil
+		}
+		// How the person was named and how much went: never who they were.
+		who.SiteID, who.Action = siteID, AuditPersonErased
+		who.Detail = map[string]any{"by": sel.Kind(), "visitors": e.Visitors, "conversations": e.Conversations, "messages": e.Messages}
+		return tx.Audit(*who)
 	})
 	if err != nil {
 		return nil, err

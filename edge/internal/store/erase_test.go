@@ -54,7 +54,7 @@ func TestErasePersonLeavesNoBytes(t *testing.T) {
 		t.Fatalf("before: %d hits", len(res.Hits))
 	}
 
-	e, err := s.ErasePerson(ctx, site.ID, PersonSelector{Email: "ZOE.unique.address@example.com"})
+	e, err := s.ErasePerson(ctx, site.ID, PersonSelector{Email: "ZOE.unique.address@example.com"}, nil)
 	testkit.NoErr(t, err)
 	if e.Visitors != 1 || e.Conversations != 1 || e.Messages != 2 || len(e.Delivered) != 1 || e.Delivered[0].Thread != "1733130000.000100" {
 		t.Fatalf("erased %+v", e)
@@ -86,7 +86,7 @@ func TestErasePersonLeavesNoBytes(t *testing.T) {
 			t.Errorf("%q is not in the bytes: the scan sees nothing", there)
 		}
 	}
-	if _, err := s.ErasePerson(ctx, site.ID, PersonSelector{Email: "zoe.unique.address@example.com"}); !errors.Is(err, ErrNotFound) {
+	if _, err := s.ErasePerson(ctx, site.ID, PersonSelector{Email: "zoe.unique.address@example.com"}, nil); !errors.Is(err, ErrNotFound) {
 		t.Errorf("erasing again: %v", err)
 	}
 }

@@ -1022,36 +1022,56 @@
       el('div', { class: 'hint', text: 'Export gives them everything this site holds about them; erase deletes it here for good (what went to Slack, Discord, webhooks or email cannot be unsent: the answer lists it).' })]);
   }
 
-  // ---- the audit log (owners): who did what, newest first, filtered by action or operator.
+  // ---- the audit log (owners): who did what, newest first, filtered by action, operator and
+  // dates; "Older" pages on.
   var ACTIONS = { login: 'logged in', login_failed: 'failed to log in', logout: 'logged out', password_changed: 'changed their password',
     settings_changed: 'changed settings', role_changed: 'changed a role', member_removed: 'removed a member', invite_created: 'invited',
     invite_withdrawn: 'withdrew an invitation', invite_accepted: 'joined by invitation', token_created: 'made an API token',
-    token_deleted: 'revoked an API token', person_exported: 'exported a person\u2019s data', person_erased: 'erased a person' };
+    token_deleted: 'revoked an API token', person_exported: 'exported a person\u2019s data', person_erased: 'erased a person',
+    retention_changed: 'changed the retention', member_added: 'added a member', operator_added: 'added an operator', operator_removed: 'removed an operator' };
   function activity(form, site) {
     var ul = el('ul', { class: 'team-list', id: 'audit-list' });
     var what = el('select', { id: 'audit-action', 'aria-label': 'Action', onchange: function () { load(); } },
       [el('option', { value: '', text: 'Every action' })].concat(Object.keys(ACTIONS).map(function (k) { return el('option', { value: k, text: ACTIONS[k] }); })));
+    var who = el('select', { id: 'audit-operator', 'aria-label': 'Operator', onchange: function () { load(); } }, [el('option', { value: '', text: 'Everyone' })]);
+    members(site).then(function (ms) { ms.forEach(function (m) { who.appendChild(el('option', { value: String(m.id), text: opName(m) })); }); }, function () {});
+    var from = el('input', { type: 'date', id: 'audit-from', onchange: function () { load(); } });
+    var to = el('input', { type: 'date', id: 'audit-to', onchange: function () { load(); } });
+    var more = el('button', { type: 'button', id: 'audit-more', text: 'Older', hidden: true, onclick: function () { load(more.getAttribute('data-before')); } });
     function detail(e) {
       var d = e.detail || {};
       if (d.fields) return d.fields.join(', ');
       if (d.by) return 'by ' + d.by.replace('_', ' ') + (d.conversations != null ? ', ' + d.conversations + ' conversation(s)' : '');
       if (d.email) return d.email + (d.role ? ' as ' + d.role : '');
       if (d.role) return d.role;
+      if (d.days != null) return d.days ? d.days + ' days' : 'kept';
       return '';
     }
-    function load() {
-      api('GET', '/sites/' + site + '/audit' + (what.value ? '?action=' + what.value : '')).then(function (j) {
-        clear(ul);
-        if (!j.entries.length) ul.appendChild(el('li', { class: 'hint', text: 'Nothing yet.' }));
-        j.entries.slice(0, 50).forEach(function (e) {
+    function query(before) {
+      var q = [];
+      if (what.value) q.push('action=' + what.value);
+      if (who.value) q.push('operator=' + who.value);
+      // The dates are the operator's own days: sent as times with their zone.
+      if (from.value) q.push('from=' + encodeURIComponent(new Date(from.value + 'T00:00:00').toISOString()));
+      if (to.value) q.push('to=' + encodeURIComponent(new Date(to.value + 'T23:59:59.999').toISOString()));
+      if (before) q.push('before=' + before);
+      return q.length ? '?' + q.join('&') : '';
+    }
+    function load(before) {
+      api('GET', '/sites/' + site + '/audit' + query(before)).then(function (j) {
+        if (!before) clear(ul);
+        if (!j.entries.length && !before) ul.appendChild(el('li', { class: 'hint', text: 'Nothing matches.' }));
+        j.entries.forEach(function (e) {
           ul.appendChild(el('li', { 'data-action': e.action }, [el('span', { class: 'who' }, [el('b', { text: e.actor }), ' ' + (ACTIONS[e.action] || e.action) + ' ',
             el('small', { text: detail(e) })]), el('small', { title: e.address || '', text: when(e.at) + (e.address ? ' \u00b7 ' + e.address : '') })]));
         });
+        more.hidden = !j.next;
+        if (j.next) more.setAttribute('data-before', j.next);
       }, function (e) { clear(ul); ul.appendChild(el('li', { class: 'error', text: e.message })); });
     }
     var box = el('fieldset', { id: 'activity' }, [el('legend', { text: 'Activity' }),
       el('p', { class: 'hint', text: 'Who did what on this site, newest first: logins, settings (which fields, never their values), the team, people\u2019s data. Kept a year.' }),
-      what, ul]);
+      el('div', { class: 'row audit-filters' }, [what, who, el('label', {}, ['From ', from]), el('label', {}, ['to ', to])]), ul, more]);
     form.parentNode.appendChild(el('div', { class: 'settings' }, [box]));
     S.activityLoad = function (changed) { if (changed === site && document.body.contains(ul)) load(); };
     load();
