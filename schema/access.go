@@ -82,7 +82,7 @@ func OpsImports() []string {
 		"$JS.API.CONSUMER.LIST.*",
 		"$JS.API.CONSUMER.INFO.*.*",
 	}
-	for _, s := range []string{StreamJobs, StreamResults, StreamDead} {
+	for _, s := range []string{StreamJobs, StreamResults, StreamDead, StreamInbound} {
 		subs = append(subs, "$JS.API.STREAM.MSG.GET."+s, "$JS.API.DIRECT.GET."+s, "$JS.API.DIRECT.GET."+s+".>")
 	}
 	for _, b := range []string{BucketWorkers, BucketThreads} {
@@ -150,6 +150,7 @@ func RolePermissions(role Role, workerID string) Permissions {
 				"jobs.>",                          // publish jobs
 				"$JS.API.>",                       // create and update streams, consumers and buckets
 				"$JS.ACK." + StreamResults + ".>", // ack recorded results
+				"$JS.ACK." + StreamInbound + ".>", // and recorded inbound events
 				"$KV." + BucketSites + ".>",       // keep SITES current
 				"$JS.FC.KV_" + BucketSites + ".>", // and watch it (flow control)
 				"$KV." + BucketThreads + ".>",     // refill THREADS from SQLite on a new JetStream (a restore)
@@ -160,6 +161,7 @@ func RolePermissions(role Role, workerID string) Permissions {
 	case RoleWorker:
 		pub := []string{
 			ResultSubject(workerID),
+			InboundSubject(workerID),
 			"dead.>",
 			"$JS.API.STREAM.INFO." + StreamJobs,
 			"$JS.API.CONSUMER.INFO." + StreamJobs + ".*",

@@ -147,10 +147,22 @@ type Source string
 
 // Message sources.
 const (
-	SourceWidget Source = "widget" // a visitor's chat window
-	SourceInbox  Source = "inbox"  // an operator in the web inbox or the API
-	SourceSlack  Source = "slack"  // an operator's reply in a Slack thread
+	SourceWidget  Source = "widget"  // a visitor's chat window
+	SourceInbox   Source = "inbox"   // an operator in the web inbox or the API
+	SourceSlack   Source = "slack"   // an operator's reply in a Slack thread
+	SourceDiscord Source = "discord" // an operator's reply in a Discord thread (INBOUND)
 )
+
+// Outside is the delivery target a source is: a reply from it is never posted back there.
+func (s Source) Outside() string {
+	switch s {
+	case SourceSlack:
+		return TargetSlack
+	case SourceDiscord:
+		return TargetDiscord
+	}
+	return ""
+}
 
 // ClientFrame is any frame a widget sends; Type selects which fields matter.
 type ClientFrame struct {

@@ -424,9 +424,12 @@ type SiteDelivery struct {
 	SlackToken     string `json:"slack_token,omitempty"`
 	SlackChannel   string `json:"slack_channel,omitempty"`
 	DiscordWebhook string `json:"discord_webhook,omitempty"`
-	WebhookURL     string `json:"webhook_url,omitempty"`
-	WebhookSecret  string `json:"webhook_secret,omitempty"`
-	NotifyEmail    string `json:"notify_email,omitempty"`
+	// DiscordBotToken lets a worker hold the Discord gateway for the site: operators' replies
+	// in its threads come back (INBOUND).
+	DiscordBotToken string `json:"discord_bot_token,omitempty"`
+	WebhookURL      string `json:"webhook_url,omitempty"`
+	WebhookSecret   string `json:"webhook_secret,omitempty"`
+	NotifyEmail     string `json:"notify_email,omitempty"`
 }
 
 // Targets lists the delivery targets a message of this site has. A site with none gets no jobs.

@@ -14,12 +14,14 @@ const (
 	StreamJobs    = "JOBS"    // work queue: published on jobs.<lane>.<site>.<conversation>, stored as jobs.<lane>.<partition>.<site>.<conversation>
 	StreamResults = "RESULTS" // subjects results.<worker>: batches of results (JSON lines), consumed by the edge
 	StreamDead    = "DEAD"    // jobs that used up their attempts: dead.<lane>.<site>.<conversation>
+	StreamInbound = "INBOUND" // subjects inbound.<worker>: what a worker heard from outside (Inbound, one JSON each), recorded by the edge
 
 	BucketSites   = "SITES"   // key site.<id> → SiteDelivery JSON (secrets live here, not in jobs)
 	BucketThreads = "THREADS" // key <target>.<site>.<conversation> → thread id (Slack parent ts), shared by all workers
 	BucketWorkers = "WORKERS" // key w.<worker id> → heartbeat; a key expires when its worker dies
 
 	ConsumerEdgeResults = "edge-results" // the edge's durable consumer on RESULTS
+	ConsumerEdgeInbound = "edge-inbound" // the edge's durable consumer on INBOUND
 )
 
 // JobPartitions is the number of partitions of a lane. The JOBS stream stamps each job with
@@ -80,6 +82,10 @@ func JobSubject(lane string, siteID, conversationID int64) string {
 // worker id becomes one subject token (see Token).
 func ResultSubject(workerID string) string { return "results." + Token(workerID) }
 
+// InboundSubject is where a worker publishes what it heard from outside (one Inbound a
+// message): its own subject, as for results.
+func InboundSubject(workerID string) string { return "inbound." + Token(workerID) }
+
 // DeadSubject is where a job that used up its attempts is kept.
 func DeadSubject(lane string, siteID, conversationID int64) string {
 	return "dead." + lane + "." + conversationTokens(siteID, conversationID)
@@ -124,6 +130,10 @@ const (
 	DefaultJobsMaxBytes    int64 = 1 << 30
 	DefaultResultsMaxBytes int64 = 1 << 30
 	DefaultDeadMaxBytes    int64 = 256 << 20
+	// INBOUND holds operators' replies from outside for three days at most; the edge records
+	// them within a second. Full, it refuses new ones (the worker retries) rather than drop
+	// replies not yet recorded.
+	DefaultInboundMaxBytes int64 = 256 << 20
 )
 
 // StreamLimits are the byte budgets of JOBS, RESULTS and DEAD (0: the default).
@@ -131,6 +141,7 @@ type StreamLimits struct {
 	JobsMaxBytes    int64
 	ResultsMaxBytes int64
 	DeadMaxBytes    int64
+	InboundMaxBytes int64
 }
 
 // WithDefaults fills each budget left at 0 with its default.
@@ -143,6 +154,9 @@ func (l StreamLimits) WithDefaults() StreamLimits {
 	}
 	if l.DeadMaxBytes <= 0 {
 		l.DeadMaxBytes = DefaultDeadMaxBytes
+	}
+	if l.InboundMaxBytes <= 0 {
+		l.InboundMaxBytes = DefaultInboundMaxBytes
 	}
 	return l
 }
@@ -192,6 +206,20 @@ func StreamConfigs(replicas int, limits StreamLimits) []jetstream.StreamConfig {
 			// History too: full, it drops the oldest dead letters (an alert says so).
 			MaxBytes:   limits.DeadMaxBytes,
 			Discard:    jetstream.DiscardOld,
+			Duplicates: DuplicateWindow,
+			Replicas:   replicas,
+		},
+		{
+			Name:        StreamInbound,
+			Description: "what workers hear from outside (Discord replies), recorded by the edge",
+			Subjects:    []string{"inbound.>"},
+			Retention:   jetstream.LimitsPolicy,
+			MaxAge:      72 * time.Hour,
+			MaxBytes:    limits.InboundMaxBytes,
+			Discard:     jetstream.DiscardNew,
+			Storage:     jetstream.FileStorage,
+			// A gateway's resend within the window is stored once (Nats-Msg-Id: Inbound.ID);
+			// later ones the edge's client id catches.
 			Duplicates: DuplicateWindow,
 			Replicas:   replicas,
 		},
@@ -252,3 +280,12 @@ func EnsureWorkerBuckets(ctx context.Context, js jetstream.JetStream, replicas i
 func ThreadKey(target string, siteID, conversationID int64) string {
 	return target + "." + conversationTokens(siteID, conversationID)
 }
+
+// DiscordThreadSiteKey is the THREADS key naming the site whose conversation opened a Discord
+// thread (its value: the site id), for the gateway to know a reply written there is the
+// site's. thread must be a Discord id (digits).
+func DiscordThreadSiteKey(thread string) string { return "discord-thread." + thread }
+
+// DiscordSessionKey is the THREADS key of a site's Discord gateway session (its id, resume
+// URL and last sequence handed over, JSON), so the worker that takes the site over resumes it.
+func DiscordSessionKey(siteID int64) string { return "discord-session." + strconv.FormatInt(siteID, 10) }

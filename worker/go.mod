@@ -3,6 +3,7 @@ module spookat/worker
 go 1.26.8
 
 require (
+	github.com/gorilla/websocket v1.5.3
 	github.com/nats-io/jwt/v2 v2.8.3
 	github.com/nats-io/nats-server/v2 v2.15.3
 	github.com/nats-io/nats.go v1.55.0

@@ -9,12 +9,14 @@ package worker
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"net/url"
+	"strconv"
 	"sync"
 	"time"
 
@@ -28,6 +30,7 @@ import (
 	"spookat/worker/internal/deliver"
 	"spookat/worker/internal/discord"
 	"spookat/worker/internal/email"
+	"spookat/worker/internal/gateway"
 	"spookat/worker/internal/lanes"
 	"spookat/worker/internal/members"
 	"spookat/worker/internal/metrics"
@@ -41,6 +44,8 @@ import (
 type Config struct {
 	SlackAPI   string // Slack Web API base URL
 	DiscordAPI string // replaces https://discord.com/api in webhook URLs ("" keeps them)
+	// DiscordGateway is the gateway the sites with a bot token are held at (gateway.DefaultURL).
+	DiscordGateway string
 
 	ChatInFlight    int
 	WebhookInFlight int
@@ -90,6 +95,7 @@ type Config struct {
 func DefaultConfig() Config {
 	return Config{
 		SlackAPI:        "https://slack.com/api/",
+		DiscordGateway:  gateway.DefaultURL,
 		ChatInFlight:    512,
 		WebhookInFlight: 256,
 		EmailInFlight:   16,
@@ -113,6 +119,7 @@ func DefaultConfig() Config {
 func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.SlackAPI, "slack-api", c.SlackAPI, "Slack Web API base URL (point it at 'loadgen mock' for tests)")
 	fs.StringVar(&c.DiscordAPI, "discord-api", c.DiscordAPI, "replace https://discord.com/api in Discord webhook URLs with this base (tests)")
+	fs.StringVar(&c.DiscordGateway, "discord-gateway", c.DiscordGateway, "Discord gateway URL for the sites with a bot token (tests: a mock's ws:// URL)")
 	fs.BoolVar(&c.H2C, "h2c", c.H2C, "HTTP/2 without TLS to an http:// -discord-api (mocks that serve it, e.g. loadgen mock); https uses HTTP/2 regardless")
 	fs.BoolVar(&c.AllowPrivateTargets, "allow-private-targets", c.AllowPrivateTargets, "labs and tests only: let webhooks and Discord reach loopback, private, link-local and cloud metadata addresses, over http:// too")
 	fs.IntVar(&c.ChatInFlight, "chat-inflight", c.ChatInFlight, "chat posts (Slack, Discord) in flight at once")
@@ -317,9 +324,29 @@ func Run(ctx context.Context, nc *nats.Conn, cfg Config) error {
 	}
 
 	group := members.New(workersKV, cfg.WorkerID, cfg.MemberTTL, log)
+	gw := gateway.New(gateway.Config{URL: cfg.DiscordGateway, Threads: threads.New(threadsKV), Sessions: gateway.KVSessions{KV: threadsKV}, Log: log,
+		Publish: func(ctx context.Context, in *schema.Inbound) error {
+			b, err := json.Marshal(in)
+			if err != nil {
+				return err
+			}
+			_, err = js.Publish(ctx, schema.InboundSubject(cfg.WorkerID), b, jetstream.WithMsgID(in.ID))
+			return err
+		}})
+	liveNow := make(chan []string, 1)
+	gwDone := make(chan struct{})
+	go func() {
+		defer close(gwDone)
+		holdGateways(ctx, gw, siteCache, group.ID, liveNow)
+	}()
 	log.Info("worker started", "partitions", schema.JobPartitions, "chat_inflight", cfg.ChatInFlight)
 	err = group.Run(ctx, func(live []string) {
 		log.Info("workers changed", "live", len(live))
+		select { // the latest list replaces one not yet taken
+		case <-liveNow:
+		default:
+		}
+		liveNow <- live
 		for _, l := range all {
 			for _, s := range l.Partitions() {
 				owner := members.Owner(live, s.Name)
@@ -346,6 +373,8 @@ func Run(ctx context.Context, nc *nats.Conn, cfg Config) error {
 	case <-time.After(cfg.StopTimeout + 2*time.Second):
 		log.Warn("stop: some partitions did not hand over in time")
 	}
+	<-gwDone
+	gw.Close()
 	cancelSends()
 	out.Close()
 	log.Info("worker stopped")
@@ -353,6 +382,29 @@ func Run(ctx context.Context, nc *nats.Conn, cfg Config) error {
 		return err
 	}
 	return nil
+}
+
+// holdGateways keeps the Discord gateways of the sites this worker owns (among the live
+// workers, by rendezvous hashing of "discord.<site>", as partitions are owned) open, following
+// the membership and the sites' settings, until ctx ends. A worker that dies lets its key
+// expire; the others see it gone and the new owner connects.
+func holdGateways(ctx context.Context, gw *gateway.Manager, sc *sites.Cache, self string, liveNow <-chan []string) {
+	var live []string
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case live = <-liveNow:
+		case <-sc.Changed():
+		}
+		var owned []*schema.SiteDelivery
+		for _, s := range sc.WithBotToken() {
+			if members.Owner(live, "discord."+strconv.FormatInt(s.SiteID, 10)) == self {
+				owned = append(owned, s)
+			}
+		}
+		gw.Set(ctx, owned)
+	}
 }
 
 // waitQueue waits for what the edge provisions (buckets, then the job consumers; a worker

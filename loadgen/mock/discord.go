@@ -122,8 +122,8 @@ func (d *Discord) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	id := strconv.FormatInt(1_000_000_000_000+d.seq.Add(1), 10)
 	channel := "1"
 	if strings.HasPrefix(hook, "forum") {
-		if threadID == "" { // thread_name opens a thread; its id is the first post's channel_id
-			threadID = "t" + id
+		if threadID == "" { // thread_name opens a thread: its id is its first post's, as at Discord
+			threadID = id
 		}
 		channel = threadID
 	}

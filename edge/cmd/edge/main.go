@@ -93,6 +93,7 @@ func serve(args []string) error {
 	fs.Var((*broker.Bytes)(&cfg.StreamLimits.JobsMaxBytes), "jobs-max-bytes", "byte budget of JOBS, a `size` such as 1GiB or 512MiB: when full, new jobs are kept by the edge (visitors still get acks) until workers make room")
 	fs.Var((*broker.Bytes)(&cfg.StreamLimits.ResultsMaxBytes), "results-max-bytes", "byte budget of RESULTS (delivery outcomes kept up to 72 h), a `size` such as 1GiB: when full, the oldest are dropped")
 	fs.Var((*broker.Bytes)(&cfg.StreamLimits.DeadMaxBytes), "dead-max-bytes", "byte budget of DEAD (jobs that used up their attempts), a `size` such as 256MiB: when full, the oldest are dropped")
+	fs.Var((*broker.Bytes)(&cfg.StreamLimits.InboundMaxBytes), "inbound-max-bytes", "byte budget of INBOUND (replies the workers heard from Discord, kept up to 72 h), a `size` such as 256MiB: when full, workers hold new ones until there is room")
 	wcfg := worker.DefaultConfig()
 	wcfg.RegisterFlags(fs)
 	wcfg.RegisterQueueFlags(fs)

@@ -146,9 +146,9 @@ func budgetError(err error, l schema.StreamLimits) error {
 		return err
 	}
 	l = l.WithDefaults()
-	return fmt.Errorf("%w: JetStream has less disk than the stream budgets ask for (-jobs-max-bytes %s, -results-max-bytes %s, -dead-max-bytes %s); "+
+	return fmt.Errorf("%w: JetStream has less disk than the stream budgets ask for (-jobs-max-bytes %s, -results-max-bytes %s, -dead-max-bytes %s, -inbound-max-bytes %s); "+
 		"free disk under the data directory or lower them, e.g. -results-max-bytes 256MiB", err,
-		FormatBytes(l.JobsMaxBytes), FormatBytes(l.ResultsMaxBytes), FormatBytes(l.DeadMaxBytes))
+		FormatBytes(l.JobsMaxBytes), FormatBytes(l.ResultsMaxBytes), FormatBytes(l.DeadMaxBytes), FormatBytes(l.InboundMaxBytes))
 }
 
 // SettleTimeout bounds how long Settle waits for a cluster that is still electing leaders.
@@ -449,7 +449,7 @@ func (b *Broker) WatchStreams(ctx context.Context, every time.Duration, fn func(
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
-		for _, name := range []string{schema.StreamJobs, schema.StreamResults, schema.StreamDead} {
+		for _, name := range []string{schema.StreamJobs, schema.StreamResults, schema.StreamDead, schema.StreamInbound} {
 			rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 			s, err := js.Stream(rctx, name)
 			if err == nil {

@@ -109,6 +109,8 @@ func ExpectedConsumer(stream string, c *jetstream.ConsumerInfo) bool {
 		return false
 	case stream == schema.StreamResults:
 		return c.Name == schema.ConsumerEdgeResults
+	case stream == schema.StreamInbound:
+		return c.Name == schema.ConsumerEdgeInbound
 	case strings.HasPrefix(stream, "KV_"):
 		return c.Config.Durable == "" && strings.HasPrefix(c.Config.DeliverSubject, "_INBOX_")
 	}

@@ -270,7 +270,7 @@ func OpenDB(t testing.TB, dataDir string) *sqlite3.Conn {
 }
 
 // QueryInt runs a one-integer query.
-func QueryInt(t testing.TB, db *sqlite3.Conn, sql string, args ...int64) int64 {
+func QueryInt(t testing.TB, db *sqlite3.Conn, sql string, args ...any) int64 {
 	t.Helper()
 	st, _, err := db.Prepare(sql)
 	if err != nil {
@@ -278,7 +278,16 @@ func QueryInt(t testing.TB, db *sqlite3.Conn, sql string, args ...int64) int64 {
 	}
 	defer st.Close()
 	for i, a := range args {
-		st.BindInt64(i+1, a)
+		switch v := a.(type) {
+		case int64:
+			st.BindInt64(i+1, v)
+		case int:
+			st.BindInt64(i+1, int64(v))
+		case string:
+			st.BindText(i+1, v)
+		default:
+			t.Fatalf("QueryInt: an argument of type %T", a)
+		}
 	}
 	if !st.Step() {
 		t.Fatalf("%s: no row (%v)", sql, st.Err())

@@ -316,6 +316,7 @@ type Settings struct {
 	SlackTokenSet         bool                  `json:"slack_token_set"`
 	SlackSigningSecretSet bool                  `json:"slack_signing_secret_set"`
 	DiscordWebhookSet     bool                  `json:"discord_webhook_set"`
+	DiscordBotTokenSet    bool                  `json:"discord_bot_token_set"`
 	WebhookURL            string                `json:"webhook_url"`
 	WebhookSecretSet      bool                  `json:"webhook_secret_set"`
 	NotifyEmail           string                `json:"notify_email"`
@@ -331,7 +332,7 @@ func settingsOf(s *store.Site) Settings {
 	}
 	return Settings{ID: s.ID, Key: s.Key, Name: s.Name, Origins: o, SlackChannel: s.SlackChannel,
 		SlackTokenSet: s.SlackToken != "", SlackSigningSecretSet: s.SlackSigningSecret != "",
-		DiscordWebhookSet: s.DiscordWebhook != "", WebhookURL: s.WebhookURL, WebhookSecretSet: s.WebhookSecret != "",
+		DiscordWebhookSet: s.DiscordWebhook != "", DiscordBotTokenSet: s.DiscordBotToken != "", WebhookURL: s.WebhookURL, WebhookSecretSet: s.WebhookSecret != "",
 		NotifyEmail: s.NotifyEmail, IdentitySecretSet: s.IdentitySecret != "", Widget: s.Widget, RetentionDays: s.RetentionDays}
 }
 
@@ -358,10 +359,12 @@ type settingsUpdate struct {
 	SlackChannel       *string   `json:"slack_channel"`
 	SlackSigningSecret *string   `json:"slack_signing_secret"`
 	DiscordWebhook     *string   `json:"discord_webhook"`
-	WebhookURL         *string   `json:"webhook_url"`
-	WebhookSecret      *string   `json:"webhook_secret"`
-	NotifyEmail        *string   `json:"notify_email"`
-	IdentitySecret     *string   `json:"identity_secret"`
+	// DiscordBotToken: a worker holds the Discord gateway with it, so replies come back.
+	DiscordBotToken *string `json:"discord_bot_token"`
+	WebhookURL      *string `json:"webhook_url"`
+	WebhookSecret   *string `json:"webhook_secret"`
+	NotifyEmail     *string `json:"notify_email"`
+	IdentitySecret  *string `json:"identity_secret"`
 	// Widget replaces the window's settings as a whole when present.
 	Widget *schema.WidgetSettings `json:"widget"`
 	// RetentionDays: conversations idle this long are deleted; 0 keeps them.
@@ -402,6 +405,7 @@ func (h *Handler) updateSettings(c *fiber.Ctx) error {
 		set(&cur.SlackChannel, u.SlackChannel)
 		set(&cur.SlackSigningSecret, u.SlackSigningSecret)
 		set(&cur.DiscordWebhook, u.DiscordWebhook)
+		set(&cur.DiscordBotToken, u.DiscordBotToken)
 		set(&cur.WebhookURL, u.WebhookURL)
 		set(&cur.WebhookSecret, u.WebhookSecret)
 		set(&cur.NotifyEmail, u.NotifyEmail)
@@ -448,6 +452,10 @@ func (h *Handler) updateSettings(c *fiber.Ctx) error {
 			return badRequest("A site needs a name.")
 		case len(cur.Origins) == 0:
 			return badRequest("A site needs at least one allowed origin (https://example.com, or * for development).")
+		case cur.DiscordBotToken != "" && cur.DiscordWebhook == "":
+			return badRequest("A Discord bot token needs the site's Discord webhook: replies come from the threads its posts open.")
+		case cur.DiscordBotToken != "" && (len(cur.DiscordBotToken) < 30 || len(cur.DiscordBotToken) > 200 || strings.ContainsAny(cur.DiscordBotToken, " \t\r\n")):
+			return badRequest("discord_bot_token is not a bot token: copy it from the Discord developer portal, Bot → Reset Token (without \"Bot \").")
 		case cur.WebhookURL != "" && cur.WebhookSecret == "":
 			return badRequest("A webhook URL needs a webhook secret.")
 		}

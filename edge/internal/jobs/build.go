@@ -35,8 +35,8 @@ func Build(c *store.Committed, env Env) []schema.Job {
 	if env.Delivery != nil {
 		targets = env.Delivery.Targets(c.First && c.Author == schema.AuthorVisitor)
 	}
-	if c.Source == schema.SourceSlack && !status {
-		targets = withoutSlack(targets) // a reply from Slack is never posted back to Slack
+	if out := c.Source.Outside(); out != "" && !status {
+		targets = without(targets, out) // a reply from Slack or Discord is never posted back there
 	}
 	// An operator's reply reaches a visitor who is gone by email, if they left one.
 	replyTo := ""
@@ -98,11 +98,11 @@ func transcriptJob(c *store.Committed) []schema.Job {
 		CreatedAt: time.UnixMilli(c.CreatedAt).UTC(), Kind: c.Kind, To: c.VisitorEmail, Transcript: c.Transcript, MaybeRepeat: c.Replayed}}
 }
 
-// withoutSlack drops the Slack target (in place: Targets returns a fresh slice).
-func withoutSlack(targets []string) []string {
+// without drops one target (in place: Targets returns a fresh slice).
+func without(targets []string, target string) []string {
 	out := targets[:0]
 	for _, t := range targets {
-		if t != schema.TargetSlack {
+		if t != target {
 			out = append(out, t)
 		}
 	}

@@ -24,6 +24,9 @@ type Set struct {
 	// ResultsRejected counts results refused because they do not match what the edge
 	// published, by reason (see results.Reasons).
 	ResultsRejected *prometheus.CounterVec
+	// Inbound counts what the workers heard from outside (INBOUND), by outcome (see
+	// inbound.Outcomes).
+	Inbound *prometheus.CounterVec
 	// SocketRefusals counts connections refused with 503 because -max-sockets were open.
 	SocketRefusals prometheus.Counter
 	// LoginFailures counts wrong passwords, by operator id ("unknown": no operator has the
@@ -83,6 +86,9 @@ func New() *Set {
 		ResultsRejected: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "spookat_results_rejected_total", Help: "Results refused and not recorded: they do not match a message, conversation, site and target the edge published for.",
 		}, []string{"reason"}),
+		Inbound: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "spookat_inbound_total", Help: "Events the workers heard from outside (the INBOUND stream: Discord replies), by outcome: recorded, duplicate, unchanged, not_ours, refused.",
+		}, []string{"outcome"}),
 		SocketsPaced: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "spookat_sockets_paced_total", Help: "New widget sockets past -socket-rate: outcome waited (their turn came within 5 s) or refused (503 busy).",
 		}, []string{"outcome"}),
@@ -108,13 +114,13 @@ func New() *Set {
 			Name: "spookat_stream_bytes", Help: "Bytes a JetStream stream holds (read every few seconds).",
 		}, []string{"stream"}),
 		StreamMaxBytes: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "spookat_stream_max_bytes", Help: "A stream's byte budget (-jobs-max-bytes, -results-max-bytes, -dead-max-bytes): JOBS then refuses new jobs, RESULTS and DEAD drop their oldest.",
+			Name: "spookat_stream_max_bytes", Help: "A stream's byte budget (-jobs-max-bytes, -results-max-bytes, -dead-max-bytes, -inbound-max-bytes): JOBS and INBOUND then refuse new messages, RESULTS and DEAD drop their oldest.",
 		}, []string{"stream"}),
 		StreamMessages: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "spookat_stream_messages", Help: "Messages a JetStream stream holds (read every few seconds).",
 		}, []string{"stream"}),
 	}
-	reg.MustRegister(m.LoginFailures, m.NATSRefused, m.SocketRefusals, m.SocketsPaced, m.AcceptErrors, m.MessagesSaved, m.AckLatency, m.CommitBatch, m.CommitDuration, m.OpenSockets, m.FrameErrors, m.FilesStored, m.ResultsRecords, m.ResultsRejected,
+	reg.MustRegister(m.LoginFailures, m.NATSRefused, m.SocketRefusals, m.SocketsPaced, m.AcceptErrors, m.MessagesSaved, m.AckLatency, m.CommitBatch, m.CommitDuration, m.OpenSockets, m.FrameErrors, m.FilesStored, m.ResultsRecords, m.ResultsRejected, m.Inbound,
 		m.StreamBytes, m.StreamMaxBytes, m.StreamMessages, m.RetentionPasses, m.RetentionPurged,
 		collectors.NewGoCollector(collectors.WithGoCollectorRuntimeMetrics(collectors.MetricsScheduler, collectors.MetricsGC)),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))

@@ -1,5 +1,5 @@
 // Package results records what workers report on the RESULTS stream: delivery state per
-// message and target, and the Slack thread of each conversation (to route replies from Slack).
+// message and target, and the Slack and Discord threads of each conversation (to route replies from there).
 // The edge stays the only SQLite writer; workers never open the database.
 package results
 
@@ -45,7 +45,12 @@ type Recorder struct {
 	OnInvite func(siteID int64)
 
 	logs    logLimit
-	threads map[int64]struct{} // conversations whose Slack thread is stored (writer's goroutine only)
+	threads map[threadOf]struct{} // conversations whose Slack or Discord thread is stored (writer's goroutine only)
+}
+
+type threadOf struct {
+	target       string
+	conversation int64
 }
 
 // maxThreads bounds the set of conversations known to have their Slack thread stored; past
@@ -171,16 +176,17 @@ func (r *Recorder) record(ctx context.Context, batch []jetstream.Msg) {
 				stored[i].rejected = reason
 				continue
 			}
-			_, known := r.threads[res.ConversationID]
+			th := threadOf{res.Target, res.ConversationID}
+			_, known := r.threads[th]
 			s, n, err := tx.RecordDelivery(res, !known)
 			if err != nil {
 				return err
 			}
-			if res.Target == schema.TargetSlack && res.ThreadID != "" && !known {
+			if res.ThreadID != "" && !known {
 				if r.threads == nil || len(r.threads) >= maxThreads {
-					r.threads = make(map[int64]struct{})
+					r.threads = make(map[threadOf]struct{})
 				}
-				r.threads[res.ConversationID] = struct{}{}
+				r.threads[th] = struct{}{}
 			}
 			stored[i].status, stored[i].attempts = s, n
 			stored[i].transcript = o.Kind == schema.KindTranscript && res.Target == schema.TargetEmail

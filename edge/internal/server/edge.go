@@ -26,6 +26,7 @@ import (
 	"spookat/edge/internal/clientip"
 	"spookat/edge/internal/files"
 	"spookat/edge/internal/frames"
+	"spookat/edge/internal/inbound"
 	"spookat/edge/internal/inbox"
 	"spookat/edge/internal/jobs"
 	"spookat/edge/internal/metrics"
@@ -481,7 +482,7 @@ func (e *Edge) closePublisher(context.Context) error {
 	return nil
 }
 
-// startBackground starts the edge's background work: the results recorder, stream stats, the
+// startBackground starts the edge's background work: the results and inbound recorders, stream stats, the
 // snooze tick, retention, the store watch, the consumer guard, the brake sweeper, presence and
 // the expiry of unsent uploads.
 func (e *Edge) startBackground(context.Context) error {
@@ -515,6 +516,15 @@ func (e *Edge) startBackground(context.Context) error {
 	wg.Go(func() {
 		if err := rec.Run(bg, e.js); err != nil && !errors.Is(err, context.Canceled) {
 			log.Error("results recorder stopped", "err", err)
+		}
+	})
+	in := &inbound.Recorder{Store: e.store, Sites: e.sites, Metrics: e.metrics, Log: log}
+	for _, o := range inbound.Outcomes {
+		e.metrics.Inbound.WithLabelValues(o)
+	}
+	wg.Go(func() {
+		if err := in.Run(bg, e.js); err != nil && !errors.Is(err, context.Canceled) {
+			log.Error("inbound recorder stopped", "err", err)
 		}
 	})
 	wg.Go(func() { expireUnsentFiles(bg, e.store, e.files, log) })

@@ -55,7 +55,7 @@ func TestAlertRulesUseExportedMetrics(t *testing.T) {
 				samples[m[1]] = append(samples[m[1]], m[2])
 			}
 		}
-		return len(samples["spookat_stream_bytes"]) == 3
+		return len(samples["spookat_stream_bytes"]) == 4 // JOBS, RESULTS, DEAD, INBOUND
 	})
 
 	exprs := 0

@@ -87,14 +87,15 @@ func New(list []*store.Site, br *brakes.Brakes) *Registry {
 
 func wrap(s *store.Site, brake *brakes.Site) *Site {
 	site := &Site{Site: s, Brake: brake, Delivery: &schema.SiteDelivery{
-		SiteID:         s.ID,
-		Name:           s.Name,
-		SlackToken:     s.SlackToken,
-		SlackChannel:   s.SlackChannel,
-		DiscordWebhook: s.DiscordWebhook,
-		WebhookURL:     s.WebhookURL,
-		WebhookSecret:  s.WebhookSecret,
-		NotifyEmail:    s.NotifyEmail,
+		SiteID:          s.ID,
+		Name:            s.Name,
+		SlackToken:      s.SlackToken,
+		SlackChannel:    s.SlackChannel,
+		DiscordWebhook:  s.DiscordWebhook,
+		DiscordBotToken: s.DiscordBotToken,
+		WebhookURL:      s.WebhookURL,
+		WebhookSecret:   s.WebhookSecret,
+		NotifyEmail:     s.NotifyEmail,
 	}}
 	for _, o := range s.Origins {
 		if o == "*" {

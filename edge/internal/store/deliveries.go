@@ -42,8 +42,13 @@ func (tx *Tx) RecordDelivery(r *schema.Result, thread bool) (status schema.Deliv
 		[]any{r.MessageID, r.Target, r.Status, r.Attempts, r.Error, r.ExternalID, tx.now}, &status, &attempts); err != nil {
 		return "", 0, err
 	}
-	if thread && r.Target == schema.TargetSlack && r.ThreadID != "" {
-		err = tx.exec(`UPDATE conversations SET slack_thread = ? WHERE id = ? AND slack_thread = ''`, r.ThreadID, r.ConversationID)
+	if thread && r.ThreadID != "" {
+		switch r.Target {
+		case schema.TargetSlack:
+			err = tx.exec(`UPDATE conversations SET slack_thread = ? WHERE id = ? AND slack_thread = ''`, r.ThreadID, r.ConversationID)
+		case schema.TargetDiscord:
+			err = tx.exec(`UPDATE conversations SET discord_thread = ? WHERE id = ? AND discord_thread = ''`, r.ThreadID, r.ConversationID)
+		}
 	}
 	return status, attempts, err
 }

@@ -331,9 +331,11 @@ func (s *Store) SiteByID(ctx context.Context, id int64) (*Site, error) {
 // UpdateSite writes a site's settings (every field of s but id, key and created_at).
 func (tx *Tx) UpdateSite(s *Site) error {
 	return tx.exec(`UPDATE sites SET name = ?, origins = ?, slack_token = ?, slack_channel = ?, slack_signing_secret = ?,
-		discord_webhook = ?, webhook_url = ?, webhook_secret = ?, notify_email = ?, widget = ?, identity_secret = ?, retention_days = ? WHERE id = ?`,
+		discord_webhook = ?, webhook_url = ?, webhook_secret = ?, notify_email = ?, widget = ?, identity_secret = ?, retention_days = ?,
+		discord_bot_token = ? WHERE id = ?`,
 		s.Name, strings.Join(s.Origins, "\n"), s.SlackToken, s.SlackChannel, s.SlackSigningSecret,
-		s.DiscordWebhook, s.WebhookURL, s.WebhookSecret, s.NotifyEmail, widgetJSON(s.Widget), s.IdentitySecret, s.RetentionDays, s.ID)
+		s.DiscordWebhook, s.WebhookURL, s.WebhookSecret, s.NotifyEmail, widgetJSON(s.Widget), s.IdentitySecret, s.RetentionDays,
+		s.DiscordBotToken, s.ID)
 }
 
 // ConversationByThread finds the conversation of a site whose Slack thread is threadTS.
@@ -344,6 +346,34 @@ func (s *Store) ConversationByThread(ctx context.Context, siteID int64, threadTS
 			return err
 		}
 		found, err = queryRow(st, []any{threadTS, siteID}, &id)
+		return err
+	})
+	return id, found, err
+}
+
+// ConversationByDiscord finds the conversation of a site a Discord reply belongs to: the one
+// whose forum thread is thread, or, in a plain channel, the one one of whose posts (a
+// delivered message's Discord id) replyTo is.
+func (s *Store) ConversationByDiscord(ctx context.Context, siteID int64, thread, replyTo string) (id int64, found bool, err error) {
+	err = s.Read(ctx, func(q Querier) error {
+		if thread != "" {
+			st, err := q.Stmt(`SELECT id FROM conversations WHERE discord_thread = ? AND discord_thread != '' AND site_id = ?`)
+			if err != nil {
+				return err
+			}
+			if found, err = queryRow(st, []any{thread, siteID}, &id); err != nil || found {
+				return err
+			}
+		}
+		if replyTo == "" {
+			return nil
+		}
+		st, err := q.Stmt(`SELECT c.id FROM deliveries d JOIN messages m ON m.id = d.message_id JOIN conversations c ON c.id = m.conversation_id
+			WHERE d.target = 'discord' AND d.external_id = ? AND d.external_id != '' AND c.site_id = ?`)
+		if err != nil {
+			return err
+		}
+		found, err = queryRow(st, []any{replyTo, siteID}, &id)
 		return err
 	})
 	return id, found, err
@@ -360,8 +390,11 @@ func (s *Store) SetStatus(ctx context.Context, siteID, conversationID int64, kin
 		verb = "Reopened"
 	}
 	text := verb + " by " + by
-	if source == schema.SourceSlack {
+	switch source {
+	case schema.SourceSlack:
 		text += " in Slack"
+	case schema.SourceDiscord:
+		text += " in Discord"
 	}
 	return s.change(ctx, &MessageRequest{SiteID: siteID, ConversationID: conversationID, Author: schema.AuthorSystem,
 		Name: by, Text: text, Internal: true, Source: source, Kind: kind})

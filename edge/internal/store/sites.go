@@ -22,9 +22,11 @@ type Site struct {
 	SlackChannel       string   `json:"slack_channel,omitempty"`
 	SlackSigningSecret string   `json:"slack_signing_secret,omitempty"`
 	DiscordWebhook     string   `json:"discord_webhook,omitempty"`
-	WebhookURL         string   `json:"webhook_url,omitempty"`
-	WebhookSecret      string   `json:"webhook_secret,omitempty"`
-	NotifyEmail        string   `json:"notify_email,omitempty"`
+	// DiscordBotToken lets a worker hold the Discord gateway: replies come back. Write-only.
+	DiscordBotToken string `json:"discord_bot_token,omitempty"`
+	WebhookURL      string `json:"webhook_url,omitempty"`
+	WebhookSecret   string `json:"webhook_secret,omitempty"`
+	NotifyEmail     string `json:"notify_email,omitempty"`
 	// IdentitySecret signs the site's user ids (identify's user_hash); write-only.
 	IdentitySecret string `json:"identity_secret,omitempty"`
 	// Widget is how the site's chat window looks and who it says answers.
@@ -67,11 +69,11 @@ func (tx *Tx) AddSite(site *Site) error {
 	}
 	site.CreatedAt = tx.now
 	if err := tx.exec(`INSERT INTO sites (key, name, origins, slack_token, slack_channel, slack_signing_secret,
-		discord_webhook, webhook_url, webhook_secret, notify_email, created_at, widget, identity_secret, retention_days)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		discord_webhook, webhook_url, webhook_secret, notify_email, created_at, widget, identity_secret, retention_days, discord_bot_token)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		site.Key, site.Name, strings.Join(site.Origins, "\n"), site.SlackToken, site.SlackChannel,
 		site.SlackSigningSecret, site.DiscordWebhook, site.WebhookURL, site.WebhookSecret,
-		site.NotifyEmail, tx.now, widgetJSON(site.Widget), site.IdentitySecret, site.RetentionDays); err != nil {
+		site.NotifyEmail, tx.now, widgetJSON(site.Widget), site.IdentitySecret, site.RetentionDays, site.DiscordBotToken); err != nil {
 		return err
 	}
 	site.ID = tx.LastInsertRowID()
@@ -79,7 +81,7 @@ func (tx *Tx) AddSite(site *Site) error {
 }
 
 const siteColumns = `id, key, name, origins, slack_token, slack_channel, slack_signing_secret,
-	discord_webhook, webhook_url, webhook_secret, notify_email, created_at, widget, identity_secret, retention_days`
+	discord_webhook, webhook_url, webhook_secret, notify_email, created_at, widget, identity_secret, retention_days, discord_bot_token`
 
 // siteRow is a row of siteColumns being read: scan into dest, then take the Site.
 type siteRow struct {
@@ -90,7 +92,7 @@ type siteRow struct {
 func (r *siteRow) dest() []any {
 	return []any{&r.s.ID, &r.s.Key, &r.s.Name, &r.origins, &r.s.SlackToken, &r.s.SlackChannel, &r.s.SlackSigningSecret,
 		&r.s.DiscordWebhook, &r.s.WebhookURL, &r.s.WebhookSecret, &r.s.NotifyEmail, &r.s.CreatedAt, &r.widget,
-		&r.s.IdentitySecret, &r.s.RetentionDays}
+		&r.s.IdentitySecret, &r.s.RetentionDays, &r.s.DiscordBotToken}
 }
 
 func (r *siteRow) site() *Site {

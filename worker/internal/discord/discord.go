@@ -116,7 +116,11 @@ func (s *Sender) sendToThread(ctx context.Context, site *schema.SiteDelivery, j 
 	}
 	if thread != "" {
 		if j.First {
-			// The first message opened the thread: it was posted and its ack lost.
+			// The first message opened the thread: it was posted and its ack lost (and
+			// maybe the thread's site with it).
+			if err := s.threads.Put(ctx, schema.DiscordThreadSiteKey(thread), strconv.FormatInt(j.SiteID, 10)); err != nil {
+				return deliver.Fail(fmt.Errorf("store thread: %w", err))
+			}
 			return deliver.Outcome{ExternalID: thread, ThreadID: thread}
 		}
 		out, _ := s.post(ctx, site, post{Content: line(j)}, thread)
@@ -137,6 +141,10 @@ func (s *Sender) sendToThread(ctx context.Context, site *schema.SiteDelivery, j 
 	}
 	if err := s.threads.Put(ctx, key, out.ThreadID); err != nil {
 		// The thread is open; without its id the next message would open a second one.
+		return deliver.Fail(fmt.Errorf("store thread: %w", err))
+	}
+	// And the other way: a reply written in the thread is the site's (package gateway).
+	if err := s.threads.Put(ctx, schema.DiscordThreadSiteKey(out.ThreadID), strconv.FormatInt(j.SiteID, 10)); err != nil {
 		return deliver.Fail(fmt.Errorf("store thread: %w", err))
 	}
 	return out

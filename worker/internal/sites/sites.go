@@ -31,6 +31,31 @@ type Cache struct {
 	uncleanStart atomic.Int64 // Unix ns, 0: never
 	// erased are the conversations of people erased lately (schema.KeyErased).
 	erased atomic.Pointer[map[int64]int64]
+	// changed is signalled (never blocking) whenever a site's value changes.
+	changed chan struct{}
+}
+
+// Changed is signalled whenever a site's value changes (the Discord gateways follow it).
+func (c *Cache) Changed() <-chan struct{} { return c.changed }
+
+// WithBotToken lists the sites that take replies from Discord (a bot token and a webhook).
+func (c *Cache) WithBotToken() []*schema.SiteDelivery {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	var out []*schema.SiteDelivery
+	for _, d := range c.m {
+		if d.DiscordBotToken != "" && d.DiscordWebhook != "" {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+func (c *Cache) signal() {
+	select {
+	case c.changed <- struct{}{}:
+	default:
+	}
 }
 
 // Erased says whether a conversation belongs to a person the site erased lately: its jobs are
@@ -65,7 +90,7 @@ func Open(ctx context.Context, js jetstream.JetStream, signer string, log *slog.
 	if err != nil {
 		return nil, err
 	}
-	c := &Cache{kv: kv, signer: signer, log: log, m: make(map[int64]*schema.SiteDelivery)}
+	c := &Cache{kv: kv, signer: signer, log: log, m: make(map[int64]*schema.SiteDelivery), changed: make(chan struct{}, 1)}
 	w, err := kv.WatchAll(ctx)
 	if err != nil {
 		return nil, err
@@ -128,6 +153,7 @@ func (c *Cache) apply(e jetstream.KeyValueEntry) {
 		c.mu.Lock()
 		delete(c.m, id)
 		c.mu.Unlock()
+		c.signal()
 		return
 	}
 	var d schema.SiteDelivery
@@ -136,6 +162,7 @@ func (c *Cache) apply(e jetstream.KeyValueEntry) {
 		return
 	}
 	c.keep(id, &d)
+	c.signal()
 }
 
 // open checks a value's signature for key and decodes its JSON into v.

@@ -6,9 +6,12 @@ package threads
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"spookat/schema"
 )
 
 // Store is a cached view of the THREADS bucket.
@@ -68,6 +71,15 @@ func (s *Store) Put(ctx context.Context, key, thread string) error {
 	s.remember(key, thread)
 	_, err := s.kv.Put(ctx, key, []byte(thread))
 	return err
+}
+
+// SiteOfThread is the site whose conversation opened a Discord thread ("" when none did):
+// the gateway forwards replies written in those threads only.
+func (s *Store) SiteOfThread(ctx context.Context, thread string) (string, error) {
+	if !threadID(thread) || strings.Contains(thread, ".") {
+		return "", nil // not a Discord id: no key to look for
+	}
+	return s.Get(ctx, schema.DiscordThreadSiteKey(thread))
 }
 
 // Forget drops a cached entry (the thread was deleted at the target).

@@ -846,7 +846,7 @@
         WIDGET.forEach(function (k) { if (f[k].value.trim()) body.widget[k] = f[k].value; });
         if (w.language) body.widget.language = w.language; // set through the API: this form keeps them
         if (w.strings) body.widget.strings = w.strings;
-        ['slack_token', 'slack_signing_secret', 'discord_webhook', 'webhook_secret', 'identity_secret'].forEach(function (k) {
+        ['slack_token', 'slack_signing_secret', 'discord_webhook', 'discord_bot_token', 'webhook_secret', 'identity_secret'].forEach(function (k) {
           if (f[k].value) body[k] = f[k].value;
           if (f['clear_' + k] && f['clear_' + k].checked) body[k] = '';
         });
@@ -873,7 +873,9 @@
             el('textarea', { id: 'set-snippet', rows: 2, readonly: 'readonly' })]))],
         [el('fieldset', {}, [].concat([el('legend', { text: 'Slack' })], secret('slack_token', 'Bot token', s.slack_token_set),
           field('slack_channel', 'Channel id', s.slack_channel), secret('slack_signing_secret', 'Signing secret', s.slack_signing_secret_set)))],
-        [el('fieldset', {}, [].concat([el('legend', { text: 'Discord' })], secret('discord_webhook', 'Webhook URL', s.discord_webhook_set)))],
+        [el('fieldset', {}, [].concat([el('legend', { text: 'Discord' })], secret('discord_webhook', 'Webhook URL', s.discord_webhook_set),
+          secret('discord_bot_token', 'Bot token, for replies from Discord', s.discord_bot_token_set),
+          [el('div', { class: 'hint', text: 'With a bot in your server (intents: message content), a reply in a conversation\u2019s thread, or a Discord reply to one of its posts, reaches the visitor; /close and /reopen there change its status. Setup: README, Discord.' })]))],
         [el('fieldset', {}, [].concat([el('legend', { text: 'Webhook' })], field('webhook_url', 'URL', s.webhook_url), secret('webhook_secret', 'Secret', s.webhook_secret_set)))],
         [el('fieldset', {}, [].concat([el('legend', { text: 'Identity verification' })], secret('identity_secret', 'Identity secret', s.identity_secret_set),
           [el('div', { class: 'hint', text: 'Your server signs each logged-in user: user_hash = hex HMAC-SHA256(this secret, user_id); the page calls spookat(\'identify\', {user_id, email, name, user_hash}). At least 16 characters.' })]))],

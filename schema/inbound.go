@@ -1,0 +1,51 @@
+package schema
+
+import (
+	"errors"
+	"time"
+)
+
+// Inbound is one thing a worker heard from outside for a site, published on INBOUND
+// (InboundSubject) and recorded by the edge, the only writer: an operator's reply in a
+// conversation's Discord thread, or a status command there. The edge finds the conversation
+// from Thread (a forum post's thread) or ReplyTo (a Discord reply to one of the
+// conversation's posts in a plain channel) and never trusts a conversation id from outside.
+type Inbound struct {
+	// ID is the source's own id of what was said ("discord:<channel>:<message id>"): the
+	// stored message's client id, so a gateway's resend or a replay stores it once.
+	ID      string      `json:"id"`
+	Source  Source      `json:"source"` // SourceDiscord
+	SiteID  int64       `json:"site_id"`
+	Thread  string      `json:"thread,omitempty"`   // the thread (channel id) it was written in
+	ReplyTo string      `json:"reply_to,omitempty"` // the post it answers (a message id)
+	Author  string      `json:"author"`             // the name shown to the visitor
+	Text    string      `json:"text,omitempty"`
+	Kind    MessageKind `json:"kind,omitempty"` // KindClosed or KindReopened: a command; "": a message
+	// Internal: a note for operators only ("note: …"), never shown to the visitor.
+	Internal bool      `json:"internal,omitempty"`
+	At       time.Time `json:"at"`
+}
+
+// MaxInboundBytes bounds one INBOUND message (its text is cut to MaxTextRunes first).
+const MaxInboundBytes = 64 << 10
+
+// Check refuses an Inbound the edge cannot record, with the field to fix.
+func (in *Inbound) Check() error {
+	switch {
+	case in.ID == "" || len(in.ID) > 200:
+		return errors.New("id: the source's id of the message (at most 200 bytes)")
+	case in.Source != SourceDiscord:
+		return errors.New("source: discord is the one source workers hear from")
+	case in.SiteID <= 0:
+		return errors.New("site_id: the site it concerns")
+	case in.Thread == "" && in.ReplyTo == "":
+		return errors.New("thread or reply_to: where it was written")
+	case in.Kind != "" && in.Kind != KindClosed && in.Kind != KindReopened:
+		return errors.New("kind: closed, reopened, or none for a message")
+	case in.Kind == "" && in.Text == "":
+		return errors.New("text: a message needs some")
+	case len([]rune(in.Text)) > MaxTextRunes:
+		return errors.New("text: too long")
+	}
+	return nil
+}
