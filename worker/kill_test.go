@@ -26,7 +26,7 @@ type workerProc struct {
 }
 
 // startWorkerProc runs bin/worker with an identity of its own on e's NATS and Slack mock.
-func (e *env) startWorkerProc(t *testing.T, bin, id string, cfg worker.Config) *workerProc {
+func (e *env) startWorkerProc(t *testing.T, bin, id string, cfg worker.Config, extra ...string) *workerProc {
 	t.Helper()
 	ident, err := e.auth.Issue(schema.RoleWorker, id)
 	testkit.NoErr(t, err)
@@ -39,6 +39,7 @@ func (e *env) startWorkerProc(t *testing.T, bin, id string, cfg worker.Config) *
 		// The queue's timers (ack wait, pinned TTL, member TTL) are the edge's: Provision set them.
 		"-allow-private-targets", "-pull-expiry", cfg.PullExpiry.String(),
 		"-retry-base", cfg.RetryBase.String(), "-retry-max", cfg.RetryMax.String())
+	cmd.Args = append(cmd.Args, extra...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	testkit.NoErr(t, cmd.Start())
 	p := &workerProc{cmd: cmd, done: make(chan struct{})}
