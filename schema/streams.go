@@ -288,4 +288,6 @@ func DiscordThreadSiteKey(thread string) string { return "discord-thread." + thr
 
 // DiscordSessionKey is the THREADS key of a site's Discord gateway session (its id, resume
 // URL and last sequence handed over, JSON), so the worker that takes the site over resumes it.
-func DiscordSessionKey(siteID int64) string { return "discord-session." + strconv.FormatInt(siteID, 10) }
+func DiscordSessionKey(siteID int64) string {
+	return "discord-session." + strconv.FormatInt(siteID, 10)
+}
