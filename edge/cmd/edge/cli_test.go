@@ -15,6 +15,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -420,7 +421,7 @@ func TestCLIBackupAndRestore(t *testing.T) {
 	// No worker: the site posts to Slack, and only the recorded thread matters here.
 	p := edgetest.StartProc(t, bin, data, "-worker", "none")
 	site := edgetest.AddSite(t, data, &store.Site{Name: "drill", Origins: []string{"http://site.test"},
-		SlackToken: "xoxb-drill-1", SlackChannel: "CDRILL001"})
+		SlackToken: "xoxb-drill-1", SlackChannel: "CDRILL001", DiscordWebhook: "https://discord.com/api/webhooks/1/drill"})
 	c := edgetest.Dial(t, p.Addr, site.Key, "")
 	ack, err := c.SendAck("d-1", "before the backup")
 	testkit.NoErr(t, err)
@@ -430,7 +431,7 @@ func TestCLIBackupAndRestore(t *testing.T) {
 	testkit.NoErr(t, err)
 	db, err := store.OpenConn(filepath.Join(data, store.FileName), sqlite3.OPEN_READWRITE)
 	testkit.NoErr(t, err)
-	testkit.NoErr(t, db.Exec(fmt.Sprintf(`UPDATE conversations SET slack_thread = '1712345678.000100' WHERE id = %d`, *ack.ConversationID)))
+	testkit.NoErr(t, db.Exec(fmt.Sprintf(`UPDATE conversations SET slack_thread = '1712345678.000100', discord_thread = '1234567890123' WHERE id = %d`, *ack.ConversationID)))
 	testkit.NoErr(t, db.Close())
 	edgetest.StartProc(t, bin, data, "-worker", "none")
 	workerCreds := edgetest.Creds(t, bin, data, "worker", "box9-1") // given out before the backup
@@ -473,6 +474,17 @@ func TestCLIBackupAndRestore(t *testing.T) {
 	m, err := stream.GetLastMsgForSubject(context.Background(), "$KV."+schema.BucketThreads+"."+schema.ThreadKey(schema.TargetSlack, site.ID, *ack.ConversationID))
 	if err != nil || string(m.Data) != "1712345678.000100" {
 		t.Fatalf("THREADS after the restore: %v %v", m, err)
+	}
+	// And the Discord thread, both ways: the worker posts into it, and its gateway knows a
+	// reply written there is the site's.
+	for key, want := range map[string]string{
+		schema.ThreadKey(schema.TargetDiscord, site.ID, *ack.ConversationID): "1234567890123",
+		schema.DiscordThreadSiteKey("1234567890123"):                         strconv.FormatInt(site.ID, 10),
+	} {
+		m, err := stream.GetLastMsgForSubject(context.Background(), "$KV."+schema.BucketThreads+"."+key)
+		if err != nil || string(m.Data) != want {
+			t.Fatalf("THREADS %s after the restore: %v %v, want %s", key, m, err, want)
+		}
 	}
 	// A worker's credentials from before the backup still let it in: same NATS authority.
 	nc, err := nats.Connect("nats://"+r.NATSAddr, nats.UserCredentials(workerCreds))

@@ -414,13 +414,17 @@ func (e *Edge) publishJob(ctx context.Context, j *schema.Job) error {
 }
 
 // refillThreads gives a JetStream without THREADS entries (a data directory restored on a new
-// box, a JetStream store removed) the Slack threads the database recorded, before any worker
-// starts here: replies to existing conversations then go on in their threads instead of
-// opening new parent posts. A bucket with entries is left alone; each entry is created only
-// if absent (a worker's is newer).
+// box, a JetStream store removed) the Slack and Discord threads the database recorded, before
+// any worker starts here: replies to existing conversations then go on in their threads
+// instead of opening new ones, and replies written in a Discord thread are still known as the
+// site's. A bucket with entries is left alone; each entry is created only if absent (a
+// worker's is newer).
 func (e *Edge) refillThreads(ctx context.Context) error {
-	if !slices.ContainsFunc(e.sites.All(), func(s *sites.Site) bool { return s.SlackToken != "" }) {
-		return nil // nothing posts to Slack: no thread to go on in (and no scan of every conversation)
+	all := e.sites.All()
+	slack := slices.ContainsFunc(all, func(s *sites.Site) bool { return s.SlackToken != "" })
+	discord := slices.ContainsFunc(all, func(s *sites.Site) bool { return s.DiscordWebhook != "" })
+	if !slack && !discord {
+		return nil // nothing posts to a chat: no thread to go on in (and no scan of every conversation)
 	}
 	kv, err := e.js.KeyValue(ctx, schema.BucketThreads)
 	if err != nil {
@@ -431,24 +435,40 @@ func (e *Edge) refillThreads(ctx context.Context) error {
 		return err
 	}
 	n := 0
-	for after := int64(0); ; {
-		list, err := e.store.SlackThreads(ctx, after, 1000)
-		if err != nil {
+	put := func(key, value string) error {
+		if _, err := kv.Create(ctx, key, []byte(value)); err != nil && !errors.Is(err, jetstream.ErrKeyExists) {
 			return err
 		}
-		if len(list) == 0 {
-			break
+		return nil
+	}
+	for _, target := range []string{schema.TargetSlack, schema.TargetDiscord} {
+		if target == schema.TargetSlack && !slack || target == schema.TargetDiscord && !discord {
+			continue
 		}
-		for _, t := range list {
-			if _, err := kv.Create(ctx, schema.ThreadKey(schema.TargetSlack, t.SiteID, t.ConversationID), []byte(t.TS)); err != nil && !errors.Is(err, jetstream.ErrKeyExists) {
+		for after := int64(0); ; {
+			list, err := e.store.Threads(ctx, target, after, 1000)
+			if err != nil {
 				return err
 			}
-			n++
+			if len(list) == 0 {
+				break
+			}
+			for _, t := range list {
+				if err := put(schema.ThreadKey(target, t.SiteID, t.ConversationID), t.ID); err != nil {
+					return err
+				}
+				if target == schema.TargetDiscord {
+					if err := put(schema.DiscordThreadSiteKey(t.ID), strconv.FormatInt(t.SiteID, 10)); err != nil {
+						return err
+					}
+				}
+				n++
+			}
+			after = list[len(list)-1].ConversationID
 		}
-		after = list[len(list)-1].ConversationID
 	}
 	if n > 0 {
-		e.log.Info("THREADS was empty: the Slack threads the database recorded are back in it", "threads", n)
+		e.log.Info("THREADS was empty: the Slack and Discord threads the database recorded are back in it", "threads", n)
 	}
 	return nil
 }
