@@ -151,6 +151,7 @@ func RolePermissions(role Role, workerID string) Permissions {
 				"$JS.API.>",                       // create and update streams, consumers and buckets
 				"$JS.ACK." + StreamResults + ".>", // ack recorded results
 				"$JS.ACK." + StreamInbound + ".>", // and recorded inbound events
+				"$O." + BucketInboundFiles + ".>", // delete the files it took
 				"$KV." + BucketSites + ".>",       // keep SITES current
 				"$JS.FC.KV_" + BucketSites + ".>", // and watch it (flow control)
 				"$KV." + BucketThreads + ".>",     // refill THREADS from SQLite on a new JetStream (a restore)
@@ -162,6 +163,11 @@ func RolePermissions(role Role, workerID string) Permissions {
 		pub := []string{
 			ResultSubject(workerID),
 			InboundSubject(workerID),
+			// The files it fetched (unique names: it never replaces, so never purges).
+			"$O." + BucketInboundFiles + ".>",
+			"$JS.API.STREAM.INFO.OBJ_" + BucketInboundFiles,
+			"$JS.API.STREAM.MSG.GET.OBJ_" + BucketInboundFiles,
+			"$JS.API.DIRECT.GET.OBJ_" + BucketInboundFiles + ".>",
 			"dead.>",
 			"$JS.API.STREAM.INFO." + StreamJobs,
 			"$JS.API.CONSUMER.INFO." + StreamJobs + ".*",

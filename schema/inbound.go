@@ -24,7 +24,23 @@ type Inbound struct {
 	// Internal: a note for operators only ("note: …"), never shown to the visitor.
 	Internal bool      `json:"internal,omitempty"`
 	At       time.Time `json:"at"`
+	// File is an attachment the worker fetched; its bytes wait in BucketInboundFiles.
+	File *InboundFile `json:"file,omitempty"`
 }
+
+// InboundFile is an attachment a worker fetched from outside (a file posted in a Discord
+// thread): its bytes are the object Object of the INBOUND_FILES object store until the edge
+// takes them, checks them as it checks an operator's upload, and deletes the object.
+type InboundFile struct {
+	Object string `json:"object"`
+	Name   string `json:"name"`
+	Type   string `json:"type,omitempty"` // as the source said; the edge sniffs the bytes itself
+	Size   int64  `json:"size"`
+}
+
+// MaxInboundFileBytes is the largest attachment a worker fetches (Discord's own limit for a
+// bot-less upload); a site's own limit may be lower, and the edge applies it.
+const MaxInboundFileBytes = 25 << 20
 
 // MaxInboundBytes bounds one INBOUND message (its text is cut to MaxTextRunes first).
 const MaxInboundBytes = 64 << 10
@@ -42,8 +58,10 @@ func (in *Inbound) Check() error {
 		return errors.New("thread or reply_to: where it was written")
 	case in.Kind != "" && in.Kind != KindClosed && in.Kind != KindReopened:
 		return errors.New("kind: closed, reopened, or none for a message")
-	case in.Kind == "" && in.Text == "":
-		return errors.New("text: a message needs some")
+	case in.Kind == "" && in.Text == "" && in.File == nil:
+		return errors.New("text: a message needs some, or a file")
+	case in.File != nil && (in.File.Object == "" || len(in.File.Object) > 200 || in.File.Size <= 0 || in.File.Size > MaxInboundFileBytes):
+		return errors.New("file: an object name and a size up to 25 MiB")
 	case len([]rune(in.Text)) > MaxTextRunes:
 		return errors.New("text: too long")
 	}

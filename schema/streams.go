@@ -19,6 +19,9 @@ const (
 	BucketSites   = "SITES"   // key site.<id> → SiteDelivery JSON (secrets live here, not in jobs)
 	BucketThreads = "THREADS" // key <target>.<site>.<conversation> → thread id (Slack parent ts), shared by all workers
 	BucketWorkers = "WORKERS" // key w.<worker id> → heartbeat; a key expires when its worker dies
+	// BucketInboundFiles is the object store of the files workers fetched from outside
+	// (Inbound.File), kept until the edge takes them (72 h at most).
+	BucketInboundFiles = "INBOUND_FILES"
 
 	ConsumerEdgeResults = "edge-results" // the edge's durable consumer on RESULTS
 	ConsumerEdgeInbound = "edge-inbound" // the edge's durable consumer on INBOUND
@@ -233,6 +236,16 @@ func EnsureStreams(ctx context.Context, js jetstream.JetStream, replicas int, li
 		if _, err := js.CreateOrUpdateStream(ctx, cfg); err != nil {
 			return fmt.Errorf("stream %s: %w", cfg.Name, err)
 		}
+	}
+	if _, err := js.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{
+		Bucket:      BucketInboundFiles,
+		Description: "files workers fetched from outside (Discord attachments), until the edge takes them",
+		TTL:         72 * time.Hour,
+		MaxBytes:    limits.WithDefaults().InboundMaxBytes,
+		Storage:     jetstream.FileStorage,
+		Replicas:    replicas,
+	}); err != nil {
+		return fmt.Errorf("object store %s: %w", BucketInboundFiles, err)
 	}
 	if _, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
 		Bucket:      BucketSites,

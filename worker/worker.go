@@ -324,7 +324,13 @@ func Run(ctx context.Context, nc *nats.Conn, cfg Config) error {
 	}
 
 	group := members.New(workersKV, cfg.WorkerID, cfg.MemberTTL, log)
+	objects, err := js.ObjectStore(ctx, schema.BucketInboundFiles)
+	if err != nil {
+		return fmt.Errorf("%s: %w", schema.BucketInboundFiles, err)
+	}
 	gw := gateway.New(gateway.Config{URL: cfg.DiscordGateway, Threads: threads.New(threadsKV), Sessions: gateway.KVSessions{KV: threadsKV}, Log: log,
+		Files: gateway.ObjectFiles{Store: objects}, AnyFileHost: cfg.AllowPrivateTargets,
+		Download: gateway.HTTPDownload(httpClient(4, time.Minute, false, cfg.AllowPrivateTargets)),
 		Publish: func(ctx context.Context, in *schema.Inbound) error {
 			b, err := json.Marshal(in)
 			if err != nil {

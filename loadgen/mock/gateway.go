@@ -62,6 +62,17 @@ type DiscordMessage struct {
 	Author     DiscordUser    `json:"author"`
 	Reference  *DiscordRef    `json:"message_reference,omitempty"`
 	Referenced *DiscordParent `json:"referenced_message,omitempty"`
+	// Attachments are files posted with the message, served from Discord's CDN.
+	Attachments []DiscordAttachment `json:"attachments,omitempty"`
+}
+
+// DiscordAttachment is a file posted with a message.
+type DiscordAttachment struct {
+	ID          string `json:"id"`
+	Filename    string `json:"filename"`
+	Size        int64  `json:"size"`
+	URL         string `json:"url"`
+	ContentType string `json:"content_type,omitempty"`
 }
 
 // DiscordUser is a message's author.

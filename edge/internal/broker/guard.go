@@ -111,7 +111,8 @@ func ExpectedConsumer(stream string, c *jetstream.ConsumerInfo) bool {
 		return c.Name == schema.ConsumerEdgeResults
 	case stream == schema.StreamInbound:
 		return c.Name == schema.ConsumerEdgeInbound
-	case strings.HasPrefix(stream, "KV_"):
+	case strings.HasPrefix(stream, "KV_"), stream == "OBJ_"+schema.BucketInboundFiles: // watches, the edge's reads of files
+
 		return c.Config.Durable == "" && strings.HasPrefix(c.Config.DeliverSubject, "_INBOX_")
 	}
 	return false

@@ -1,8 +1,13 @@
 package browsertest
 
 import (
+	"bytes"
+	"image"
+	"image/color"
+	"image/png"
 	"io"
 	"log/slog"
+	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -33,6 +38,24 @@ func TestDiscordReplyReachesVisitor(t *testing.T) {
 	gs := httptest.NewServer(gw)
 	t.Cleanup(gs.Close)
 	gw.URL = "ws" + strings.TrimPrefix(gs.URL, "http")
+	// Discord's CDN: a 40×30 PNG an operator posts in the thread.
+	img := image.NewRGBA(image.Rect(0, 0, 40, 30))
+	for x := range 40 {
+		for y := range 30 {
+			img.Set(x, y, color.RGBA{10, 124, 62, 255})
+		}
+	}
+	var pic bytes.Buffer
+	testkit.NoErr(t, png.Encode(&pic, img))
+	cdn := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/attachments/7/receipt.png" {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "image/png")
+		w.Write(pic.Bytes())
+	}))
+	t.Cleanup(cdn.Close)
 	wcfg := worker.DefaultConfig()
 	wcfg.DiscordAPI, wcfg.DiscordGateway = rs.URL+"/api", gw.URL+"/?v=10&encoding=json"
 	wcfg.AllowPrivateTargets = true // the mocks listen on 127.0.0.1
@@ -77,6 +100,15 @@ func TestDiscordReplyReachesVisitor(t *testing.T) {
 	if who := eval[string](v, W+`.querySelector('li.them .who').textContent`); who != "Dana" {
 		t.Fatalf("name %q, want Dana", who)
 	}
+
+	// A picture posted in the thread (with a line), and a file that is gone from the CDN: the
+	// picture shows in the window, inline; the gone one is skipped, the line still comes.
+	say("Here is the receipt:", func(m *mock.DiscordMessage) {
+		m.Attachments = []mock.DiscordAttachment{{ID: "61", Filename: "receipt.png", Size: int64(pic.Len()), URL: cdn.URL + "/attachments/7/receipt.png", ContentType: "image/png"},
+			{ID: "62", Filename: "gone.pdf", Size: 1000, URL: cdn.URL + "/attachments/7/gone.pdf", ContentType: "application/pdf"}}
+	})
+	v.waitBubble("Here is the receipt:")
+	v.waitJS("the picture from Discord, inline", `(() => { const i = `+W+`.querySelector('li:not(.me) .bubble img'); return i && i.complete && i.naturalWidth === 40 && i.naturalHeight === 30; })()`)
 
 	// The connection drops; two replies are written before the worker is back: both arrive,
 	// once each, in order, after the session resumes.

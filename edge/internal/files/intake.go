@@ -77,28 +77,52 @@ func (in *Intake) Take(ctx context.Context, siteID, limit int64, fh *multipart.F
 	if p := CheckSize(fh.Size, limit); p != nil {
 		return nil, p
 	}
-	used, err := in.Store.SiteFileBytes(ctx, siteID, time.Now().Add(-store.UnsentFileTTL))
-	if err != nil {
-		in.Log.Error("attachment quota", "site", siteID, "err", err)
-		return nil, unavailable
-	}
-	if used+fh.Size > in.quota() {
-		in.Log.Warn("attachment quota reached", "site", siteID, "used", used)
-		return nil, &Problem{http.StatusInsufficientStorage, schema.CodeQuota,
-			"This site's storage for attachments is full: the file was not sent. Describe it in a message instead."}
-	}
-	// The disk is a budget: uploads stop at a reserve that the database, the log and the
-	// other sites' files keep, before the machine's own limit.
-	if free, err := in.Dir.Free(); err == nil && free-fh.Size < in.reserve() {
-		in.Log.Warn("attachment refused: the disk is at its reserve", "site", siteID, "free", free, "reserve", in.reserve())
-		return nil, &Problem{http.StatusInsufficientStorage, schema.CodeDiskFull,
-			"The server's disk is nearly full: the file was not sent. Describe it in a message instead."}
+	if p := in.room(ctx, siteID, fh.Size); p != nil {
+		return nil, p
 	}
 	data, err := readUpload(fh, limit)
 	if err != nil {
 		return nil, &Problem{http.StatusBadRequest, schema.CodeInvalid, "The file could not be read from the request."}
 	}
-	typ, why := Sniff(fh.Filename, fh.Header.Get("Content-Type"), data[:min(len(data), 512)])
+	return in.store(ctx, siteID, fh.Filename, fh.Header.Get("Content-Type"), data, uploader)
+}
+
+// TakeBytes is Take for a file already in memory (one a worker fetched from outside).
+func (in *Intake) TakeBytes(ctx context.Context, siteID, limit int64, name, contentType string, data []byte, uploader []byte) (*store.File, *Problem) {
+	if p := CheckSize(int64(len(data)), limit); p != nil {
+		return nil, p
+	}
+	if p := in.room(ctx, siteID, int64(len(data))); p != nil {
+		return nil, p
+	}
+	return in.store(ctx, siteID, name, contentType, data, uploader)
+}
+
+// room refuses a file of size the site's quota or the disk's reserve has no room for.
+func (in *Intake) room(ctx context.Context, siteID, size int64) *Problem {
+	used, err := in.Store.SiteFileBytes(ctx, siteID, time.Now().Add(-store.UnsentFileTTL))
+	if err != nil {
+		in.Log.Error("attachment quota", "site", siteID, "err", err)
+		return unavailable
+	}
+	if used+size > in.quota() {
+		in.Log.Warn("attachment quota reached", "site", siteID, "used", used)
+		return &Problem{http.StatusInsufficientStorage, schema.CodeQuota,
+			"This site's storage for attachments is full: the file was not sent. Describe it in a message instead."}
+	}
+	// The disk is a budget: uploads stop at a reserve that the database, the log and the
+	// other sites' files keep, before the machine's own limit.
+	if free, err := in.Dir.Free(); err == nil && free-size < in.reserve() {
+		in.Log.Warn("attachment refused: the disk is at its reserve", "site", siteID, "free", free, "reserve", in.reserve())
+		return &Problem{http.StatusInsufficientStorage, schema.CodeDiskFull,
+			"The server's disk is nearly full: the file was not sent. Describe it in a message instead."}
+	}
+	return nil
+}
+
+// store sniffs data's type, writes it durably and names it in SQLite.
+func (in *Intake) store(ctx context.Context, siteID int64, filename, contentType string, data []byte, uploader []byte) (*store.File, *Problem) {
+	typ, why := Sniff(filename, contentType, data[:min(len(data), 512)])
 	if why != nil {
 		return nil, &Problem{http.StatusUnsupportedMediaType, schema.CodeFileRefused, why.Message}
 	}
@@ -108,7 +132,7 @@ func (in *Intake) Take(ctx context.Context, siteID, limit int64, fh *multipart.F
 		in.Log.Error("write attachment", "site", siteID, "err", err)
 		return nil, unavailable
 	}
-	row := &store.File{Key: key, SiteID: siteID, TokenHash: uploader, Name: NameFor(CleanName(fh.Filename), typ), Type: typ,
+	row := &store.File{Key: key, SiteID: siteID, TokenHash: uploader, Name: NameFor(CleanName(filename), typ), Type: typ,
 		Size: int64(len(data)), SHA256: sum}
 	if err := in.Store.Write(ctx, func(tx *store.Tx) error { return tx.InsertFile(row) }); err != nil {
 		_ = in.Dir.Remove(key)

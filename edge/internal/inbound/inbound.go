@@ -22,6 +22,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"spookat/edge/internal/files"
 	"spookat/edge/internal/metrics"
 	"spookat/edge/internal/sites"
 	"spookat/edge/internal/store"
@@ -47,14 +48,23 @@ type Recorder struct {
 	Sites   *sites.Registry
 	Metrics *metrics.Set
 	Log     *slog.Logger
+	// Intake stores the files workers fetched (checked as an operator's upload); nil: a
+	// file is refused.
+	Intake *files.Intake
 	// OnOutcome, if set, hears each event's outcome (tests).
 	OnOutcome func(in *schema.Inbound, outcome string)
 
 	lastLog time.Time // the last refusal logged (the consumer's goroutine only)
+	objects jetstream.ObjectStore
 }
 
 // Run consumes until ctx is done.
 func (r *Recorder) Run(ctx context.Context, js jetstream.JetStream) error {
+	objects, err := js.ObjectStore(ctx, schema.BucketInboundFiles)
+	if err != nil {
+		return err
+	}
+	r.objects = objects
 	cons, err := js.CreateOrUpdateConsumer(ctx, schema.StreamInbound, jetstream.ConsumerConfig{
 		Durable:       schema.ConsumerEdgeInbound,
 		Description:   "the edge records what workers heard from outside (Discord replies)",
@@ -117,6 +127,17 @@ func (r *Recorder) handle(ctx context.Context, m jetstream.Msg) error {
 		r.done(&in, map[bool]string{true: Recorded, false: Unchanged}[changed], "", m.Subject())
 		return nil
 	}
+	var file *store.File
+	if in.File != nil {
+		var outcome string
+		if file, outcome, err = r.takeFile(ctx, site, convID, &in); err != nil {
+			return err
+		}
+		if file == nil {
+			r.done(&in, outcome, "the file: "+outcome, m.Subject())
+			return nil
+		}
+	}
 	done := make(chan store.MessageResult, 1)
 	author := strings.TrimSpace(in.Author)
 	if author == "" {
@@ -124,7 +145,7 @@ func (r *Recorder) handle(ctx context.Context, m jetstream.Msg) error {
 	}
 	if err := r.Store.SubmitMessage(&store.MessageRequest{
 		SiteID: in.SiteID, ConversationID: convID, Author: schema.AuthorOperator, Name: author,
-		Text: schema.CleanText(in.Text), Internal: in.Internal, Source: schema.SourceDiscord, ClientID: in.ID,
+		Text: schema.CleanText(in.Text), Internal: in.Internal, Source: schema.SourceDiscord, ClientID: in.ID, File: file,
 		Done: func(res store.MessageResult) { done <- res },
 	}); err != nil {
 		return err
@@ -144,6 +165,42 @@ func (r *Recorder) handle(ctx context.Context, m jetstream.Msg) error {
 		return ctx.Err()
 	}
 }
+
+// takeFile stores the file an event carries, from INBOUND_FILES, as an operator's upload: the
+// site's size limit, quota, disk reserve and type checks. The object is deleted once the file
+// is stored or refused. No file and an outcome: an event seen before (its object taken
+// then), or a file refused.
+func (r *Recorder) takeFile(ctx context.Context, site *sites.Site, convID int64, in *schema.Inbound) (*store.File, string, error) {
+	if seen, err := r.Store.HasMessage(ctx, convID, schema.SourceDiscord, in.ID); err != nil || seen {
+		_ = r.objects.Delete(ctx, in.File.Object)
+		return nil, Duplicate, err
+	}
+	limit := site.Widget.FileLimit()
+	if r.Intake == nil || limit == 0 {
+		_ = r.objects.Delete(ctx, in.File.Object)
+		return nil, Refused, nil // the site takes no attachments
+	}
+	data, err := r.objects.GetBytes(ctx, in.File.Object)
+	if errors.Is(err, jetstream.ErrObjectNotFound) {
+		return nil, Refused, nil // expired, or never put
+	}
+	if err != nil {
+		return nil, "", err
+	}
+	row, p := r.Intake.TakeBytes(ctx, site.ID, limit, in.File.Name, in.File.Type, data, uploaderDiscord)
+	if p != nil && p.Code == schema.CodeUnavailable {
+		return nil, "", errors.New(p.Message) // the disk or the writer: try again
+	}
+	_ = r.objects.Delete(ctx, in.File.Object)
+	if p != nil {
+		r.Log.Info("a file from Discord refused", "site", site.ID, "id", in.ID, "why", p.Message)
+		return nil, Refused, nil
+	}
+	return row, "", nil
+}
+
+// uploaderDiscord is the uploader a file from Discord's row names: no visitor token hashes to it.
+var uploaderDiscord = []byte("discord")
 
 func (r *Recorder) done(in *schema.Inbound, outcome, why, subject string) {
 	if r.Metrics != nil {

@@ -538,7 +538,8 @@ func (e *Edge) startBackground(context.Context) error {
 			log.Error("results recorder stopped", "err", err)
 		}
 	})
-	in := &inbound.Recorder{Store: e.store, Sites: e.sites, Metrics: e.metrics, Log: log}
+	in := &inbound.Recorder{Store: e.store, Sites: e.sites, Metrics: e.metrics, Log: log,
+		Intake: &files.Intake{Store: e.store, Dir: e.files, Quota: e.cfg.FileQuota, Reserve: e.cfg.DiskReserve, Log: log}}
 	for _, o := range inbound.Outcomes {
 		e.metrics.Inbound.WithLabelValues(o)
 	}

@@ -107,6 +107,34 @@ func TestInboundDiscordReplies(t *testing.T) {
 			t.Fatalf("the visitor got %+v", f)
 		}
 	})
+	t.Run("a file fetched from Discord", func(t *testing.T) {
+		objects, err := js.ObjectStore(ctx, schema.BucketInboundFiles)
+		testkit.NoErr(t, err)
+		pdf := []byte("%PDF-1.4 the receipt")
+		_, err = objects.PutBytes(ctx, "discord:7001:9010:1", pdf)
+		testkit.NoErr(t, err)
+		r := reply
+		r.ID, r.Text, r.File = "discord:7001:9010:1", "", &schema.InboundFile{Object: "discord:7001:9010:1", Name: "receipt.pdf", Type: "application/pdf", Size: int64(len(pdf))}
+		expect("recorded", "recorded", r)
+		f := readUntil(t, visitor, func(f edgetest.Frame) bool { return f.Type == "message" && f.File != nil })
+		if f.File.Name != "receipt.pdf" || f.File.Size != int64(len(pdf)) || f.Name != "Dana" {
+			t.Fatalf("the visitor got %+v (file %+v)", f, f.File)
+		}
+		if _, err := objects.GetInfo(ctx, "discord:7001:9010:1"); err == nil {
+			t.Error("the object is still in INBOUND_FILES after the edge took it")
+		}
+		// Refused as an operator's upload would be (HTML), and the object gone too; one
+		// never put (expired) is refused.
+		_, err = objects.PutBytes(ctx, "discord:7001:9011:1", []byte("<!doctype html><script>alert(1)</script>"))
+		testkit.NoErr(t, err)
+		r.ID, r.File = "discord:7001:9011:1", &schema.InboundFile{Object: "discord:7001:9011:1", Name: "x.png", Type: "image/png", Size: 40}
+		expect("refused", "refused", r)
+		if _, err := objects.GetInfo(ctx, "discord:7001:9011:1"); err == nil {
+			t.Error("a refused file's object is still in INBOUND_FILES")
+		}
+		r.ID, r.File = "discord:7001:9012:1", &schema.InboundFile{Object: "discord:7001:9012:1", Name: "y.pdf", Size: 10}
+		expect("refused", "refused", r)
+	})
 	t.Run("/close closes it", func(t *testing.T) {
 		r := reply
 		r.ID, r.Text, r.Kind = "discord:7001:9003", "", schema.KindClosed

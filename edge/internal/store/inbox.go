@@ -379,6 +379,20 @@ func (s *Store) ConversationByDiscord(ctx context.Context, siteID int64, thread,
 	return id, found, err
 }
 
+// HasMessage says whether a conversation holds a message from source with this client id.
+func (s *Store) HasMessage(ctx context.Context, conversationID int64, source schema.Source, clientID string) (found bool, err error) {
+	err = s.Read(ctx, func(q Querier) error {
+		st, err := q.Stmt(`SELECT 1 FROM messages WHERE conversation_id = ? AND source = ? AND client_id = ?`)
+		if err != nil {
+			return err
+		}
+		var one int
+		found, err = queryRow(st, []any{conversationID, string(source), clientID}, &one)
+		return err
+	})
+	return found, err
+}
+
 // SetStatus closes (schema.KindClosed) or reopens (schema.KindReopened) a conversation
 // through the writer: the change and a status message saying who made it, where, in one
 // commit. The message is internal (the visitor gets the conversation's state instead) and

@@ -67,6 +67,12 @@ type Threads interface {
 	SiteOfThread(ctx context.Context, thread string) (string, error)
 }
 
+// Files is where fetched attachments wait for the edge (the INBOUND_FILES object store).
+type Files interface {
+	Has(ctx context.Context, name string) (bool, error)
+	Put(ctx context.Context, name string, data []byte) error
+}
+
 // Session is a site's gateway session as a resume needs it.
 type Session struct {
 	ID        string `json:"id"`
@@ -88,6 +94,12 @@ type Config struct {
 	Threads Threads
 	// Sessions, if set, shares the sessions between workers (else each starts its own).
 	Sessions Sessions
+	// Files keeps the attachments fetched until the edge takes them; Download fetches one
+	// (at most max bytes). Without them attachments are not forwarded.
+	Files    Files
+	Download func(ctx context.Context, url string, max int64) ([]byte, error)
+	// AnyFileHost lets attachments come from any host (tests); else Discord's CDN only.
+	AnyFileHost bool
 	// Publish hands an Inbound to INBOUND; an error is retried until it passes or the
 	// connection is being stopped.
 	Publish func(ctx context.Context, in *schema.Inbound) error
@@ -513,7 +525,19 @@ type message struct {
 	Referenced *struct {
 		WebhookID string `json:"webhook_id"`
 	} `json:"referenced_message"`
+	Attachments []attachment `json:"attachments"`
 }
+
+type attachment struct {
+	ID          string `json:"id"`
+	Filename    string `json:"filename"`
+	Size        int64  `json:"size"`
+	URL         string `json:"url"`
+	ContentType string `json:"content_type"`
+}
+
+// maxAttachments bounds the files forwarded from one message.
+const maxAttachments = 4
 
 // ready takes the session READY starts: its id and resume URL, and the bot's own user id.
 func (c *conn) ready(d json.RawMessage) error {
@@ -541,14 +565,25 @@ func (c *conn) ready(d json.RawMessage) error {
 func (c *conn) forward(msg *message) (handed bool, err error) {
 	wait := 200 * time.Millisecond
 	for {
-		in, err := c.inbound(msg)
-		if err == nil && in != nil {
+		var list []*schema.Inbound
+		list, err = c.inbound(msg)
+		for _, in := range list {
+			var skip bool
+			if skip, err = c.fetch(in, msg); err != nil {
+				break
+			}
+			if skip {
+				continue
+			}
 			ctx, cancel := context.WithTimeout(c.ctx, 10*time.Second)
 			err = c.m.cfg.Publish(ctx, in)
 			cancel()
+			if err != nil {
+				break
+			}
 		}
 		if err == nil {
-			return in != nil, nil
+			return len(list) > 0, nil
 		}
 		c.log.Warn("discord reply not handed to INBOUND yet; trying again", "message", msg.ID, "err", err)
 		select {
@@ -560,9 +595,10 @@ func (c *conn) forward(msg *message) (handed bool, err error) {
 	}
 }
 
-// inbound is what to forward of a message, or nil when it is not a reply to a conversation
-// of this site.
-func (c *conn) inbound(msg *message) (*schema.Inbound, error) {
+// inbound is what to forward of a message: its text, then each attachment as an event of its
+// own (id "<message's>:<attachment id>"); nothing when it is not a reply to a conversation of
+// this site.
+func (c *conn) inbound(msg *message) ([]*schema.Inbound, error) {
 	c.mu.Lock()
 	self := c.self
 	c.mu.Unlock()
@@ -595,9 +631,6 @@ func (c *conn) inbound(msg *message) (*schema.Inbound, error) {
 		if r := []rune(text); len(r) > schema.MaxTextRunes {
 			text = string(r[:schema.MaxTextRunes])
 		}
-		if text == "" {
-			return nil, nil // an attachment alone, a sticker: nothing to say yet
-		}
 		in.Text = text
 	}
 	in.Author = msg.Author.GlobalName
@@ -610,5 +643,70 @@ func (c *conn) inbound(msg *message) (*schema.Inbound, error) {
 	if in.At, _ = time.Parse(time.RFC3339, msg.Timestamp); in.At.IsZero() {
 		in.At = time.Now().UTC()
 	}
-	return in, nil
+	var list []*schema.Inbound
+	if in.Kind != "" || in.Text != "" {
+		list = append(list, in)
+	}
+	if in.Kind != "" || c.m.cfg.Files == nil || c.m.cfg.Download == nil {
+		return list, nil
+	}
+	for i, a := range msg.Attachments {
+		if i == maxAttachments {
+			break
+		}
+		if a.Size <= 0 || a.Size > schema.MaxInboundFileBytes || !c.fileHost(a.URL) {
+			c.log.Info("discord attachment not forwarded", "message", msg.ID, "size", a.Size)
+			continue
+		}
+		f := *in
+		f.ID, f.Text = in.ID+":"+a.ID, ""
+		f.File = &schema.InboundFile{Object: f.ID, Name: a.Filename, Type: a.ContentType, Size: a.Size}
+		list = append(list, &f)
+	}
+	return list, nil
+}
+
+// fileHost: Discord serves attachments from its CDN; nothing else is fetched.
+func (c *conn) fileHost(raw string) bool {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return false
+	}
+	if c.m.cfg.AnyFileHost {
+		return u.Scheme == "http" || u.Scheme == "https"
+	}
+	return u.Scheme == "https" && (u.Host == "cdn.discordapp.com" || u.Host == "media.discordapp.net")
+}
+
+// ErrNotFetchable is a download that cannot succeed (the file is gone, too large): the
+// attachment is skipped, not tried again.
+var ErrNotFetchable = errors.New("not fetchable")
+
+// fetch puts an event's file into Files (once: a replay finds it there) before the event is
+// published, so the edge never hears of a file it cannot read. skip: the file cannot be had.
+func (c *conn) fetch(in *schema.Inbound, msg *message) (skip bool, err error) {
+	if in.File == nil {
+		return false, nil
+	}
+	ctx, cancel := context.WithTimeout(c.ctx, time.Minute)
+	defer cancel()
+	if has, err := c.m.cfg.Files.Has(ctx, in.File.Object); err != nil || has {
+		return false, err
+	}
+	var src string
+	for _, a := range msg.Attachments {
+		if in.ID == "discord:"+msg.ChannelID+":"+msg.ID+":"+a.ID {
+			src = a.URL
+		}
+	}
+	data, err := c.m.cfg.Download(ctx, src, in.File.Size)
+	if errors.Is(err, ErrNotFetchable) || err == nil && len(data) == 0 {
+		c.log.Info("discord attachment skipped", "id", in.ID, "err", err)
+		return true, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("download the attachment: %w", err)
+	}
+	in.File.Size = int64(len(data))
+	return false, c.m.cfg.Files.Put(ctx, in.File.Object, data)
 }

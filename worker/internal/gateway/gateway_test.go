@@ -190,3 +190,60 @@ func TestRefusedTokenIsGivenUp(t *testing.T) {
 		t.Fatal("still trying a refused token")
 	}
 }
+
+// memFiles is INBOUND_FILES in memory.
+type memFiles struct {
+	mu sync.Mutex
+	m  map[string][]byte
+}
+
+func (f *memFiles) Has(_ context.Context, name string) (bool, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	_, ok := f.m[name]
+	return ok, nil
+}
+
+func (f *memFiles) Put(_ context.Context, name string, data []byte) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.m[name] = data
+	return nil
+}
+
+// Attachments: each is an event of its own, after the text, its bytes put in INBOUND_FILES
+// first; one from a host that is not Discord's CDN, one larger than 25 MiB and one the CDN no
+// longer has are skipped (the rest still go); at most four a message.
+func TestForwardsAttachments(t *testing.T) {
+	p, files := &published{}, &memFiles{m: map[string][]byte{}}
+	download := func(_ context.Context, url string, max int64) ([]byte, error) {
+		if strings.HasSuffix(url, "/gone.pdf") {
+			return nil, ErrNotFetchable
+		}
+		return []byte("bytes of " + url[strings.LastIndex(url, "/")+1:]), nil
+	}
+	gw, _ := start(t, token, Config{Threads: threadsOf{"7001": "7"}, Publish: p.publish, Files: files, Download: download})
+	testkit.WaitFor(t, "identified", 10*time.Second, func() bool { return gw.Identifies() == 1 })
+	cdn := "https://cdn.discordapp.com/attachments/7001/"
+	m := person("20", "7001", "two files")
+	m.Attachments = []mock.DiscordAttachment{
+		{ID: "1", Filename: "a.png", Size: 10, URL: cdn + "a.png"},
+		{ID: "2", Filename: "b.png", Size: 10, URL: "https://evil.example/b.png"},
+		{ID: "3", Filename: "huge.zip", Size: schema.MaxInboundFileBytes + 1, URL: cdn + "huge.zip"},
+		{ID: "4", Filename: "gone.pdf", Size: 10, URL: cdn + "gone.pdf"},
+		{ID: "5", Filename: "e.txt", Size: 10, URL: cdn + "e.txt"}, // the fifth: past four
+	}
+	gw.Say(m)
+	gw.Say(person("21", "7001", "the barrier"))
+	got := waitFor(t, p, 3)
+	var ids []string
+	for _, in := range got {
+		ids = append(ids, in.ID)
+	}
+	if strings.Join(ids, " ") != "discord:7001:20 discord:7001:20:1 discord:7001:21" {
+		t.Fatalf("forwarded %v", ids)
+	}
+	if f := got[1].File; f == nil || f.Object != "discord:7001:20:1" || f.Name != "a.png" || got[1].Text != "" || string(files.m[f.Object]) != "bytes of a.png" {
+		t.Fatalf("the file event %+v (%+v), stored %q", got[1], got[1].File, files.m)
+	}
+}

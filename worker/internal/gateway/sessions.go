@@ -4,6 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
+	"net/http"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -40,3 +43,51 @@ func (k KVSessions) Save(ctx context.Context, siteID int64, s Session) error {
 }
 
 var _ Sessions = KVSessions{}
+
+// ObjectFiles keeps fetched attachments in an object store (INBOUND_FILES).
+type ObjectFiles struct{ Store jetstream.ObjectStore }
+
+// Has implements Files.
+func (o ObjectFiles) Has(ctx context.Context, name string) (bool, error) {
+	_, err := o.Store.GetInfo(ctx, name)
+	if errors.Is(err, jetstream.ErrObjectNotFound) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// Put implements Files.
+func (o ObjectFiles) Put(ctx context.Context, name string, data []byte) error {
+	_, err := o.Store.PutBytes(ctx, name, data)
+	return err
+}
+
+// HTTPDownload fetches an attachment with c (at most max bytes; a larger one, or a 4xx
+// answer, is ErrNotFetchable).
+func HTTPDownload(c *http.Client) func(ctx context.Context, url string, max int64) ([]byte, error) {
+	return func(ctx context.Context, url string, max int64) ([]byte, error) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrNotFetchable, err)
+		}
+		resp, err := c.Do(req)
+		if err != nil {
+			return nil, err
+		}
+		defer resp.Body.Close()
+		switch {
+		case resp.StatusCode >= 400 && resp.StatusCode < 500:
+			return nil, fmt.Errorf("%w: %s", ErrNotFetchable, resp.Status)
+		case resp.StatusCode != http.StatusOK:
+			return nil, errors.New(resp.Status)
+		}
+		data, err := io.ReadAll(io.LimitReader(resp.Body, max+1))
+		if err != nil {
+			return nil, err
+		}
+		if int64(len(data)) > max {
+			return nil, fmt.Errorf("%w: larger than it said", ErrNotFetchable)
+		}
+		return data, nil
+	}
+}
