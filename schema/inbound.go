@@ -14,7 +14,7 @@ type Inbound struct {
 	// ID is the source's own id of what was said ("discord:<channel>:<message id>"): the
 	// stored message's client id, so a gateway's resend or a replay stores it once.
 	ID      string      `json:"id"`
-	Source  Source      `json:"source"` // SourceDiscord
+	Source  Source      `json:"source"` // SourceDiscord, or SourceSlack for a file a Fetch job brought
 	SiteID  int64       `json:"site_id"`
 	Thread  string      `json:"thread,omitempty"`   // the thread (channel id) it was written in
 	ReplyTo string      `json:"reply_to,omitempty"` // the post it answers (a message id)
@@ -50,8 +50,10 @@ func (in *Inbound) Check() error {
 	switch {
 	case in.ID == "" || len(in.ID) > 200:
 		return errors.New("id: the source's id of the message (at most 200 bytes)")
-	case in.Source != SourceDiscord:
-		return errors.New("source: discord is the one source workers hear from")
+	case in.Source != SourceDiscord && in.Source != SourceSlack:
+		return errors.New("source: discord or slack")
+	case in.Source == SourceSlack && (in.File == nil || in.Thread == ""):
+		return errors.New("file: from Slack a worker brings files (in a thread) only")
 	case in.SiteID <= 0:
 		return errors.New("site_id: the site it concerns")
 	case in.Thread == "" && in.ReplyTo == "":

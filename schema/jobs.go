@@ -1,6 +1,8 @@
 package schema
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"strconv"
@@ -86,7 +88,32 @@ type Job struct {
 	// Erasure is set on the webhook job that tells a site's receiver a person was erased
 	// (MessageID 0); its result carries Erasure.Ref.
 	Erasure *Erasure `json:"erasure,omitempty"`
+	// Fetch is set on the chat job that fetches a file an operator posted in a conversation's
+	// Slack thread (MessageID 0): the worker downloads it with the site's bot token and hands
+	// it to the edge on INBOUND; its result carries FetchRef(Fetch.ID).
+	Fetch *Fetch `json:"fetch,omitempty"`
 }
+
+// Fetch is a file posted outside (Slack) for the worker to bring in.
+type Fetch struct {
+	ID       string `json:"id"`     // the Inbound id it becomes: slack:<channel>:<ts>:<file id>
+	URL      string `json:"url"`    // Slack's url_private_download
+	Thread   string `json:"thread"` // the conversation's Slack thread
+	Author   string `json:"author"`
+	Name     string `json:"name"`
+	Type     string `json:"type,omitempty"`
+	Size     int64  `json:"size"`
+	Internal bool   `json:"internal,omitempty"`
+}
+
+// FetchRef is a fetch's reference in its job id and result: a token of the Inbound id.
+func FetchRef(id string) string {
+	sum := sha256.Sum256([]byte(id))
+	return hex.EncodeToString(sum[:12])
+}
+
+// FetchJobID is the id of a fetch's job (and its Nats-Msg-Id).
+func FetchJobID(id string) string { return "f" + FetchRef(id) + "." + TargetSlack }
 
 // Erasure says which person a site erased, so a receiver can erase its own copies: the
 // ids it got in earlier events, and the email or user id it was asked by.
@@ -153,7 +180,7 @@ func DecodeJob(b []byte, j *Job) error {
 }
 
 var jobFields = []string{"id", "lane", "target", "site_id", "conversation_id", "message_id", "author",
-	"name", "text", "created_at", "kind", "first", "reopened", "inbox_url", "to", "file", "context", "transcript", "maybe_repeat", "invite", "erasure"}
+	"name", "text", "created_at", "kind", "first", "reopened", "inbox_url", "to", "file", "context", "transcript", "maybe_repeat", "invite", "erasure", "fetch"}
 
 func (j *Job) field(b, key []byte, i int) (int, bool) {
 	if next, ok := fastjson.Null(b, i); ok {
@@ -273,6 +300,10 @@ func AppendJob(b []byte, j *Job) []byte {
 		v, _ := json.Marshal(j.Erasure) // strings, ints and a time: it cannot fail
 		b = append(append(b, `,"erasure":`...), v...)
 	}
+	if j.Fetch != nil { // rare: a file posted in Slack
+		v, _ := json.Marshal(j.Fetch) // strings, an int and a bool: it cannot fail
+		b = append(append(b, `,"fetch":`...), v...)
+	}
 	return append(b, '}')
 }
 
@@ -320,6 +351,8 @@ type Result struct {
 	InviteID int64 `json:"invite_id,omitempty"`
 	// Erasure is set (and MessageID 0) on the result of an erasure's webhook (Job.Erasure).
 	Erasure string `json:"erasure,omitempty"`
+	// Fetch is set (and MessageID 0) on the result of a fetch (Job.Fetch): FetchRef.
+	Fetch string `json:"fetch,omitempty"`
 }
 
 // DecodeResults appends the results of one RESULTS message to dst: a worker batches the
@@ -330,7 +363,7 @@ func DecodeResults(dst []Result, data []byte, bad func(line []byte, err error)) 
 		var r Result
 		err := DecodeResult(line, &r)
 		if err == nil && (subjects(&r) != 1 || r.Target == "" || r.JobID == "") {
-			err = errors.New("missing job_id, target, or one of message_id, invite_id and erasure")
+			err = errors.New("missing job_id, target, or one of message_id, invite_id, erasure and fetch")
 		}
 		if err != nil {
 			if bad != nil {
@@ -346,7 +379,7 @@ func DecodeResults(dst []Result, data []byte, bad func(line []byte, err error)) 
 // subjects counts what a result is about: a message, an invitation, an erasure (one only).
 func subjects(r *Result) int {
 	n := 0
-	for _, set := range []bool{r.MessageID != 0, r.InviteID != 0, r.Erasure != ""} {
+	for _, set := range []bool{r.MessageID != 0, r.InviteID != 0, r.Erasure != "", r.Fetch != ""} {
 		if set {
 			n++
 		}
@@ -361,7 +394,7 @@ func DecodeResult(b []byte, r *Result) error {
 }
 
 var resultFields = []string{"job_id", "target", "site_id", "conversation_id", "message_id", "status",
-	"attempts", "error", "external_id", "thread_id", "merged", "at", "invite_id", "erasure"}
+	"attempts", "error", "external_id", "thread_id", "merged", "at", "invite_id", "erasure", "fetch"}
 
 func (r *Result) field(b, key []byte, i int) (int, bool) {
 	if next, ok := fastjson.Null(b, i); ok {
@@ -400,6 +433,8 @@ func (r *Result) field(b, key []byte, i int) (int, bool) {
 		r.InviteID, i, ok = fastjson.Int(b, i)
 	case "erasure":
 		r.Erasure, i, ok = fastjson.String(b, i)
+	case "fetch":
+		r.Fetch, i, ok = fastjson.String(b, i)
 	case "at":
 		var s string
 		if s, i, ok = fastjson.String(b, i); ok {

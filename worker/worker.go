@@ -300,10 +300,28 @@ func Run(ctx context.Context, nc *nats.Conn, cfg Config) error {
 		return err
 	}
 
+	// What the worker hears or fetches from outside goes to the edge on INBOUND: replies from
+	// Discord's gateway, files posted in Slack and Discord threads (their bytes in INBOUND_FILES).
+	objects, err := js.ObjectStore(ctx, schema.BucketInboundFiles)
+	if err != nil {
+		return fmt.Errorf("%s: %w", schema.BucketInboundFiles, err)
+	}
+	files := gateway.ObjectFiles{Store: objects}
+	publishInbound := func(ctx context.Context, in *schema.Inbound) error {
+		b, err := json.Marshal(in)
+		if err != nil {
+			return err
+		}
+		_, err = js.Publish(ctx, schema.InboundSubject(cfg.WorkerID), b, jetstream.WithMsgID(in.ID))
+		return err
+	}
+	fetchHTTP := httpClient(4, time.Minute, false, cfg.AllowPrivateTargets)
+
 	senders := map[string]map[string]deliver.Sender{
 		schema.LaneChat: {
 			schema.TargetSlack: slack.New(slack.Options{APIURL: cfg.SlackAPI, HTTP: slack.NewHTTP(cfg.ChatInFlight),
-				Threads: threads.New(threadsKV), Pace: cfg.SlackPace, MergeMax: cfg.SlackMerge}),
+				Threads: threads.New(threadsKV), Pace: cfg.SlackPace, MergeMax: cfg.SlackMerge,
+				Fetch: slackFetch(fetchHTTP, files, publishInbound, cfg.AllowPrivateTargets)}),
 			schema.TargetDiscord: discord.New(httpClient(cfg.ChatInFlight, 0, cfg.H2C, cfg.AllowPrivateTargets), cfg.DiscordAPI, threads.New(threadsKV), cfg.AllowPrivateTargets),
 		},
 		schema.LaneWebhook: {schema.TargetWebhook: webhook.New(httpClient(cfg.WebhookInFlight, cfg.WebhookTimeout, false, cfg.AllowPrivateTargets), cfg.AllowPrivateTargets)},
@@ -324,21 +342,8 @@ func Run(ctx context.Context, nc *nats.Conn, cfg Config) error {
 	}
 
 	group := members.New(workersKV, cfg.WorkerID, cfg.MemberTTL, log)
-	objects, err := js.ObjectStore(ctx, schema.BucketInboundFiles)
-	if err != nil {
-		return fmt.Errorf("%s: %w", schema.BucketInboundFiles, err)
-	}
 	gw := gateway.New(gateway.Config{URL: cfg.DiscordGateway, Threads: threads.New(threadsKV), Sessions: gateway.KVSessions{KV: threadsKV}, Log: log,
-		Files: gateway.ObjectFiles{Store: objects}, AnyFileHost: cfg.AllowPrivateTargets,
-		Download: gateway.HTTPDownload(httpClient(4, time.Minute, false, cfg.AllowPrivateTargets)),
-		Publish: func(ctx context.Context, in *schema.Inbound) error {
-			b, err := json.Marshal(in)
-			if err != nil {
-				return err
-			}
-			_, err = js.Publish(ctx, schema.InboundSubject(cfg.WorkerID), b, jetstream.WithMsgID(in.ID))
-			return err
-		}})
+		Files: files, AnyFileHost: cfg.AllowPrivateTargets, Download: gateway.HTTPDownload(fetchHTTP), Publish: publishInbound})
 	liveNow := make(chan []string, 1)
 	gwDone := make(chan struct{})
 	go func() {
@@ -388,6 +393,42 @@ func Run(ctx context.Context, nc *nats.Conn, cfg Config) error {
 		return err
 	}
 	return nil
+}
+
+// slackFetch brings in a file posted in a Slack thread (Job.Fetch): downloaded with the site's
+// bot token from Slack's file host (any host with allowPrivate: labs and tests), put in
+// INBOUND_FILES (once: a retry finds it there), then announced on INBOUND for the edge.
+func slackFetch(c *http.Client, files gateway.Files, publish func(context.Context, *schema.Inbound) error, allowPrivate bool) func(context.Context, *schema.SiteDelivery, *schema.Job) error {
+	return func(ctx context.Context, site *schema.SiteDelivery, j *schema.Job) error {
+		f := j.Fetch
+		u, err := url.Parse(f.URL)
+		if err != nil || !(allowPrivate && (u.Scheme == "http" || u.Scheme == "https") || u.Scheme == "https" && u.Host == "files.slack.com") {
+			return fmt.Errorf("%w: not a Slack file URL", deliver.ErrNotFetchable)
+		}
+		has, err := files.Has(ctx, f.ID)
+		if err != nil {
+			return err
+		}
+		size := f.Size
+		if !has {
+			req, err := http.NewRequestWithContext(ctx, http.MethodGet, f.URL, nil)
+			if err != nil {
+				return fmt.Errorf("%w: %v", deliver.ErrNotFetchable, err)
+			}
+			req.Header.Set("Authorization", "Bearer "+site.SlackToken)
+			data, err := gateway.Get(c, req, f.Size)
+			if err != nil {
+				return err
+			}
+			if err := files.Put(ctx, f.ID, data); err != nil {
+				return err
+			}
+			size = int64(len(data))
+		}
+		return publish(ctx, &schema.Inbound{ID: f.ID, Source: schema.SourceSlack, SiteID: j.SiteID, Thread: f.Thread,
+			Author: f.Author, Internal: f.Internal, At: j.CreatedAt,
+			File: &schema.InboundFile{Object: f.ID, Name: f.Name, Type: f.Type, Size: size}})
+	}
 }
 
 // holdGateways keeps the Discord gateways of the sites this worker owns (among the live

@@ -58,6 +58,7 @@ type Slack struct {
 	limited atomic.Int64
 
 	mu        sync.Mutex
+	files     map[string]slackFile
 	posts     []Post
 	reactions []Reaction
 	reacted   map[string]bool // channel + " " + ts + " " + name → the bot's reaction is there
@@ -135,6 +136,40 @@ type slackReq struct {
 	ThreadTS string `json:"thread_ts"`
 }
 
+// AddFile makes a file downloadable at the mock's /files-pri/<id>/<name> (Slack's
+// url_private_download), for requests with the bot token token; the URL path is returned.
+func (s *Slack) AddFile(id, name, token string, data []byte) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.files == nil {
+		s.files = map[string]slackFile{}
+	}
+	path := "/files-pri/T0MOCK-" + id + "/" + name
+	s.files[path] = slackFile{token: token, data: data}
+	return path
+}
+
+type slackFile struct {
+	token string
+	data  []byte
+}
+
+// serveFile answers a download as Slack's file host does: the bytes with the right bot token,
+// else a redirect to the login page (what Slack does without one) or 404.
+func (s *Slack) serveFile(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	f, ok := s.files[r.URL.Path]
+	s.mu.Unlock()
+	switch {
+	case !ok:
+		http.NotFound(w, r)
+	case r.Header.Get("Authorization") != "Bearer "+f.token:
+		http.Redirect(w, r, "/?redir="+url.QueryEscape(r.URL.Path), http.StatusFound)
+	default:
+		_, _ = w.Write(f.data)
+	}
+}
+
 func (s *Slack) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case strings.HasSuffix(r.URL.Path, "/chat.postMessage"):
@@ -146,6 +181,9 @@ func (s *Slack) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	case strings.HasSuffix(r.URL.Path, "/auth.test"):
 		writeJSON(w, 200, map[string]any{"ok": true, "team": "mock", "user": "spookat"})
+		return
+	case strings.HasPrefix(r.URL.Path, "/files-pri/"):
+		s.serveFile(w, r)
 		return
 	default:
 		writeJSON(w, 404, map[string]any{"ok": false, "error": "unknown_method"})

@@ -1,6 +1,7 @@
 package browsertest
 
 import (
+	"bytes"
 	"compress/gzip"
 	"context"
 	"crypto/hmac"
@@ -8,6 +9,9 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"image"
+	"image/color"
+	"image/png"
 	"io"
 	"log/slog"
 	"net/http"
@@ -418,6 +422,7 @@ func TestSlackReplyReachesVisitor(t *testing.T) {
 	t.Cleanup(srv.Close)
 	wcfg := worker.DefaultConfig()
 	wcfg.SlackAPI = srv.URL + "/api/"
+	wcfg.AllowPrivateTargets = true // its file host is the mock on 127.0.0.1
 	wcfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	e := startEdge(t, server.Config{Worker: &wcfg, InprocWorker: true})
 	const secret, channel = "8f742231b10e8888abcd99yyyzzz85a5", "CSPOOKAT1"
@@ -567,6 +572,36 @@ func TestSlackReplyReachesVisitor(t *testing.T) {
 		}
 	}
 	v.shot("slack-reply")
+
+	// A picture posted in the thread (issue 37, point 3): a worker fetches it from Slack's file
+	// host with the bot token, and the visitor sees it inline; a file the host refuses (a
+	// wrong token answers with the login page) never reaches the visitor.
+	img := image.NewRGBA(image.Rect(0, 0, 40, 30))
+	for x := range 40 {
+		for y := range 30 {
+			img.Set(x, y, color.RGBA{10, 124, 62, 255})
+		}
+	}
+	var pic bytes.Buffer
+	testkit.NoErr(t, png.Encode(&pic, img))
+	good := srv.URL + slack.AddFile("F0GOOD", "screenshot.png", "xoxb-test", pic.Bytes())
+	bad := srv.URL + slack.AddFile("F0BAD", "secret.png", "xoxb-someone-else", pic.Bytes())
+	_, shared := event("Here is the screen:", "Sam", "")
+	var withFiles map[string]any
+	testkit.NoErr(t, json.Unmarshal(shared, &withFiles))
+	fev := withFiles["event"].(map[string]any)
+	fev["subtype"] = "file_share"
+	fev["files"] = []map[string]any{
+		{"id": "F0GOOD", "name": "screenshot.png", "mimetype": "image/png", "size": pic.Len(), "url_private_download": good},
+		{"id": "F0BAD", "name": "secret.png", "mimetype": "image/png", "size": pic.Len(), "url_private_download": bad},
+	}
+	shared, _ = json.Marshal(withFiles)
+	if r := post(shared, secret, time.Now(), ""); r.StatusCode != 200 {
+		t.Fatalf("file_share event: %d", r.StatusCode)
+	}
+	v.waitBubble("Here is the screen:")
+	v.waitJS("the picture from Slack, inline", `(() => { const i = `+W+`.querySelector('li:not(.me) .bubble img'); return i && i.complete && i.naturalWidth === 40 && i.naturalHeight === 30; })()`)
+	v.shot("slack-file")
 
 	// Status from Slack. The operator watches the conversation in the inbox.
 	op := newTab(t, "operator")

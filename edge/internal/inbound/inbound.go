@@ -1,6 +1,6 @@
 // Package inbound records what workers hear from outside, on the INBOUND stream: an
-// operator's reply written in a conversation's Discord thread, or "/close" and "/reopen"
-// there. The edge stays the only SQLite writer: a worker publishes a schema.Inbound on its
+// operator's reply written in a conversation's Discord thread, "/close" and "/reopen" there,
+// files posted there, and files posted in its Slack thread (which a fetch job brought in). The edge stays the only SQLite writer: a worker publishes a schema.Inbound on its
 // own subject (inbound.<worker id>), the Recorder stores it through the writer as it stores
 // Slack's replies, and the message goes live to the visitor and the inbox like any other.
 //
@@ -105,13 +105,20 @@ func (r *Recorder) handle(ctx context.Context, m jetstream.Msg) error {
 		return nil
 	}
 	site := r.Sites.ByID(in.SiteID)
-	if site == nil || site.DiscordBotToken == "" {
-		r.done(&in, Refused, "the site takes no replies from Discord", m.Subject())
+	if site == nil || in.Source == schema.SourceDiscord && site.DiscordBotToken == "" || in.Source == schema.SourceSlack && site.SlackToken == "" {
+		r.done(&in, Refused, "the site takes no replies from "+string(in.Source), m.Subject())
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	convID, found, err := r.Store.ConversationByDiscord(ctx, in.SiteID, in.Thread, in.ReplyTo)
+	var convID int64
+	var found bool
+	var err error
+	if in.Source == schema.SourceSlack { // a file a fetch job brought: its conversation's Slack thread
+		convID, found, err = r.Store.ConversationByThread(ctx, in.SiteID, in.Thread)
+	} else {
+		convID, found, err = r.Store.ConversationByDiscord(ctx, in.SiteID, in.Thread, in.ReplyTo)
+	}
 	if err != nil {
 		return err
 	}
@@ -120,7 +127,7 @@ func (r *Recorder) handle(ctx context.Context, m jetstream.Msg) error {
 		return nil
 	}
 	if in.Kind != "" {
-		changed, err := r.Store.SetStatus(ctx, in.SiteID, convID, in.Kind, in.Author, schema.SourceDiscord)
+		changed, err := r.Store.SetStatus(ctx, in.SiteID, convID, in.Kind, in.Author, in.Source)
 		if err != nil {
 			return err
 		}
@@ -145,7 +152,7 @@ func (r *Recorder) handle(ctx context.Context, m jetstream.Msg) error {
 	}
 	if err := r.Store.SubmitMessage(&store.MessageRequest{
 		SiteID: in.SiteID, ConversationID: convID, Author: schema.AuthorOperator, Name: author,
-		Text: schema.CleanText(in.Text), Internal: in.Internal, Source: schema.SourceDiscord, ClientID: in.ID, File: file,
+		Text: schema.CleanText(in.Text), Internal: in.Internal, Source: in.Source, ClientID: in.ID, File: file,
 		Done: func(res store.MessageResult) { done <- res },
 	}); err != nil {
 		return err
@@ -171,7 +178,7 @@ func (r *Recorder) handle(ctx context.Context, m jetstream.Msg) error {
 // is stored or refused. No file and an outcome: an event seen before (its object taken
 // then), or a file refused.
 func (r *Recorder) takeFile(ctx context.Context, site *sites.Site, convID int64, in *schema.Inbound) (*store.File, string, error) {
-	if seen, err := r.Store.HasMessage(ctx, convID, schema.SourceDiscord, in.ID); err != nil || seen {
+	if seen, err := r.Store.HasMessage(ctx, convID, in.Source, in.ID); err != nil || seen {
 		_ = r.objects.Delete(ctx, in.File.Object)
 		return nil, Duplicate, err
 	}
@@ -187,20 +194,18 @@ func (r *Recorder) takeFile(ctx context.Context, site *sites.Site, convID int64,
 	if err != nil {
 		return nil, "", err
 	}
-	row, p := r.Intake.TakeBytes(ctx, site.ID, limit, in.File.Name, in.File.Type, data, uploaderDiscord)
+	// The row names the source as its uploader ("discord", "slack"): no visitor token hashes to that.
+	row, p := r.Intake.TakeBytes(ctx, site.ID, limit, in.File.Name, in.File.Type, data, []byte(in.Source))
 	if p != nil && p.Code == schema.CodeUnavailable {
 		return nil, "", errors.New(p.Message) // the disk or the writer: try again
 	}
 	_ = r.objects.Delete(ctx, in.File.Object)
 	if p != nil {
-		r.Log.Info("a file from Discord refused", "site", site.ID, "id", in.ID, "why", p.Message)
+		r.Log.Info("a file from outside refused", "site", site.ID, "id", in.ID, "why", p.Message)
 		return nil, Refused, nil
 	}
 	return row, "", nil
 }
-
-// uploaderDiscord is the uploader a file from Discord's row names: no visitor token hashes to it.
-var uploaderDiscord = []byte("discord")
 
 func (r *Recorder) done(in *schema.Inbound, outcome, why, subject string) {
 	if r.Metrics != nil {

@@ -145,8 +145,11 @@ func (r *Recorder) record(ctx context.Context, batch []jetstream.Msg) {
 				stored[i].rejected = reason
 				continue
 			}
-			if res.Erasure != "" { // an erasure's webhook: nothing of it is kept
+			if res.Erasure != "" || res.Fetch != "" { // an erasure's webhook, a fetch: nothing of it is kept
 				stored[i] = state{status: res.Status, attempts: res.Attempts, erasure: true}
+				if res.Fetch != "" && res.Status == schema.StatusDead {
+					r.Log.Warn("a file posted in Slack could not be fetched", "site", res.SiteID, "conversation", res.ConversationID, "err", res.Error)
+				}
 				continue
 			}
 			if res.InviteID != 0 {

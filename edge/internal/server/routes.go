@@ -80,7 +80,7 @@ func (e *Edge) routes() *fiber.App {
 		PublicURL: e.cfg.PublicURL, PublishJob: e.publishJob,
 		Intake: &files.Intake{Store: e.store, Dir: e.files, Quota: e.cfg.FileQuota, Reserve: e.cfg.DiskReserve, Log: e.log}}).Register(app)
 	(&files.Links{Store: e.store, Signer: e.signer, Dir: e.files, Log: e.log}).Register(app)
-	e.slackEvents = &slackevents.Handler{Store: e.store, Sites: e.sites, Log: e.log}
+	e.slackEvents = &slackevents.Handler{Store: e.store, Sites: e.sites, Log: e.log, PublishJob: e.publishJob}
 	e.slackEvents.Register(app)
 	return app
 }

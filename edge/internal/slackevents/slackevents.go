@@ -45,6 +45,9 @@ type Handler struct {
 	Store *store.Store
 	Sites *sites.Registry
 	Log   *slog.Logger
+	// PublishJob hands JOBS the fetch of a file posted in a thread (a worker downloads it:
+	// the edge makes no outside call); nil: files are not brought in.
+	PublishJob func(ctx context.Context, j *schema.Job) error
 
 	mu   sync.Mutex
 	seen map[string]time.Time // event ids handled lately: Slack's retries are dropped early
@@ -84,6 +87,14 @@ type event struct {
 		DisplayName string `json:"display_name"`
 		RealName    string `json:"real_name"`
 	} `json:"user_profile"`
+	// Files posted with a message (subtype file_share).
+	Files []struct {
+		ID       string `json:"id"`
+		Name     string `json:"name"`
+		Mimetype string `json:"mimetype"`
+		Size     int64  `json:"size"`
+		URL      string `json:"url_private_download"`
+	} `json:"files"`
 	// reaction_added and reaction_removed
 	Reaction string `json:"reaction"`
 	Item     struct {
@@ -237,7 +248,7 @@ func (h *Handler) handle(site *sites.Site, ev *event) {
 		h.reaction(site, ev)
 		return
 	}
-	if ev.Type != "message" || ev.BotID != "" || (ev.Subtype != "" && ev.Subtype != "thread_broadcast") {
+	if ev.Type != "message" || ev.BotID != "" || (ev.Subtype != "" && ev.Subtype != "thread_broadcast" && ev.Subtype != "file_share") {
 		return // the bot's own posts, edits, joins…: never echoed
 	}
 	if ev.ThreadTS == "" || ev.ThreadTS == ev.TS || ev.Channel != site.SlackChannel || ev.User == "" {
@@ -252,15 +263,18 @@ func (h *Handler) handle(site *sites.Site, ev *event) {
 	if len(text) >= 5 && strings.EqualFold(text[:5], "note:") {
 		internal, text = true, strings.TrimSpace(text[5:])
 	}
-	if text == "" {
-		return
-	}
 	if r := []rune(text); len(r) > schema.MaxTextRunes {
 		text = string(r[:schema.MaxTextRunes])
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	convID, found, err := h.Store.ConversationByThread(ctx, site.ID, ev.ThreadTS)
+	if err == nil && found {
+		h.fetchFiles(ctx, site, convID, ev, internal)
+	}
+	if text == "" {
+		return // a file alone
+	}
 	if err != nil {
 		h.Log.Error("slack reply: find conversation", "site", site.ID, "thread", ev.ThreadTS, "err", err)
 		return
@@ -286,6 +300,45 @@ func (h *Handler) handle(site *sites.Site, ev *event) {
 	case <-ctx.Done():
 		h.Log.Error("slack reply: store timed out", "site", site.ID)
 	}
+}
+
+// maxFiles bounds the files brought in from one message.
+const maxFiles = 4
+
+// fetchFiles publishes a fetch job for each file posted with a reply (Slack's own, up to 25
+// MiB): a worker downloads it with the site's bot token and hands it back on INBOUND, and the
+// edge stores it as an operator's attachment. The job goes to the conversation's partition,
+// after the jobs of the messages before it.
+func (h *Handler) fetchFiles(ctx context.Context, site *sites.Site, convID int64, ev *event, internal bool) {
+	if h.PublishJob == nil {
+		return
+	}
+	for i, f := range ev.Files {
+		if i == maxFiles {
+			break
+		}
+		if f.ID == "" || f.URL == "" || f.Size <= 0 || f.Size > schema.MaxInboundFileBytes || !token(f.ID) {
+			h.Log.Info("slack file not brought in", "site", site.ID, "size", f.Size)
+			continue
+		}
+		id := clientIDPrefix + ev.Channel + ":" + ev.TS + ":" + f.ID
+		j := &schema.Job{ID: schema.FetchJobID(id), Lane: schema.LaneChat, Target: schema.TargetSlack, SiteID: site.ID,
+			ConversationID: convID, Author: schema.AuthorOperator, CreatedAt: time.Now(),
+			Fetch: &schema.Fetch{ID: id, URL: f.URL, Thread: ev.ThreadTS, Author: name(ev), Name: f.Name, Type: f.Mimetype, Size: f.Size, Internal: internal}}
+		if err := h.PublishJob(ctx, j); err != nil {
+			h.Log.Error("slack file: publish its fetch", "site", site.ID, "err", err)
+		}
+	}
+}
+
+// token: Slack's ids are letters and digits.
+func token(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !(c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9') {
+			return false
+		}
+	}
+	return s != "" && len(s) <= 32
 }
 
 // commands are the replies that change a conversation's status. Slack's own composer takes a

@@ -66,5 +66,9 @@ func RateLimited(after time.Duration) Outcome {
 // ErrNoSite is returned when a job's site has no delivery settings (yet) in SITES.
 var ErrNoSite = errors.New("site has no delivery settings in the SITES bucket")
 
+// ErrNotFetchable is a download of a file from outside that cannot succeed (gone, too
+// large, refused): not tried again.
+var ErrNotFetchable = errors.New("not fetchable")
+
 // ErrNotConfigured is returned when the site no longer has this target configured.
 var ErrNotConfigured = errors.New("target not configured for this site")

@@ -32,6 +32,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"spookat/schema"
+	"spookat/worker/internal/deliver"
 )
 
 // DefaultURL is Discord's gateway, version 10 with JSON payloads.
@@ -678,10 +679,6 @@ func (c *conn) fileHost(raw string) bool {
 	return u.Scheme == "https" && (u.Host == "cdn.discordapp.com" || u.Host == "media.discordapp.net")
 }
 
-// ErrNotFetchable is a download that cannot succeed (the file is gone, too large): the
-// attachment is skipped, not tried again.
-var ErrNotFetchable = errors.New("not fetchable")
-
 // fetch puts an event's file into Files (once: a replay finds it there) before the event is
 // published, so the edge never hears of a file it cannot read. skip: the file cannot be had.
 func (c *conn) fetch(in *schema.Inbound, msg *message) (skip bool, err error) {
@@ -700,7 +697,7 @@ func (c *conn) fetch(in *schema.Inbound, msg *message) (skip bool, err error) {
 		}
 	}
 	data, err := c.m.cfg.Download(ctx, src, in.File.Size)
-	if errors.Is(err, ErrNotFetchable) || err == nil && len(data) == 0 {
+	if errors.Is(err, deliver.ErrNotFetchable) || err == nil && len(data) == 0 {
 		c.log.Info("discord attachment skipped", "id", in.ID, "err", err)
 		return true, nil
 	}

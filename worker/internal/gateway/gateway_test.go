@@ -15,6 +15,7 @@ import (
 	"spookat/loadgen/mock"
 	"spookat/schema"
 	"spookat/schema/testkit"
+	"spookat/worker/internal/deliver"
 )
 
 const token = "bot-token-of-site-7-0123456789abcdef"
@@ -218,7 +219,7 @@ func TestForwardsAttachments(t *testing.T) {
 	p, files := &published{}, &memFiles{m: map[string][]byte{}}
 	download := func(_ context.Context, url string, max int64) ([]byte, error) {
 		if strings.HasSuffix(url, "/gone.pdf") {
-			return nil, ErrNotFetchable
+			return nil, deliver.ErrNotFetchable
 		}
 		return []byte("bytes of " + url[strings.LastIndex(url, "/")+1:]), nil
 	}

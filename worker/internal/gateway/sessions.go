@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"spookat/schema"
+	"spookat/worker/internal/deliver"
 )
 
 // KVSessions keeps sessions in a key-value bucket (THREADS).
@@ -63,31 +64,40 @@ func (o ObjectFiles) Put(ctx context.Context, name string, data []byte) error {
 }
 
 // HTTPDownload fetches an attachment with c (at most max bytes; a larger one, or a 4xx
-// answer, is ErrNotFetchable).
+// answer, is deliver.ErrNotFetchable).
 func HTTPDownload(c *http.Client) func(ctx context.Context, url string, max int64) ([]byte, error) {
 	return func(ctx context.Context, url string, max int64) ([]byte, error) {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 		if err != nil {
-			return nil, fmt.Errorf("%w: %v", ErrNotFetchable, err)
+			return nil, fmt.Errorf("%w: %v", deliver.ErrNotFetchable, err)
 		}
-		resp, err := c.Do(req)
-		if err != nil {
-			return nil, err
-		}
-		defer resp.Body.Close()
-		switch {
-		case resp.StatusCode >= 400 && resp.StatusCode < 500:
-			return nil, fmt.Errorf("%w: %s", ErrNotFetchable, resp.Status)
-		case resp.StatusCode != http.StatusOK:
-			return nil, errors.New(resp.Status)
-		}
-		data, err := io.ReadAll(io.LimitReader(resp.Body, max+1))
-		if err != nil {
-			return nil, err
-		}
-		if int64(len(data)) > max {
-			return nil, fmt.Errorf("%w: larger than it said", ErrNotFetchable)
-		}
-		return data, nil
+		return Get(c, req, max)
 	}
+}
+
+// Get does req with c and reads at most max bytes of a 200 answer; a redirect (Slack's file
+// host sends one to its login page for a token it refuses), a 4xx answer or a larger body is
+// deliver.ErrNotFetchable, anything else an error worth trying again.
+func Get(c *http.Client, req *http.Request, max int64) ([]byte, error) {
+	nc := *c
+	nc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	resp, err := nc.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	switch {
+	case resp.StatusCode >= 300 && resp.StatusCode < 500:
+		return nil, fmt.Errorf("%w: %s", deliver.ErrNotFetchable, resp.Status)
+	case resp.StatusCode != http.StatusOK:
+		return nil, errors.New(resp.Status)
+	}
+	data, err := io.ReadAll(io.LimitReader(resp.Body, max+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(data)) > max {
+		return nil, fmt.Errorf("%w: larger than it said", deliver.ErrNotFetchable)
+	}
+	return data, nil
 }

@@ -149,6 +149,9 @@ func (l *Lane) result(it *item, status schema.DeliveryStatus, out deliver.Outcom
 	if it.job.Erasure != nil {
 		r.Erasure = it.job.Erasure.Ref
 	}
+	if it.job.Fetch != nil {
+		r.Fetch = schema.FetchRef(it.job.Fetch.ID)
+	}
 	if status == schema.StatusRetrying {
 		r.Attempts = it.attempts
 	}

@@ -52,5 +52,9 @@ func appendResult(b []byte, r *schema.Result) []byte {
 		b = append(b, `,"erasure":`...)
 		b = fastjson.AppendString(b, r.Erasure)
 	}
+	if r.Fetch != "" {
+		b = append(b, `,"fetch":`...)
+		b = fastjson.AppendString(b, r.Fetch)
+	}
 	return append(b, '}')
 }

@@ -37,8 +37,9 @@ func (l *Lane) kick(c *conv) {
 			l.wait(c, wait)
 			return
 		}
-		if mg, ok := sender.(deliver.Merger); ok && limited && !head.job.First {
-			for n < len(c.items) && n < mg.MergeMax() && !c.items[n].job.First {
+		// A fetch (a file to bring in from Slack) is a job of its own, never merged.
+		if mg, ok := sender.(deliver.Merger); ok && limited && !head.job.First && head.job.Fetch == nil {
+			for n < len(c.items) && n < mg.MergeMax() && !c.items[n].job.First && c.items[n].job.Fetch == nil {
 				n++
 			}
 		}

@@ -23,6 +23,7 @@ type Sender struct {
 	threads *threads.Store
 	limits  *deliver.Limits
 	merge   int
+	fetch   func(ctx context.Context, site *schema.SiteDelivery, j *schema.Job) error
 }
 
 // Options of the sender.
@@ -32,6 +33,9 @@ type Options struct {
 	Threads  *threads.Store
 	Pace     time.Duration // posts per channel while rate limited (Slack: ~1/s)
 	MergeMax int           // most messages merged into one post
+	// Fetch brings in a file posted in a thread (Job.Fetch); nil: such jobs fail for good.
+	// An error wrapping deliver.ErrNotFetchable is not tried again.
+	Fetch func(ctx context.Context, site *schema.SiteDelivery, j *schema.Job) error
 }
 
 // New builds a sender.
@@ -48,6 +52,7 @@ func New(o Options) *Sender {
 	}
 	return &Sender{
 		api:     newAPI(base, o.HTTP),
+		fetch:   o.Fetch,
 		threads: o.Threads,
 		limits:  deliver.NewLimits(o.Pace, 10*o.Pace),
 		merge:   o.MergeMax,
@@ -68,6 +73,18 @@ func (s *Sender) Send(ctx context.Context, deadline time.Time, site *schema.Site
 		return deliver.Permanent(deliver.ErrNotConfigured)
 	}
 	j := jobs[0]
+	if j.Fetch != nil {
+		if s.fetch == nil {
+			return deliver.Permanent(deliver.ErrNotConfigured)
+		}
+		if err := s.fetch(ctx, site, j); err != nil {
+			if errors.Is(err, deliver.ErrNotFetchable) {
+				return deliver.Permanent(err)
+			}
+			return deliver.Fail(err)
+		}
+		return deliver.Outcome{}
+	}
 	key := schema.ThreadKey(schema.TargetSlack, j.SiteID, j.ConversationID)
 	thread, err := s.threads.Get(ctx, key)
 	if err != nil {
