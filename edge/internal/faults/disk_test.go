@@ -35,7 +35,7 @@ func TestDiskFull(t *testing.T) {
 	srv := httptest.NewServer(slack)
 	defer srv.Close()
 	p := edgetest.StartProc(t, bin, data, append([]string{"-slack-api", srv.URL + "/api/", "-retry-base", "100ms", "-retry-max", "1s",
-		"-jobs-max-bytes", "8MiB", "-results-max-bytes", "4MiB", "-dead-max-bytes", "1MiB"}, edgetest.NoBrakes...)...)
+		"-jobs-max-bytes", "8MiB", "-results-max-bytes", "4MiB", "-dead-max-bytes", "1MiB", "-inbound-max-bytes", "1MiB"}, edgetest.NoBrakes...)...)
 	site := edgetest.AddSite(t, data, &store.Site{Name: "full disk", Origins: []string{"http://site.test"},
 		SlackToken: "xoxb-disk", SlackChannel: "CDISKFULL"})
 	t.Cleanup(func() {
