@@ -121,6 +121,7 @@ const (
 	CodeBraked      = "braked"       // the site is under a flood brake; retry after retry_after_ms
 	CodeUnavailable = "unavailable"  // the server cannot take it now (shutting down, overloaded)
 	CodeUnverified  = "unverified"   // identify's user_hash does not match; nothing was applied
+	CodePlanLimit   = "plan_limit"   // the site's plan takes no new conversation this month (an edge with -plans); not retried
 )
 
 // Limits of the widget protocol.

@@ -23,6 +23,7 @@ import (
 	"spookat/edge/internal/broker"
 	"spookat/edge/internal/clientip"
 	"spookat/edge/internal/files"
+	"spookat/edge/internal/plans"
 	"spookat/edge/internal/server"
 	"spookat/schema"
 	"spookat/worker"
@@ -55,6 +56,7 @@ func serve(args []string) error {
 	fs.StringVar(&cfg.NATSTLS.ClientCA, "nats-client-ca", "", "embedded NATS: clients must also present a certificate this CA signed (mutual TLS)")
 	fs.BoolVar(&cfg.NATSInsecure, "nats-insecure", false, "labs only: allow the embedded NATS beyond loopback without TLS, and an external NATS that asks for no credentials")
 	fs.IntVar(&cfg.Replicas, "nats-replicas", 1, "replicas of the streams and buckets (3 on a NATS cluster)")
+	plansFile := fs.String("plans", "", "a plans file (JSON: plans, their limits, the Paddle prices that buy them; ops/RUNBOOK.md \"Plans and billing\"): limits per plan and Paddle's notifications at /v1/integrations/paddle/events; empty: no limits, no billing")
 	fileQuotaMB := fs.Int64("file-quota-mb", files.DefaultQuota/1_000_000, "attachments a site may hold on disk, MB (1 MB = 1,000,000 bytes, as the messages count them)")
 	diskReserveMB := fs.Int64("disk-reserve-mb", files.DefaultReserve/1_000_000, "attachments stop when the disk of the data directory has less than this free, MB")
 	fs.StringVar(&cfg.PublicURL, "public-url", "", "URL browsers use to reach this edge (default http://localhost:<port>)")
@@ -147,6 +149,11 @@ func serve(args []string) error {
 		cfg.PublicURL = "http://localhost:" + port
 	}
 	cfg.PublicURL = strings.TrimRight(cfg.PublicURL, "/")
+	if *plansFile != "" {
+		if cfg.Plans, err = plans.Load(*plansFile); err != nil {
+			return err
+		}
+	}
 	if *fileQuotaMB < 1 {
 		return fmt.Errorf("-file-quota-mb must be 1 or more, not %d", *fileQuotaMB)
 	}

@@ -24,11 +24,13 @@ const (
 // durably here (never on the SQLite writer's goroutine), then the row named in SQLite.
 // Rate limits and who may upload are the callers'.
 type Intake struct {
-	Store   *store.Store
-	Dir     Dir
-	Quota   int64 // per site, in bytes (0: DefaultQuota)
-	Reserve int64 // left free on the disk (0: DefaultReserve; < 0: none)
-	Log     *slog.Logger
+	Store *store.Store
+	Dir   Dir
+	Quota int64 // per site, in bytes (0: DefaultQuota)
+	// SiteQuota, if set, is a site's own quota (its plan's; 0: Quota).
+	SiteQuota func(siteID int64) int64
+	Reserve   int64 // left free on the disk (0: DefaultReserve; < 0: none)
+	Log       *slog.Logger
 }
 
 // Problem is why an attachment was not taken: an HTTP status, a code (schema.Code…) and a
@@ -39,7 +41,12 @@ type Problem struct {
 	Message string
 }
 
-func (in *Intake) quota() int64 {
+func (in *Intake) quota(siteID int64) int64 {
+	if in.SiteQuota != nil {
+		if q := in.SiteQuota(siteID); q > 0 {
+			return q
+		}
+	}
 	if in.Quota > 0 {
 		return in.Quota
 	}
@@ -105,7 +112,7 @@ func (in *Intake) room(ctx context.Context, siteID, size int64) *Problem {
 		in.Log.Error("attachment quota", "site", siteID, "err", err)
 		return unavailable
 	}
-	if used+size > in.quota() {
+	if used+size > in.quota(siteID) {
 		in.Log.Warn("attachment quota reached", "site", siteID, "used", used)
 		return &Problem{http.StatusInsufficientStorage, schema.CodeQuota,
 			"This site's storage for attachments is full: the file was not sent. Describe it in a message instead."}

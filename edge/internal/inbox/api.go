@@ -12,6 +12,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"spookat/edge/internal/frames"
+	"spookat/edge/internal/plans"
 	"spookat/edge/internal/store"
 	"spookat/schema"
 	"spookat/worker/egress"
@@ -323,6 +324,8 @@ type Settings struct {
 	IdentitySecretSet     bool                  `json:"identity_secret_set"`
 	Widget                schema.WidgetSettings `json:"widget"`
 	RetentionDays         int                   `json:"retention_days"`
+	// Plan is the site's plan and its use this month (an edge with -plans only).
+	Plan *plans.Usage `json:"plan,omitempty"`
 }
 
 func settingsOf(s *store.Site) Settings {
@@ -347,7 +350,12 @@ func (h *Handler) settings(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(settingsOf(row))
+	out := settingsOf(row)
+	if h.Plans != nil {
+		u := h.Plans.Usage(s.ID)
+		out.Plan = &u
+	}
+	return c.JSON(out)
 }
 
 // settingsUpdate changes what it names: a missing field keeps its value; a secret given as ""
@@ -413,6 +421,11 @@ func (h *Handler) updateSettings(c *fiber.Ctx) error {
 		if u.RetentionDays != nil {
 			if d := *u.RetentionDays; d < 0 || d > store.MaxRetentionDays {
 				return badRequest(fmt.Sprintf("retention_days must be between 0 (keep conversations) and %d; it is the days a conversation is kept after its last message.", store.MaxRetentionDays))
+			}
+			if h.Plans != nil {
+				if err := h.Plans.CheckRetention(s.ID, *u.RetentionDays); err != nil {
+					return badRequest("retention_days: " + sentence(err))
+				}
 			}
 			cur.RetentionDays = *u.RetentionDays
 		}

@@ -41,6 +41,9 @@ const (
 
 // Handler serves the inbox API and the operator websocket.
 type Handler struct {
+	// Plans, if set (an edge with -plans), bounds a site's team and retention by its plan,
+	// and its settings show the plan and its use.
+	Plans Plans
 	Store *store.Store
 	Sites *sites.Registry
 	Hub   *Hub

@@ -27,6 +27,17 @@ type invitesEvent struct {
 	SiteID int64  `json:"site_id"`
 }
 
+// PlanNotice tells the site's open inboxes something about its plan (a limit reached).
+func (h *Hub) PlanNotice(siteID int64, text string) {
+	h.send(siteID, planEvent{Type: "plan", SiteID: siteID, Message: text})
+}
+
+type planEvent struct {
+	Type    string `json:"type"` // "plan"
+	SiteID  int64  `json:"site_id"`
+	Message string `json:"message"`
+}
+
 // InvitesChanged tells the site's inboxes to read its invitations again.
 func (h *Hub) InvitesChanged(siteID int64) {
 	h.send(siteID, invitesEvent{Type: "invites", SiteID: siteID})
@@ -53,6 +64,9 @@ func (h *Handler) invite(c *fiber.Ctx) error {
 	defer cancel()
 	var v *store.Invite
 	err = h.Store.WriteDurable(ctx, func(tx *store.Tx) (err error) {
+		if err := h.planSeats(tx, s.ID, true); err != nil {
+			return err
+		}
 		if v, err = tx.CreateInvite(s.ID, req.Email, store.Role(req.Role), me.ID, hashToken(token)); err != nil {
 			return err
 		}
@@ -60,6 +74,9 @@ func (h *Handler) invite(c *fiber.Ctx) error {
 	})
 	if errors.Is(err, store.ErrInviteInvalid) {
 		return fail(c, fiber.StatusBadRequest, "invalid", err.Error())
+	}
+	if pe, ok := errors.AsType[planError](err); ok {
+		return fail(c, fiber.StatusConflict, schema.CodePlanLimit, string(pe))
 	}
 	if err != nil {
 		return busy(c, err)
@@ -194,6 +211,9 @@ func (h *Handler) acceptInvite(c *fiber.Ctx) error {
 	ns := startSession()
 	var op *store.Operator
 	err = h.Store.WriteDurable(ctx, func(tx *store.Tx) (err error) {
+		if err := h.planSeats(tx, v.SiteID, false); err != nil {
+			return err
+		}
 		if _, op, err = tx.AcceptInvite(hashToken(req.Token), req.Name, hash); err != nil {
 			return err
 		}
@@ -204,6 +224,9 @@ func (h *Handler) acceptInvite(c *fiber.Ctx) error {
 	})
 	if errors.Is(err, store.ErrInviteGone) { // used or withdrawn a moment ago
 		return fail(c, fiber.StatusNotFound, "gone", sentence(err))
+	}
+	if pe, ok := errors.AsType[planError](err); ok {
+		return fail(c, fiber.StatusConflict, schema.CodePlanLimit, string(pe)+" Ask the site's owner.")
 	}
 	if err != nil {
 		return busy(c, err)

@@ -30,6 +30,7 @@ import (
 	"spookat/edge/internal/inbox"
 	"spookat/edge/internal/jobs"
 	"spookat/edge/internal/metrics"
+	"spookat/edge/internal/plans"
 	"spookat/edge/internal/presence"
 	"spookat/edge/internal/results"
 	"spookat/edge/internal/sites"
@@ -85,6 +86,7 @@ type Edge struct {
 
 	widget      *widget.Handler
 	slackEvents *slackevents.Handler
+	plans       *plans.Book // nil without -plans
 	app         *fiber.App
 	listener    *sockets.Listener
 	draining    atomic.Bool
@@ -249,19 +251,30 @@ func (e *Edge) openStore(context.Context) error {
 		Log:         e.log,
 	})
 	m := e.metrics
+	listeners := []store.CommitListener{
+		store.CommitFunc(func(c []store.Committed) { m.MessagesSaved.Add(float64(len(c))) }),
+		e.visitors, e.operators, e.presence, e.origins, e.publisher,
+	}
+	if e.cfg.Plans != nil {
+		e.plans = plans.NewBook(e.cfg.Plans, e.cfg.Clock)
+		listeners = append(listeners, e.plans) // counts the month's new conversations
+	}
 	st, err := store.Open(e.cfg.DataDir, store.Options{
-		SyncFull: e.cfg.SyncFull,
-		MaxQueue: e.cfg.WriteQueue,
-		WALPages: e.cfg.WALPages,
-		Listeners: []store.CommitListener{
-			store.CommitFunc(func(c []store.Committed) { m.MessagesSaved.Add(float64(len(c))) }),
-			e.visitors, e.operators, e.presence, e.origins, e.publisher,
-		},
+		SyncFull:  e.cfg.SyncFull,
+		MaxQueue:  e.cfg.WriteQueue,
+		WALPages:  e.cfg.WALPages,
+		Listeners: listeners,
 	})
 	if err != nil {
 		return err
 	}
 	e.store = st
+	if e.plans != nil {
+		if err := e.plans.Load(context.Background(), st); err != nil {
+			return fmt.Errorf("plans: %w", err)
+		}
+		e.plans.Notify = e.planNotice
+	}
 	if st.PreMigration != "" {
 		e.log.Info("the database was copied before its migration", "copy", st.PreMigration)
 	}
@@ -370,6 +383,11 @@ func (e *Edge) loadSites(ctx context.Context) error {
 	}
 	reg := sites.New(list, e.brakes)
 	e.sites = reg
+	if e.plans != nil {
+		if err := e.capRetention(); err != nil {
+			return fmt.Errorf("plans: %w", err)
+		}
+	}
 	e.metrics.BrakeLevels(func(emit func(siteID int64, level int)) {
 		for _, s := range reg.All() {
 			if l := s.Brake.Level(); l > 0 {
@@ -538,8 +556,7 @@ func (e *Edge) startBackground(context.Context) error {
 			log.Error("results recorder stopped", "err", err)
 		}
 	})
-	in := &inbound.Recorder{Store: e.store, Sites: e.sites, Metrics: e.metrics, Log: log,
-		Intake: &files.Intake{Store: e.store, Dir: e.files, Quota: e.cfg.FileQuota, Reserve: e.cfg.DiskReserve, Log: log}}
+	in := &inbound.Recorder{Store: e.store, Sites: e.sites, Metrics: e.metrics, Log: log, Intake: e.intake()}
 	for _, o := range inbound.Outcomes {
 		e.metrics.Inbound.WithLabelValues(o)
 	}

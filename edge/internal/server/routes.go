@@ -13,6 +13,7 @@ import (
 	"spookat/edge/internal/assets"
 	"spookat/edge/internal/files"
 	"spookat/edge/internal/inbox"
+	"spookat/edge/internal/paddle"
 	"spookat/edge/internal/slackevents"
 	"spookat/edge/internal/sockets"
 	"spookat/edge/internal/widget"
@@ -75,14 +76,29 @@ func (e *Edge) routes() *fiber.App {
 	warnQuotas(e.sites, e.files, cmp.Or(e.cfg.FileQuota, files.DefaultQuota), e.log)
 	e.widgetHandler().Register(app)
 	assets.New().KnownSites(func(key string) bool { return e.sites.ByKey(key) != nil }).Register(app) // widget.js, chat window, /app/, /demo
-	(&inbox.Handler{Store: e.store, Sites: e.sites, Hub: e.operators, Visitors: e.visitors, Log: e.log,
+	ih := &inbox.Handler{Store: e.store, Sites: e.sites, Hub: e.operators, Visitors: e.visitors, Log: e.log,
 		AllowPrivateTargets: e.workerCfg.AllowPrivateTargets, IPs: e.ips, Metrics: e.metrics, Files: e.files,
-		PublicURL: e.cfg.PublicURL, PublishJob: e.publishJob,
-		Intake: &files.Intake{Store: e.store, Dir: e.files, Quota: e.cfg.FileQuota, Reserve: e.cfg.DiskReserve, Log: e.log}}).Register(app)
+		PublicURL: e.cfg.PublicURL, PublishJob: e.publishJob, Intake: e.intake()}
+	if e.plans != nil {
+		ih.Plans = e.plans
+		// Billing: Paddle's notifications move sites' plans. Without -plans the route does
+		// not exist (404).
+		(&paddle.Handler{Store: e.store, Sites: e.sites, Book: e.plans, Log: e.log, Clock: e.cfg.Clock}).Register(app)
+	}
+	ih.Register(app)
 	(&files.Links{Store: e.store, Signer: e.signer, Dir: e.files, Log: e.log}).Register(app)
 	e.slackEvents = &slackevents.Handler{Store: e.store, Sites: e.sites, Log: e.log, PublishJob: e.publishJob}
 	e.slackEvents.Register(app)
 	return app
+}
+
+// intake takes attachments, within each site's plan's storage when the edge has plans.
+func (e *Edge) intake() *files.Intake {
+	in := &files.Intake{Store: e.store, Dir: e.files, Quota: e.cfg.FileQuota, Reserve: e.cfg.DiskReserve, Log: e.log}
+	if e.plans != nil {
+		in.SiteQuota = e.plans.Quota
+	}
+	return in
 }
 
 // widgetHandler is the visitors' side: the widget's HTTP routes and chat sockets, and the
@@ -92,6 +108,10 @@ func (e *Edge) widgetHandler() *widget.Handler {
 		e.widget = &widget.Handler{Store: e.store, Sites: e.sites, Hub: e.visitors, Metrics: e.metrics, Brakes: e.brakes, IPs: e.ips, Log: e.log,
 			Pace: &widget.Pacer{Rate: e.cfg.SocketRate}, Operators: e.operators, Online: e.presence.Online, PresenceChanges: e.presenceChanges,
 			FirstFrame: e.cfg.FirstFrame, Files: e.files, FileQuota: e.cfg.FileQuota, DiskReserve: e.cfg.DiskReserve}
+		if e.plans != nil {
+			e.widget.Plans = e.plans
+			e.widget.SiteQuota = e.plans.Quota
+		}
 	}
 	return e.widget
 }

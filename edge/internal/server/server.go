@@ -16,6 +16,7 @@ import (
 	"spookat/edge/internal/broker"
 	"spookat/edge/internal/files"
 	"spookat/edge/internal/metrics"
+	"spookat/edge/internal/plans"
 	"spookat/edge/internal/sites"
 	"spookat/edge/internal/store"
 	"spookat/schema"
@@ -84,6 +85,10 @@ type Config struct {
 	// at every start; StreamStatsEvery is how often their use is read for /metrics (0: 15 s).
 	StreamLimits     schema.StreamLimits
 	StreamStatsEvery time.Duration
+
+	// Plans (-plans) puts limits in plans and takes Paddle's notifications; nil: no limits
+	// and no billing route.
+	Plans *plans.Config
 
 	// FileQuota bounds the attachments a site holds on disk, in bytes (0: files.DefaultQuota).
 	FileQuota int64

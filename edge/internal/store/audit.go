@@ -37,6 +37,8 @@ const (
 	AuditCredsRevoked AuditAction = "creds_revoked" // detail: keys
 	AuditBackup       AuditAction = "backup"        // detail: file, messages, last_message_id
 	AuditRestore      AuditAction = "restore"       // detail: file, taken_at, db
+	// Paddle's (actor "paddle"): a subscription event moved a site's plan.
+	AuditPlanChanged AuditAction = "plan_changed" // detail: plan (now), subscription_plan, status, subscription, event
 )
 
 // ActorCLI is the actor of the command line's entries.

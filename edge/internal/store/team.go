@@ -107,3 +107,15 @@ func (tx *Tx) RemoveSiteMember(siteID, operatorID int64, leaveEmpty bool) (remov
 	return true, tx.exec(`DELETE FROM conversation_reads WHERE operator_id = ?
 		AND conversation_id IN (SELECT id FROM conversations WHERE site_id = ?)`, operatorID, siteID)
 }
+
+// Seats counts a site's members and the invitations not yet used (the seats a plan's
+// operators limit counts).
+func (tx *Tx) Seats(siteID int64, invitesToo bool) (n int, err error) {
+	if !invitesToo {
+		_, err = tx.QueryRow(`SELECT count(*) FROM site_members WHERE site_id = ?`, []any{siteID}, &n)
+		return n, err
+	}
+	_, err = tx.QueryRow(`SELECT (SELECT count(*) FROM site_members WHERE site_id = ?1) + (SELECT count(*) FROM invites WHERE site_id = ?1 AND used_at = 0 AND expires_at > ?2)`,
+		[]any{siteID, tx.now}, &n)
+	return n, err
+}

@@ -81,7 +81,7 @@ func (h *Handler) upload(c *fiber.Ctx) error {
 
 // intake is how this handler takes attachments (its quota and reserve).
 func (h *Handler) intake() *files.Intake {
-	return &files.Intake{Store: h.Store, Dir: h.Files, Quota: h.FileQuota, Reserve: h.DiskReserve, Log: h.Log}
+	return &files.Intake{Store: h.Store, Dir: h.Files, Quota: h.FileQuota, SiteQuota: h.SiteQuota, Reserve: h.DiskReserve, Log: h.Log}
 }
 
 func (h *Handler) refuseFile(c *fiber.Ctx, status int, code, msg string) error {

@@ -48,14 +48,21 @@ const UploadPath = "/v1/widget/files"
 
 // Handler serves widget websockets.
 type Handler struct {
-	Store   *store.Store
-	Sites   *sites.Registry
-	Hub     *visitorhub.Hub
-	Metrics *metrics.Set
-	Brakes  *brakes.Brakes
-	IPs     *clientip.Resolver // the client's address behind trusted proxies
-	Pace    *Pacer             // new sockets a second, all sites (nil: unpaced)
-	Log     *slog.Logger
+	// Plans, if set (an edge with -plans), may refuse a visitor's new conversation past the
+	// site's plan; a conversation under way is never refused.
+	Plans interface {
+		AdmitConversation(siteID int64) (ok bool, sentence string)
+	}
+	// SiteQuota, if set, is a site's attachment quota under its plan (0: FileQuota).
+	SiteQuota func(siteID int64) int64
+	Store     *store.Store
+	Sites     *sites.Registry
+	Hub       *visitorhub.Hub
+	Metrics   *metrics.Set
+	Brakes    *brakes.Brakes
+	IPs       *clientip.Resolver // the client's address behind trusted proxies
+	Pace      *Pacer             // new sockets a second, all sites (nil: unpaced)
+	Log       *slog.Logger
 	// Operators hears a visitor's typing and read marker (the inbox hub); nil: nobody.
 	Operators Signals
 	// Online says whether a site's operators are around (presence.Tracker); nil: never.
@@ -564,6 +571,11 @@ func (s *session) admitMessage(clientID string) bool {
 		}
 		if ok, wait := s.site.Brake.AdmitConversation(); !ok {
 			return refuse(schema.CodeBraked, "This site is receiving too many new conversations right now; try again shortly.", wait)
+		}
+		if s.h.Plans != nil {
+			if ok, sentence := s.h.Plans.AdmitConversation(s.site.ID); !ok {
+				return refuse(schema.CodePlanLimit, sentence, 0)
+			}
 		}
 		s.convStarting = true
 	}

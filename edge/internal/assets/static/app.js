@@ -727,6 +727,8 @@
         if (S.teamDraw) S.teamDraw(f.site_id);
         if (was !== myRole(f.site_id) && S.site === f.site_id && V.layout.classList.contains('has-settings')) showSettings();
       }, function () {});
+    } else if (f.type === 'plan') {
+      showErr({ message: f.message }); // the site's plan took no more new conversations this month
     } else if (f.type === 'erased') {
       if (f.site_id === S.site) loadListSoon();
       if (S.conv && S.conv.site_id === f.site_id) openConv(S.conv.id); // gone, it says so
@@ -856,6 +858,10 @@
         [el('a', { class: 'back', href: '#/sites/' + id, text: '\u2039 All conversations' })],
         [el('h2', { text: 'Settings of ' + s.name })],
         [el('a', { class: 'to-reports', id: 'settings-reports', href: '#/sites/' + id + '/reports', text: 'Reports of this site \u203a' })],
+        s.plan ? [el('p', { class: 'hint', id: 'settings-plan', text: 'Plan: ' + s.plan.plan + (s.plan.status ? ' (' + s.plan.status.replace('_', ' ') + ')' : '') + ' \u00b7 ' +
+          s.plan.conversations + (s.plan.limits.conversations_per_month ? ' of ' + s.plan.limits.conversations_per_month : '') + ' new conversations in ' + s.plan.month +
+          (s.plan.limits.operators ? ' \u00b7 up to ' + s.plan.limits.operators + ' operators' : '') +
+          (s.plan.limits.retention_days_max ? ' \u00b7 kept ' + s.plan.limits.retention_days_max + ' days at most' : '') }) ] : [],
         [el('fieldset', {}, [].concat([el('legend', { text: 'Site' })], field('name', 'Name', s.name),
           [el('label', { for: 'set-origins', text: 'Allowed origins (one per line)' }), origins, el('div', { class: 'hint', text: 'Site key: ' + s.key })]))],
         [el('fieldset', {}, [].concat([el('legend', { text: 'Chat window' })],

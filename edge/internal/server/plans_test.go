@@ -1,0 +1,111 @@
+package server_test
+
+import (
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"spookat/edge/internal/admin"
+	"spookat/edge/internal/edgetest"
+	"spookat/edge/internal/plans"
+	"spookat/edge/internal/server"
+	"spookat/edge/internal/store"
+	"spookat/schema"
+	"spookat/schema/testkit"
+)
+
+// Issue 38, point 1 and 4: a site on a plan of two new conversations a month. Two visitors
+// start theirs; a third is told, in a sentence, that the chat takes no new conversation,
+// and nothing of theirs is stored; the first two go on writing (nothing under way is cut
+// off, nothing acked is refused after). The site's operators are told once, however many are
+// refused; the settings show the plan and its use. The plan's operators bound the team
+// (invitations count). Paddle's route exists; an edge without -plans has none (404).
+func TestPlanLimits(t *testing.T) {
+	cfg, err := plans.Parse([]byte(`{"default":"tiny","plans":{"tiny":{"conversations_per_month":2,"operators":2,"retention_days_max":30}}}`))
+	testkit.NoErr(t, err)
+	cfg.PaddleSecrets = []string{"pdl_ntfset_01mock_secret_key_one_0123456789"}
+	e := edgetest.Start(t, "", server.Config{Plans: cfg})
+	site := edgetest.AddSite(t, e.DataDir, &store.Site{Name: "tiny", Origins: []string{"http://site.test"}})
+	edgetest.AddOperator(t, e.DataDir, admin.OperatorRequest{Email: "ann@tiny.test", Name: "Ann", Password: "correct horse battery", SiteKeys: []string{site.Key}})
+	db := edgetest.OpenDB(t, e.DataDir)
+
+	// Ann has the inbox open: she hears of the limit live, once.
+	watch := edgetest.Login(t, e.Addr, "ann@tiny.test", "correct horse battery").DialInbox(t)
+	var visitors []*edgetest.Client
+	for i := range 2 {
+		v := edgetest.Dial(t, e.Addr, site.Key, "")
+		_, err := v.SendAck("c-"+strconv.Itoa(i), "hello")
+		testkit.NoErr(t, err)
+		visitors = append(visitors, v)
+	}
+	for i := range 2 { // the third and fourth new visitors
+		v := edgetest.Dial(t, e.Addr, site.Key, "")
+		v.Message(t, "late", "is anyone there?")
+		f := v.Read(t)
+		if f.Type != "error" || f.Code != schema.CodePlanLimit || !strings.Contains(f.Message, "not taking new conversations") {
+			t.Fatalf("new visitor %d: %+v", i+3, f)
+		}
+	}
+	if n := edgetest.QueryInt(t, db, `SELECT count(*) FROM conversations WHERE site_id = ?`, site.ID); n != 2 {
+		t.Fatalf("%d conversations stored, want 2", n)
+	}
+	for i, v := range visitors {
+		if _, err := v.SendAck("more-"+strconv.Itoa(i), "still here"); err != nil {
+			t.Fatalf("a conversation under way was cut off: %v", err)
+		}
+	}
+	testkit.WaitFor(t, "the operators told", 10*time.Second, func() bool {
+		return edgetest.QueryInt(t, db, `SELECT count(*) FROM plan_notices WHERE site_id = ?`, site.ID) == 1
+	})
+	notices := 0
+	for {
+		ev, err := watch.Next(2 * time.Second) // what the inbox hears, until it goes quiet
+		if err != nil {
+			break
+		}
+		if ev["type"] == "plan" {
+			notices++
+			if msg, _ := ev["message"].(string); !strings.Contains(msg, "2 new conversations") {
+				t.Errorf("the notice says %q", msg)
+			}
+		}
+	}
+	if notices != 1 {
+		t.Fatalf("the inbox heard %d plan notices, want 1", notices)
+	}
+
+	ann := edgetest.Login(t, e.Addr, "ann@tiny.test", "correct horse battery").NewToken(t)
+	siteURL := "/sites/" + strconv.FormatInt(site.ID, 10)
+	var settings struct{ Plan *plans.Usage }
+	if code := ann.Do(t, "GET", siteURL+"/settings", nil, &settings); code != 200 || settings.Plan == nil ||
+		settings.Plan.Plan != "tiny" || settings.Plan.Conversations != 2 || settings.Plan.Limits.ConversationsPerMonth != 2 {
+		t.Fatalf("settings: %d %+v", code, settings.Plan)
+	}
+	var refused schema.HTTPError
+	if code := ann.Do(t, "PUT", siteURL+"/settings", map[string]any{"retention_days": 0}, &refused); code != 400 || !strings.Contains(refused.Message, "30 days at most") {
+		t.Fatalf("keep forever on a plan of 30 days: %d %+v", code, refused)
+	}
+	if code := ann.Do(t, "POST", siteURL+"/invites", map[string]any{"email": "bo@tiny.test", "role": "agent"}, nil); code != http.StatusCreated {
+		t.Fatalf("the second seat: %d", code)
+	}
+	if code := ann.Do(t, "POST", siteURL+"/invites", map[string]any{"email": "cy@tiny.test", "role": "agent"}, &refused); code != http.StatusConflict ||
+		refused.Code != schema.CodePlanLimit || !strings.Contains(refused.Message, "room for 2 operators") {
+		t.Fatalf("the third seat: %d %+v", code, refused)
+	}
+
+	route := func(addr string) int {
+		resp, err := http.Post("http://"+addr+"/v1/integrations/paddle/events", "application/json", strings.NewReader(`{}`))
+		testkit.NoErr(t, err)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if code := route(e.Addr); code != http.StatusUnauthorized {
+		t.Errorf("Paddle's route with -plans, unsigned: %d, want 401", code)
+	}
+	plain := edgetest.Start(t, "", server.Config{})
+	if code := route(plain.Addr); code != http.StatusNotFound {
+		t.Errorf("Paddle's route without -plans: %d, want 404", code)
+	}
+}
