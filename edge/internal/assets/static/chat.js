@@ -578,6 +578,7 @@
             if (heldHello) { adopt(heldHello); heldHello = null; } // this browser's own conversation, then
             break;
           }
+          if (p && f.code === 'plan_limit') p.refused = true; // not this month: no Retry
           if (p) setState(p, 'failed', f.code === 'too_large' ? t('tooLarge') : f.message);
           else if (f.code !== 'rate_limited' && f.code !== 'braked') { banner.textContent = f.message; banner.classList.add('on'); }
           break;
