@@ -92,7 +92,20 @@ type Job struct {
 	// Slack thread (MessageID 0): the worker downloads it with the site's bot token and hands
 	// it to the edge on INBOUND; its result carries FetchRef(Fetch.ID).
 	Fetch *Fetch `json:"fetch,omitempty"`
+	// Notice is set on the email job that tells a site's notify address something about the
+	// site itself (its plan's limit reached; MessageID 0); its result carries Notice.Ref.
+	Notice *Notice `json:"notice,omitempty"`
 }
+
+// Notice is an email to a site's operators about the site.
+type Notice struct {
+	Ref     string `json:"ref"` // in its job's id: one email per ref
+	Subject string `json:"subject"`
+	Text    string `json:"text"`
+}
+
+// NoticeJobID is the id of a notice's email job (and its Nats-Msg-Id).
+func NoticeJobID(ref string) string { return "n" + ref + "." + TargetEmail }
 
 // Fetch is a file posted outside (Slack) for the worker to bring in.
 type Fetch struct {
@@ -180,7 +193,7 @@ func DecodeJob(b []byte, j *Job) error {
 }
 
 var jobFields = []string{"id", "lane", "target", "site_id", "conversation_id", "message_id", "author",
-	"name", "text", "created_at", "kind", "first", "reopened", "inbox_url", "to", "file", "context", "transcript", "maybe_repeat", "invite", "erasure", "fetch"}
+	"name", "text", "created_at", "kind", "first", "reopened", "inbox_url", "to", "file", "context", "transcript", "maybe_repeat", "invite", "erasure", "fetch", "notice"}
 
 func (j *Job) field(b, key []byte, i int) (int, bool) {
 	if next, ok := fastjson.Null(b, i); ok {
@@ -304,6 +317,10 @@ func AppendJob(b []byte, j *Job) []byte {
 		v, _ := json.Marshal(j.Fetch) // strings, an int and a bool: it cannot fail
 		b = append(append(b, `,"fetch":`...), v...)
 	}
+	if j.Notice != nil { // rare: once a month a site at most
+		v, _ := json.Marshal(j.Notice) // strings: it cannot fail
+		b = append(append(b, `,"notice":`...), v...)
+	}
 	return append(b, '}')
 }
 
@@ -353,6 +370,8 @@ type Result struct {
 	Erasure string `json:"erasure,omitempty"`
 	// Fetch is set (and MessageID 0) on the result of a fetch (Job.Fetch): FetchRef.
 	Fetch string `json:"fetch,omitempty"`
+	// Notice is set (and MessageID 0) on the result of a notice's email (Job.Notice).
+	Notice string `json:"notice,omitempty"`
 }
 
 // DecodeResults appends the results of one RESULTS message to dst: a worker batches the
@@ -363,7 +382,7 @@ func DecodeResults(dst []Result, data []byte, bad func(line []byte, err error)) 
 		var r Result
 		err := DecodeResult(line, &r)
 		if err == nil && (subjects(&r) != 1 || r.Target == "" || r.JobID == "") {
-			err = errors.New("missing job_id, target, or one of message_id, invite_id, erasure and fetch")
+			err = errors.New("missing job_id, target, or one of message_id, invite_id, erasure, fetch and notice")
 		}
 		if err != nil {
 			if bad != nil {
@@ -379,7 +398,7 @@ func DecodeResults(dst []Result, data []byte, bad func(line []byte, err error)) 
 // subjects counts what a result is about: a message, an invitation, an erasure (one only).
 func subjects(r *Result) int {
 	n := 0
-	for _, set := range []bool{r.MessageID != 0, r.InviteID != 0, r.Erasure != "", r.Fetch != ""} {
+	for _, set := range []bool{r.MessageID != 0, r.InviteID != 0, r.Erasure != "", r.Fetch != "", r.Notice != ""} {
 		if set {
 			n++
 		}
@@ -394,7 +413,7 @@ func DecodeResult(b []byte, r *Result) error {
 }
 
 var resultFields = []string{"job_id", "target", "site_id", "conversation_id", "message_id", "status",
-	"attempts", "error", "external_id", "thread_id", "merged", "at", "invite_id", "erasure", "fetch"}
+	"attempts", "error", "external_id", "thread_id", "merged", "at", "invite_id", "erasure", "fetch", "notice"}
 
 func (r *Result) field(b, key []byte, i int) (int, bool) {
 	if next, ok := fastjson.Null(b, i); ok {
@@ -435,6 +454,8 @@ func (r *Result) field(b, key []byte, i int) (int, bool) {
 		r.Erasure, i, ok = fastjson.String(b, i)
 	case "fetch":
 		r.Fetch, i, ok = fastjson.String(b, i)
+	case "notice":
+		r.Notice, i, ok = fastjson.String(b, i)
 	case "at":
 		var s string
 		if s, i, ok = fastjson.String(b, i); ok {

@@ -50,6 +50,10 @@ func checkShape(r *schema.Result) string {
 		if !token(r.Erasure) || r.MessageID != 0 || r.ConversationID != 0 || r.Target != schema.TargetWebhook || r.JobID != schema.ErasureJobID(r.Erasure) {
 			return RejectMalformed
 		}
+	case r.Notice != "": // a notice's email to a site's operators: nothing to record
+		if !token(r.Notice) || r.MessageID != 0 || r.ConversationID != 0 || r.Target != schema.TargetEmail || r.JobID != schema.NoticeJobID(r.Notice) {
+			return RejectMalformed
+		}
 	case r.Fetch != "": // a file fetched from Slack: what it brought comes on INBOUND
 		if !token(r.Fetch) || r.MessageID != 0 || r.Target != schema.TargetSlack || r.JobID != "f"+r.Fetch+"."+schema.TargetSlack {
 			return RejectMalformed

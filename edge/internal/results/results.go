@@ -145,7 +145,7 @@ func (r *Recorder) record(ctx context.Context, batch []jetstream.Msg) {
 				stored[i].rejected = reason
 				continue
 			}
-			if res.Erasure != "" || res.Fetch != "" { // an erasure's webhook, a fetch: nothing of it is kept
+			if res.Erasure != "" || res.Fetch != "" || res.Notice != "" { // an erasure's webhook, a fetch, a notice: nothing of it is kept
 				stored[i] = state{status: res.Status, attempts: res.Attempts, erasure: true}
 				if res.Fetch != "" && res.Status == schema.StatusDead {
 					r.Log.Warn("a file posted in Slack could not be fetched", "site", res.SiteID, "conversation", res.ConversationID, "err", res.Error)

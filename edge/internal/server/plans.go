@@ -7,6 +7,7 @@ import (
 
 	"spookat/edge/internal/plans"
 	"spookat/edge/internal/store"
+	"spookat/schema"
 )
 
 // capRetention makes every site keep conversations no longer than its plan's maximum (a
@@ -52,7 +53,21 @@ func (e *Edge) planNotice(siteID int64, p *plans.Plan, month string) {
 			return
 		}
 		e.log.Info("a site reached its plan's conversations for the month", "site", siteID, "plan", p.Name, "limit", p.ConversationsPerMonth)
-		e.operators.PlanNotice(siteID, fmt.Sprintf("This site has had its plan's %d new conversations for %s (plan %s): new visitors are told the chat is not taking conversations until next month or a larger plan. Conversations under way go on.",
-			p.ConversationsPerMonth, month, p.Name))
+		text := fmt.Sprintf("This site has had its plan's %d new conversations for %s (plan %s): new visitors are told the chat is not taking conversations until next month or a larger plan. Conversations under way go on.",
+			p.ConversationsPerMonth, month, p.Name)
+		e.operators.PlanNotice(siteID, text)
+		// And by email, to the site's notify address (the worker's email lane; no address:
+		// the inbox alone).
+		s := e.sites.ByID(siteID)
+		if s == nil || s.NotifyEmail == "" {
+			return
+		}
+		ref := fmt.Sprintf("plan%d-%s", siteID, month)
+		j := &schema.Job{ID: schema.NoticeJobID(ref), Lane: schema.LaneEmail, Target: schema.TargetEmail, SiteID: siteID,
+			Author: schema.AuthorSystem, CreatedAt: time.Now(),
+			Notice: &schema.Notice{Ref: ref, Subject: s.Name + " has had its plan's new conversations for " + month, Text: text}}
+		if err := e.publishJob(ctx, j); err != nil {
+			e.log.Warn("plan notice email not published", "site", siteID, "err", err)
+		}
 	}()
 }

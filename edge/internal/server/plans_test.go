@@ -1,6 +1,8 @@
 package server_test
 
 import (
+	"io"
+	"log/slog"
 	"net/http"
 	"strconv"
 	"strings"
@@ -12,22 +14,31 @@ import (
 	"spookat/edge/internal/plans"
 	"spookat/edge/internal/server"
 	"spookat/edge/internal/store"
+	"spookat/loadgen/mock"
 	"spookat/schema"
 	"spookat/schema/testkit"
+	"spookat/worker"
 )
 
 // Issue 38, point 1 and 4: a site on a plan of two new conversations a month. Two visitors
 // start theirs; a third is told, in a sentence, that the chat takes no new conversation,
 // and nothing of theirs is stored; the first two go on writing (nothing under way is cut
-// off, nothing acked is refused after). The site's operators are told once, however many are
-// refused; the settings show the plan and its use. The plan's operators bound the team
-// (invitations count). Paddle's route exists; an edge without -plans has none (404).
+// off, nothing acked is refused after). The site's operators are told once, in their
+// inboxes and by email, however many are refused; the settings show the plan and its use.
+// The plan's operators bound the team (invitations count). Paddle's route exists; an edge
+// without -plans has none (404).
 func TestPlanLimits(t *testing.T) {
 	cfg, err := plans.Parse([]byte(`{"default":"tiny","plans":{"tiny":{"conversations_per_month":2,"operators":2,"retention_days_max":30}}}`))
 	testkit.NoErr(t, err)
 	cfg.PaddleSecrets = []string{"pdl_ntfset_01mock_secret_key_one_0123456789"}
-	e := edgetest.Start(t, "", server.Config{Plans: cfg})
-	site := edgetest.AddSite(t, e.DataDir, &store.Site{Name: "tiny", Origins: []string{"http://site.test"}})
+	mail, err := mock.StartSMTP()
+	testkit.NoErr(t, err)
+	t.Cleanup(func() { mail.Close() })
+	wcfg := worker.DefaultConfig()
+	wcfg.SMTP.Host, wcfg.SMTP.Port, wcfg.SMTP.TLS, wcfg.SMTP.From = "127.0.0.1", mail.Port, "none", "spookat@tiny.test"
+	wcfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	e := edgetest.Start(t, "", server.Config{Plans: cfg, Worker: &wcfg, InprocWorker: true})
+	site := edgetest.AddSite(t, e.DataDir, &store.Site{Name: "tiny", Origins: []string{"http://site.test"}, NotifyEmail: "team@tiny.test"})
 	edgetest.AddOperator(t, e.DataDir, admin.OperatorRequest{Email: "ann@tiny.test", Name: "Ann", Password: "correct horse battery", SiteKeys: []string{site.Key}})
 	db := edgetest.OpenDB(t, e.DataDir)
 
@@ -74,6 +85,20 @@ func TestPlanLimits(t *testing.T) {
 	}
 	if notices != 1 {
 		t.Fatalf("the inbox heard %d plan notices, want 1", notices)
+	}
+	// And one email to the site's notify address (the two new conversations' notifications
+	// went there too).
+	planMails := func() (n int, body string) {
+		for _, m := range mail.Mails() {
+			if strings.Contains(string(m.Data), "has had its plan's new conversations") {
+				n, body = n+1, string(m.Data)
+			}
+		}
+		return n, body
+	}
+	testkit.WaitFor(t, "the notice by email", 15*time.Second, func() bool { n, _ := planMails(); return n == 1 })
+	if n, body := planMails(); n != 1 || !strings.Contains(body, "team@tiny.test") {
+		t.Fatalf("%d plan emails: %s", n, body)
 	}
 
 	ann := edgetest.Login(t, e.Addr, "ann@tiny.test", "correct horse battery").NewToken(t)

@@ -90,7 +90,10 @@ func (s *Sender) Send(ctx context.Context, deadline time.Time, site *schema.Site
 	m.SetMessageIDWithValue(j.ID + "@spookat")
 	m.SetDate()
 	var b strings.Builder
-	if inv := j.Invite; inv != nil && j.To != "" {
+	if n := j.Notice; n != nil {
+		m.Subject(n.Subject)
+		b.WriteString(n.Text + "\n")
+	} else if inv := j.Invite; inv != nil && j.To != "" {
 		m.Subject("Join " + inv.Site + " on spookat")
 		what := "answer its visitors' chats"
 		if inv.Role == "owner" {

@@ -152,6 +152,9 @@ func (l *Lane) result(it *item, status schema.DeliveryStatus, out deliver.Outcom
 	if it.job.Fetch != nil {
 		r.Fetch = schema.FetchRef(it.job.Fetch.ID)
 	}
+	if it.job.Notice != nil {
+		r.Notice = it.job.Notice.Ref
+	}
 	if status == schema.StatusRetrying {
 		r.Attempts = it.attempts
 	}

@@ -56,5 +56,9 @@ func appendResult(b []byte, r *schema.Result) []byte {
 		b = append(b, `,"fetch":`...)
 		b = fastjson.AppendString(b, r.Fetch)
 	}
+	if r.Notice != "" {
+		b = append(b, `,"notice":`...)
+		b = fastjson.AppendString(b, r.Notice)
+	}
 	return append(b, '}')
 }
