@@ -1,7 +1,6 @@
 package browsertest
 
 import (
-	"bytes"
 	"compress/gzip"
 	"context"
 	"crypto/hmac"
@@ -9,9 +8,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"image"
-	"image/color"
-	"image/png"
 	"io"
 	"log/slog"
 	"net/http"
@@ -576,24 +572,17 @@ func TestSlackReplyReachesVisitor(t *testing.T) {
 	// A picture posted in the thread (issue 37, point 3): a worker fetches it from Slack's file
 	// host with the bot token, and the visitor sees it inline; a file the host refuses (a
 	// wrong token answers with the login page) never reaches the visitor.
-	img := image.NewRGBA(image.Rect(0, 0, 40, 30))
-	for x := range 40 {
-		for y := range 30 {
-			img.Set(x, y, color.RGBA{10, 124, 62, 255})
-		}
-	}
-	var pic bytes.Buffer
-	testkit.NoErr(t, png.Encode(&pic, img))
-	good := srv.URL + slack.AddFile("F0GOOD", "screenshot.png", "xoxb-test", pic.Bytes())
-	bad := srv.URL + slack.AddFile("F0BAD", "secret.png", "xoxb-someone-else", pic.Bytes())
+	pic := greenPNG(t)
+	good := srv.URL + slack.AddFile("F0GOOD", "screenshot.png", "xoxb-test", pic)
+	bad := srv.URL + slack.AddFile("F0BAD", "secret.png", "xoxb-someone-else", pic)
 	_, shared := event("Here is the screen:", "Sam", "")
 	var withFiles map[string]any
 	testkit.NoErr(t, json.Unmarshal(shared, &withFiles))
 	fev := withFiles["event"].(map[string]any)
 	fev["subtype"] = "file_share"
 	fev["files"] = []map[string]any{
-		{"id": "F0GOOD", "name": "screenshot.png", "mimetype": "image/png", "size": pic.Len(), "url_private_download": good},
-		{"id": "F0BAD", "name": "secret.png", "mimetype": "image/png", "size": pic.Len(), "url_private_download": bad},
+		{"id": "F0GOOD", "name": "screenshot.png", "mimetype": "image/png", "size": len(pic), "url_private_download": good},
+		{"id": "F0BAD", "name": "secret.png", "mimetype": "image/png", "size": len(pic), "url_private_download": bad},
 	}
 	shared, _ = json.Marshal(withFiles)
 	if r := post(shared, secret, time.Now(), ""); r.StatusCode != 200 {

@@ -1,10 +1,6 @@
 package browsertest
 
 import (
-	"bytes"
-	"image"
-	"image/color"
-	"image/png"
 	"io"
 	"log/slog"
 	"net/http"
@@ -39,21 +35,14 @@ func TestDiscordReplyReachesVisitor(t *testing.T) {
 	t.Cleanup(gs.Close)
 	gw.URL = "ws" + strings.TrimPrefix(gs.URL, "http")
 	// Discord's CDN: a 40×30 PNG an operator posts in the thread.
-	img := image.NewRGBA(image.Rect(0, 0, 40, 30))
-	for x := range 40 {
-		for y := range 30 {
-			img.Set(x, y, color.RGBA{10, 124, 62, 255})
-		}
-	}
-	var pic bytes.Buffer
-	testkit.NoErr(t, png.Encode(&pic, img))
+	pic := greenPNG(t)
 	cdn := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/attachments/7/receipt.png" {
 			http.NotFound(w, r)
 			return
 		}
 		w.Header().Set("Content-Type", "image/png")
-		w.Write(pic.Bytes())
+		w.Write(pic)
 	}))
 	t.Cleanup(cdn.Close)
 	wcfg := worker.DefaultConfig()
@@ -104,7 +93,7 @@ func TestDiscordReplyReachesVisitor(t *testing.T) {
 	// A picture posted in the thread (with a line), and a file that is gone from the CDN: the
 	// picture shows in the window, inline; the gone one is skipped, the line still comes.
 	say("Here is the receipt:", func(m *mock.DiscordMessage) {
-		m.Attachments = []mock.DiscordAttachment{{ID: "61", Filename: "receipt.png", Size: int64(pic.Len()), URL: cdn.URL + "/attachments/7/receipt.png", ContentType: "image/png"},
+		m.Attachments = []mock.DiscordAttachment{{ID: "61", Filename: "receipt.png", Size: int64(len(pic)), URL: cdn.URL + "/attachments/7/receipt.png", ContentType: "image/png"},
 			{ID: "62", Filename: "gone.pdf", Size: 1000, URL: cdn.URL + "/attachments/7/gone.pdf", ContentType: "application/pdf"}}
 	})
 	v.waitBubble("Here is the receipt:")

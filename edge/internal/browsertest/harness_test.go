@@ -1,9 +1,13 @@
 package browsertest
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"image"
+	"image/color"
+	"image/png"
 	"io"
 	"net"
 	"net/http"
@@ -413,4 +417,18 @@ func (p *proxy) restore() {
 	p.mu.Lock()
 	p.down = false
 	p.mu.Unlock()
+}
+
+// greenPNG is a 40×30 picture, a file an operator posts from Slack or Discord.
+func greenPNG(t *testing.T) []byte {
+	t.Helper()
+	img := image.NewRGBA(image.Rect(0, 0, 40, 30))
+	for x := range 40 {
+		for y := range 30 {
+			img.Set(x, y, color.RGBA{10, 124, 62, 255})
+		}
+	}
+	var b bytes.Buffer
+	testkit.NoErr(t, png.Encode(&b, img))
+	return b.Bytes()
 }
