@@ -8,12 +8,14 @@ import (
 	"spookat/edge/internal/plans"
 	"spookat/edge/internal/server"
 	"spookat/edge/internal/store"
+	"spookat/schema"
 	"spookat/schema/testkit"
 )
 
 // Issue 38, point 1, as a visitor sees it: the site's plan takes one new conversation a
 // month. The first visitor chats; the next one's first message is not sent, and the window
-// says why in a sentence, with no Retry (on a phone too); the first visitor goes on.
+// says why in a sentence, with no Retry (on a phone too; in the window's language); the first
+// visitor goes on.
 func TestPlanLimitInTheWindow(t *testing.T) {
 	cfg, err := plans.Parse([]byte(`{"default":"tiny","plans":{"tiny":{"conversations_per_month":1}}}`))
 	testkit.NoErr(t, err)
@@ -40,4 +42,18 @@ func TestPlanLimitInTheWindow(t *testing.T) {
 
 	first.typeAndSend("and I can go on")
 	first.waitSent("and I can go on")
+
+	// A window in German says it in German.
+	de := e.site(&store.Site{Name: "Winzig", Widget: schema.WidgetSettings{Language: "de"}})
+	for i, who := range []string{"erster", "später"} {
+		v := newTab(t, who)
+		v.openDemo(e.base, de.Key)
+		v.openChat()
+		v.typeAndSend("Hallo")
+		if i == 0 {
+			v.waitSent("Hallo")
+			continue
+		}
+		v.waitJS("the sentence in German", W+`.querySelector('ol li.me') && `+W+`.querySelector('ol li.me').textContent.includes('nimmt gerade keine neuen Gespr\u00e4che an')`)
+	}
 }

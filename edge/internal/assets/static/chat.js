@@ -79,7 +79,7 @@
       replyTime: 'We usually answer within minutes.', typing: '{name} is typing\u2026', justNow: 'just now', minAgo: '{n} min ago',
       open: 'Open chat', unread: '{label}, {n} unread', noAnswer: 'no answer from the server', reconnecting: 'reconnecting\u2026',
       offlineShort: 'offline', tooLarge: 'the message is longer than 4,000 characters',
-      closedAsk: 'This conversation is closed. How was it?', good: 'Good', bad: 'Bad', comment: 'Tell us more (optional)', rate: 'Send rating', rated: 'Thanks for your feedback!', backAt: 'Away \u00b7 back {when}', attach: 'Attach a file', uploading: 'Uploading\u2026', fileTooLarge: 'the file is larger than {max} MB', transcript: 'Email me this conversation', transcriptSent: 'Sent to {email}.', transcriptQueued: 'On its way to {email}.', transcriptFailed: 'We could not send it to {email}.' },
+      closedAsk: 'This conversation is closed. How was it?', good: 'Good', bad: 'Bad', comment: 'Tell us more (optional)', rate: 'Send rating', rated: 'Thanks for your feedback!', backAt: 'Away \u00b7 back {when}', attach: 'Attach a file', uploading: 'Uploading\u2026', fileTooLarge: 'the file is larger than {max} MB', transcript: 'Email me this conversation', transcriptSent: 'Sent to {email}.', transcriptQueued: 'On its way to {email}.', transcriptFailed: 'We could not send it to {email}.', planLimit: 'This chat is not taking new conversations right now. Please try again later, or reach the site another way.' },
     de: { title: 'Schreiben Sie uns', close: 'Chat schlie\u00dfen', offline: 'Offline \u2014 Ihre Nachricht wird gesendet, sobald wir wieder da sind.',
       gone: 'Der Chat ist auf dieser Seite nicht verf\u00fcgbar.', empty: 'Fragen Sie uns, was Sie m\u00f6chten.', save: 'Speichern',
       emailAsk: 'Antwort auch per E-Mail: Vielleicht antworten wir, wenn Sie schon weg sind.', emailLabel: 'Ihre E-Mail-Adresse', send: 'Senden',
@@ -92,7 +92,7 @@
       replyTime: 'Wir antworten meist innerhalb weniger Minuten.', typing: '{name} schreibt\u2026', justNow: 'gerade eben', minAgo: 'vor {n} Min.',
       open: 'Chat \u00f6ffnen', unread: '{label}, {n} ungelesen', noAnswer: 'keine Antwort vom Server', reconnecting: 'verbinde neu\u2026',
       offlineShort: 'offline', tooLarge: 'die Nachricht ist l\u00e4nger als 4.000 Zeichen',
-      closedAsk: 'Dieses Gespr\u00e4ch ist beendet. Wie war es?', good: 'Gut', bad: 'Schlecht', comment: 'Erz\u00e4hlen Sie mehr (optional)', rate: 'Bewertung senden', rated: 'Danke f\u00fcr Ihr Feedback!', backAt: 'Abwesend \u00b7 zur\u00fcck {when}', attach: 'Datei anh\u00e4ngen', uploading: 'Wird hochgeladen\u2026', fileTooLarge: 'die Datei ist gr\u00f6\u00dfer als {max} MB', transcript: 'Dieses Gespr\u00e4ch per E-Mail senden', transcriptSent: 'An {email} gesendet.', transcriptQueued: 'Unterwegs an {email}.', transcriptFailed: 'Wir konnten es nicht an {email} senden.' },
+      closedAsk: 'Dieses Gespr\u00e4ch ist beendet. Wie war es?', good: 'Gut', bad: 'Schlecht', comment: 'Erz\u00e4hlen Sie mehr (optional)', rate: 'Bewertung senden', rated: 'Danke f\u00fcr Ihr Feedback!', backAt: 'Abwesend \u00b7 zur\u00fcck {when}', attach: 'Datei anh\u00e4ngen', uploading: 'Wird hochgeladen\u2026', fileTooLarge: 'die Datei ist gr\u00f6\u00dfer als {max} MB', transcript: 'Dieses Gespr\u00e4ch per E-Mail senden', transcriptSent: 'An {email} gesendet.', transcriptQueued: 'Unterwegs an {email}.', transcriptFailed: 'Wir konnten es nicht an {email} senden.', planLimit: 'Dieser Chat nimmt gerade keine neuen Gespr\u00e4che an. Bitte versuchen Sie es sp\u00e4ter noch einmal oder erreichen Sie die Website auf anderem Weg.' },
     fr: { title: '\u00c9crivez-nous', close: 'Fermer le chat', offline: 'Hors ligne \u2014 votre message partira d\u00e8s notre retour.',
       gone: 'Le chat n\u2019est pas disponible sur cette page.', empty: 'Posez-nous vos questions.', save: 'Enregistrer',
       emailAsk: 'Recevez aussi la r\u00e9ponse par e-mail : nous r\u00e9pondrons peut-\u00eatre apr\u00e8s votre d\u00e9part.', emailLabel: 'Votre e-mail', send: 'Envoyer',
@@ -105,7 +105,7 @@
       replyTime: 'Nous r\u00e9pondons g\u00e9n\u00e9ralement en quelques minutes.', typing: '{name} \u00e9crit\u2026', justNow: '\u00e0 l\u2019instant', minAgo: 'il y a {n} min',
       open: 'Ouvrir le chat', unread: '{label}, {n} non lu(s)', noAnswer: 'pas de r\u00e9ponse du serveur', reconnecting: 'reconnexion\u2026',
       offlineShort: 'hors ligne', tooLarge: 'le message d\u00e9passe 4 000 caract\u00e8res',
-      closedAsk: 'Cette conversation est termin\u00e9e. Comment s\u2019est-elle pass\u00e9e ?', good: 'Bien', bad: 'Mal', comment: 'Dites-nous en plus (facultatif)', rate: 'Envoyer la note', rated: 'Merci pour votre avis !', backAt: 'Absent \u00b7 de retour {when}', attach: 'Joindre un fichier', uploading: 'Envoi du fichier\u2026', fileTooLarge: 'le fichier d\u00e9passe {max} Mo', transcript: 'M\u2019envoyer cette conversation par e-mail', transcriptSent: 'Envoy\u00e9e \u00e0 {email}.', transcriptQueued: 'En route vers {email}.', transcriptFailed: 'Impossible de l\u2019envoyer \u00e0 {email}.' },
+      closedAsk: 'Cette conversation est termin\u00e9e. Comment s\u2019est-elle pass\u00e9e ?', good: 'Bien', bad: 'Mal', comment: 'Dites-nous en plus (facultatif)', rate: 'Envoyer la note', rated: 'Merci pour votre avis !', backAt: 'Absent \u00b7 de retour {when}', attach: 'Joindre un fichier', uploading: 'Envoi du fichier\u2026', fileTooLarge: 'le fichier d\u00e9passe {max} Mo', transcript: 'M\u2019envoyer cette conversation par e-mail', transcriptSent: 'Envoy\u00e9e \u00e0 {email}.', transcriptQueued: 'En route vers {email}.', transcriptFailed: 'Impossible de l\u2019envoyer \u00e0 {email}.', planLimit: 'Ce chat n\u2019accepte pas de nouvelles conversations pour le moment. R\u00e9essayez plus tard, ou contactez le site autrement.' },
     es: { title: 'Escr\u00edbenos', close: 'Cerrar el chat', offline: 'Sin conexi\u00f3n \u2014 tu mensaje se enviar\u00e1 cuando volvamos.',
       gone: 'El chat no est\u00e1 disponible en esta p\u00e1gina.', empty: 'Preg\u00fantanos lo que quieras.', save: 'Guardar',
       emailAsk: 'Recibe tambi\u00e9n la respuesta por correo: quiz\u00e1 respondamos cuando ya te hayas ido.', emailLabel: 'Tu correo', send: 'Enviar',
@@ -118,7 +118,7 @@
       replyTime: 'Solemos responder en pocos minutos.', typing: '{name} est\u00e1 escribiendo\u2026', justNow: 'ahora mismo', minAgo: 'hace {n} min',
       open: 'Abrir el chat', unread: '{label}, {n} sin leer', noAnswer: 'sin respuesta del servidor', reconnecting: 'reconectando\u2026',
       offlineShort: 'sin conexi\u00f3n', tooLarge: 'el mensaje supera los 4000 caracteres',
-      closedAsk: 'Esta conversaci\u00f3n est\u00e1 cerrada. \u00bfQu\u00e9 tal fue?', good: 'Bien', bad: 'Mal', comment: 'Cu\u00e9ntanos m\u00e1s (opcional)', rate: 'Enviar valoraci\u00f3n', rated: '\u00a1Gracias por tu opini\u00f3n!', backAt: 'Ausente \u00b7 volvemos {when}', attach: 'Adjuntar un archivo', uploading: 'Subiendo\u2026', fileTooLarge: 'el archivo supera los {max} MB', transcript: 'Enviarme esta conversaci\u00f3n por correo', transcriptSent: 'Enviada a {email}.', transcriptQueued: 'En camino a {email}.', transcriptFailed: 'No pudimos enviarla a {email}.' },
+      closedAsk: 'Esta conversaci\u00f3n est\u00e1 cerrada. \u00bfQu\u00e9 tal fue?', good: 'Bien', bad: 'Mal', comment: 'Cu\u00e9ntanos m\u00e1s (opcional)', rate: 'Enviar valoraci\u00f3n', rated: '\u00a1Gracias por tu opini\u00f3n!', backAt: 'Ausente \u00b7 volvemos {when}', attach: 'Adjuntar un archivo', uploading: 'Subiendo\u2026', fileTooLarge: 'el archivo supera los {max} MB', transcript: 'Enviarme esta conversaci\u00f3n por correo', transcriptSent: 'Enviada a {email}.', transcriptQueued: 'En camino a {email}.', transcriptFailed: 'No pudimos enviarla a {email}.', planLimit: 'Este chat no acepta conversaciones nuevas ahora mismo. Int\u00e9ntalo m\u00e1s tarde o contacta con el sitio de otra forma.' },
     pt: { title: 'Fale conosco', close: 'Fechar o chat', offline: 'Sem conex\u00e3o \u2014 sua mensagem ser\u00e1 enviada quando voltarmos.',
       gone: 'O chat n\u00e3o est\u00e1 dispon\u00edvel nesta p\u00e1gina.', empty: 'Pergunte o que quiser.', save: 'Salvar',
       emailAsk: 'Receba a resposta tamb\u00e9m por e-mail: podemos responder depois que voc\u00ea sair.', emailLabel: 'Seu e-mail', send: 'Enviar',
@@ -131,7 +131,7 @@
       replyTime: 'Costumamos responder em poucos minutos.', typing: '{name} est\u00e1 digitando\u2026', justNow: 'agora mesmo', minAgo: 'h\u00e1 {n} min',
       open: 'Abrir o chat', unread: '{label}, {n} n\u00e3o lida(s)', noAnswer: 'sem resposta do servidor', reconnecting: 'reconectando\u2026',
       offlineShort: 'sem conex\u00e3o', tooLarge: 'a mensagem tem mais de 4.000 caracteres',
-      closedAsk: 'Esta conversa foi encerrada. Como foi?', good: 'Boa', bad: 'Ruim', comment: 'Conte mais (opcional)', rate: 'Enviar avalia\u00e7\u00e3o', rated: 'Obrigado pelo seu retorno!', backAt: 'Ausente \u00b7 voltamos {when}', attach: 'Anexar um arquivo', uploading: 'Enviando arquivo\u2026', fileTooLarge: 'o arquivo tem mais de {max} MB', transcript: 'Enviar esta conversa por e-mail', transcriptSent: 'Enviada para {email}.', transcriptQueued: 'A caminho de {email}.', transcriptFailed: 'N\u00e3o conseguimos enviar para {email}.' },
+      closedAsk: 'Esta conversa foi encerrada. Como foi?', good: 'Boa', bad: 'Ruim', comment: 'Conte mais (opcional)', rate: 'Enviar avalia\u00e7\u00e3o', rated: 'Obrigado pelo seu retorno!', backAt: 'Ausente \u00b7 voltamos {when}', attach: 'Anexar um arquivo', uploading: 'Enviando arquivo\u2026', fileTooLarge: 'o arquivo tem mais de {max} MB', transcript: 'Enviar esta conversa por e-mail', transcriptSent: 'Enviada para {email}.', transcriptQueued: 'A caminho de {email}.', transcriptFailed: 'N\u00e3o conseguimos enviar para {email}.', planLimit: 'Este chat n\u00e3o est\u00e1 aceitando novas conversas agora. Tente mais tarde ou fale com o site de outra forma.' },
     ar: { title: 'تحدّث معنا', close: 'إغلاق المحادثة', offline: 'غير متصل — ستُرسَل رسالتك عند عودتنا.',
       gone: 'المحادثة غير متاحة في هذه الصفحة.', empty: 'اسألنا عن أي شيء.', save: 'حفظ',
       emailAsk: 'احصل على الرد عبر البريد الإلكتروني أيضًا: قد نجيب بعد مغادرتك.', emailLabel: 'بريدك الإلكتروني', send: 'إرسال',
@@ -144,7 +144,7 @@
       replyTime: 'نرد عادةً خلال دقائق.', typing: '{name} يكتب…', justNow: 'الآن', minAgo: 'قبل {n} د',
       open: 'فتح المحادثة', unread: '{label}، {n} غير مقروءة', noAnswer: 'لا رد من الخادم', reconnecting: 'جارٍ إعادة الاتصال…',
       offlineShort: 'غير متصل', tooLarge: 'الرسالة أطول من 4000 حرف',
-      closedAsk: 'أُغلقت هذه المحادثة. كيف كانت؟', good: 'جيدة', bad: 'سيئة', comment: 'أخبرنا بالمزيد (اختياري)', rate: 'إرسال التقييم', rated: 'شكرًا على ملاحظاتك!', backAt: 'غير متواجدين · نعود {when}', attach: 'إرفاق ملف', uploading: 'جارٍ الرفع…', fileTooLarge: 'الملف أكبر من {max} ميغابايت', transcript: 'أرسل لي هذه المحادثة بالبريد', transcriptSent: 'أُرسلت إلى {email}.', transcriptQueued: 'في الطريق إلى {email}.', transcriptFailed: 'تعذّر إرسالها إلى {email}.' },
+      closedAsk: 'أُغلقت هذه المحادثة. كيف كانت؟', good: 'جيدة', bad: 'سيئة', comment: 'أخبرنا بالمزيد (اختياري)', rate: 'إرسال التقييم', rated: 'شكرًا على ملاحظاتك!', backAt: 'غير متواجدين · نعود {when}', attach: 'إرفاق ملف', uploading: 'جارٍ الرفع…', fileTooLarge: 'الملف أكبر من {max} ميغابايت', transcript: 'أرسل لي هذه المحادثة بالبريد', transcriptSent: 'أُرسلت إلى {email}.', transcriptQueued: 'في الطريق إلى {email}.', transcriptFailed: 'تعذّر إرسالها إلى {email}.', planLimit: 'هذه الدردشة لا تقبل محادثات جديدة الآن. حاول لاحقًا أو تواصل مع الموقع بطريقة أخرى.' },
     he: { title: 'דברו איתנו', close: 'סגירת הצ׳אט', offline: 'אין חיבור — ההודעה תישלח כשנחזור.',
       gone: 'הצ׳אט אינו זמין בדף זה.', empty: 'שאלו אותנו כל דבר.', save: 'שמירה',
       emailAsk: 'קבלו את התשובה גם בדוא״ל: ייתכן שנענה אחרי שתצאו.', emailLabel: 'כתובת הדוא״ל שלך', send: 'שליחה',
@@ -157,7 +157,7 @@
       replyTime: 'בדרך כלל אנחנו עונים תוך דקות.', typing: '{name} מקליד/ה…', justNow: 'הרגע', minAgo: 'לפני {n} דק׳',
       open: 'פתיחת הצ׳אט', unread: '{label}, {n} שלא נקראו', noAnswer: 'אין תשובה מהשרת', reconnecting: 'מתחבר מחדש…',
       offlineShort: 'לא מחובר', tooLarge: 'ההודעה ארוכה מ־4,000 תווים',
-      closedAsk: 'השיחה הזאת נסגרה. איך היה?', good: 'טוב', bad: 'לא טוב', comment: 'ספרו לנו עוד (לא חובה)', rate: 'שליחת הדירוג', rated: 'תודה על המשוב!', backAt: 'לא זמינים · נחזור {when}', attach: 'צירוף קובץ', uploading: 'מעלה…', fileTooLarge: 'הקובץ גדול מ־{max} MB', transcript: 'שלחו לי את השיחה בדוא״ל', transcriptSent: 'נשלחה אל {email}.', transcriptQueued: 'בדרך אל {email}.', transcriptFailed: 'לא הצלחנו לשלוח אל {email}.' }
+      closedAsk: 'השיחה הזאת נסגרה. איך היה?', good: 'טוב', bad: 'לא טוב', comment: 'ספרו לנו עוד (לא חובה)', rate: 'שליחת הדירוג', rated: 'תודה על המשוב!', backAt: 'לא זמינים · נחזור {when}', attach: 'צירוף קובץ', uploading: 'מעלה…', fileTooLarge: 'הקובץ גדול מ־{max} MB', transcript: 'שלחו לי את השיחה בדוא״ל', transcriptSent: 'נשלחה אל {email}.', transcriptQueued: 'בדרך אל {email}.', transcriptFailed: 'לא הצלחנו לשלוח אל {email}.', planLimit: 'הצ׳אט הזה לא מקבל שיחות חדשות כרגע. נסו שוב מאוחר יותר, או פנו לאתר בדרך אחרת.' }
   };
   var RTL = { ar: 1, he: 1, fa: 1, ur: 1 };
 
@@ -579,7 +579,7 @@
             break;
           }
           if (p && f.code === 'plan_limit') p.refused = true; // not this month: no Retry
-          if (p) setState(p, 'failed', f.code === 'too_large' ? t('tooLarge') : f.message);
+          if (p) setState(p, 'failed', f.code === 'too_large' ? t('tooLarge') : f.code === 'plan_limit' ? t('planLimit') : f.message);
           else if (f.code !== 'rate_limited' && f.code !== 'braked') { banner.textContent = f.message; banner.classList.add('on'); }
           break;
       }
