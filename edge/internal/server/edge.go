@@ -566,6 +566,16 @@ func (e *Edge) startBackground(context.Context) error {
 		}
 	})
 	wg.Go(func() { expireUnsentFiles(bg, e.store, e.files, log) })
+	if e.plans != nil {
+		// A plan can change with time alone (a past-due grace ends): its retention follows.
+		wg.Go(func() {
+			every(bg, cmp.Or(e.cfg.RetentionTick, RetentionEvery), func() {
+				if err := e.capRetention(); err != nil {
+					log.Warn("plans: retention not capped; the next pass tries again", "err", err)
+				}
+			})
+		})
+	}
 	wg.Go(func() { every(bg, time.Minute, func() { e.brakes.Sweep(10 * time.Minute) }) }) // forget idle (site, IP) brake entries
 	wh := e.widgetHandler()
 	wg.Go(func() { wh.RunPresence(bg, widget.PresenceSweep) })

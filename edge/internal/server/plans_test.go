@@ -37,7 +37,7 @@ func TestPlanLimits(t *testing.T) {
 	wcfg := worker.DefaultConfig()
 	wcfg.SMTP.Host, wcfg.SMTP.Port, wcfg.SMTP.TLS, wcfg.SMTP.From = "127.0.0.1", mail.Port, "none", "spookat@tiny.test"
 	wcfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
-	e := edgetest.Start(t, "", server.Config{Plans: cfg, Worker: &wcfg, InprocWorker: true})
+	e := edgetest.Start(t, "", server.Config{Plans: cfg, Worker: &wcfg, InprocWorker: true, RetentionTick: 100 * time.Millisecond})
 	site := edgetest.AddSite(t, e.DataDir, &store.Site{Name: "tiny", Origins: []string{"http://site.test"}, NotifyEmail: "team@tiny.test"})
 	edgetest.AddOperator(t, e.DataDir, admin.OperatorRequest{Email: "ann@tiny.test", Name: "Ann", Password: "correct horse battery", SiteKeys: []string{site.Key}})
 	db := edgetest.OpenDB(t, e.DataDir)
@@ -103,10 +103,17 @@ func TestPlanLimits(t *testing.T) {
 
 	ann := edgetest.Login(t, e.Addr, "ann@tiny.test", "correct horse battery").NewToken(t)
 	siteURL := "/sites/" + strconv.FormatInt(site.ID, 10)
-	var settings struct{ Plan *plans.Usage }
-	if code := ann.Do(t, "GET", siteURL+"/settings", nil, &settings); code != 200 || settings.Plan == nil ||
-		settings.Plan.Plan != "tiny" || settings.Plan.Conversations != 2 || settings.Plan.Limits.ConversationsPerMonth != 2 {
-		t.Fatalf("settings: %d %+v", code, settings.Plan)
+	var settings struct {
+		Plan          *plans.Usage
+		RetentionDays int `json:"retention_days"`
+	}
+	// The site was made keeping conversations forever; its plan keeps them 30 days at most,
+	// which the plans' pass (with retention's) makes its setting.
+	testkit.WaitFor(t, "the plan's retention", 10*time.Second, func() bool {
+		return ann.Do(t, "GET", siteURL+"/settings", nil, &settings) == 200 && settings.RetentionDays == 30
+	})
+	if settings.Plan == nil || settings.Plan.Plan != "tiny" || settings.Plan.Conversations != 2 || settings.Plan.Limits.ConversationsPerMonth != 2 {
+		t.Fatalf("settings: %+v", settings.Plan)
 	}
 	var refused schema.HTTPError
 	if code := ann.Do(t, "PUT", siteURL+"/settings", map[string]any{"retention_days": 0}, &refused); code != 400 || !strings.Contains(refused.Message, "30 days at most") {
