@@ -38,3 +38,31 @@ func unwanted(r rune) bool {
 	}
 	return false
 }
+
+// Reply is what an operator wrote in a conversation's Slack or Discord thread, as the edge
+// stores it.
+type Reply struct {
+	Kind     MessageKind // KindClosed or KindReopened: the reply was just "/close" or "/reopen"
+	Internal bool        // it started with "note:": a note for operators only
+	Text     string      // cleaned (CleanText), without "note:", cut to MaxTextRunes
+}
+
+// ParseReply reads a reply from Slack or Discord: a status command (any case, spaces around
+// it ignored), an internal note, or a message.
+func ParseReply(raw string) Reply {
+	text := CleanText(strings.TrimSpace(raw))
+	switch strings.ToLower(text) {
+	case "/close":
+		return Reply{Kind: KindClosed}
+	case "/reopen":
+		return Reply{Kind: KindReopened}
+	}
+	r := Reply{Text: text}
+	if len(text) >= 5 && strings.EqualFold(text[:5], "note:") {
+		r.Internal, r.Text = true, strings.TrimSpace(text[5:])
+	}
+	if runes := []rune(r.Text); len(runes) > MaxTextRunes {
+		r.Text = string(runes[:MaxTextRunes])
+	}
+	return r
+}

@@ -1,6 +1,9 @@
 package schema
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 func TestCleanText(t *testing.T) {
 	cases := []struct{ name, in, want string }{
@@ -31,5 +34,25 @@ func BenchmarkCleanTextClean(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		_ = CleanText(s)
+	}
+}
+
+// A reply from Slack or Discord: a command alone, a note, or a message, cleaned and cut.
+func TestParseReply(t *testing.T) {
+	long := strings.Repeat("é", MaxTextRunes+5)
+	for _, c := range []struct {
+		raw  string
+		want Reply
+	}{
+		{" /Close ", Reply{Kind: KindClosed}},
+		{"/reopen", Reply{Kind: KindReopened}},
+		{"/close now", Reply{Text: "/close now"}},
+		{"NOTE:  call them back", Reply{Internal: true, Text: "call them back"}},
+		{"hello\x1b[31m", Reply{Text: "hello[31m"}},
+		{long, Reply{Text: long[:2*MaxTextRunes]}},
+	} {
+		if got := ParseReply(c.raw); got != c.want {
+			t.Errorf("ParseReply(%.20q) = %+v, want %+v", c.raw, got, c.want)
+		}
 	}
 }

@@ -254,18 +254,14 @@ func (h *Handler) handle(site *sites.Site, ev *event) {
 	if ev.ThreadTS == "" || ev.ThreadTS == ev.TS || ev.Channel != site.SlackChannel || ev.User == "" {
 		return // not a reply in a thread of this site's channel
 	}
-	text := schema.CleanText(unescape(strings.TrimSpace(ev.Text)))
-	if kind, ok := commands[strings.ToLower(text)]; ok {
-		h.setStatus(site, ev.ThreadTS, kind, name(ev))
+	// Slack's own composer takes a leading "/" for a slash command: typed with a space
+	// before it (" /close") it is sent as a message, and ParseReply trims it.
+	reply := schema.ParseReply(unescape(ev.Text))
+	if reply.Kind != "" {
+		h.setStatus(site, ev.ThreadTS, reply.Kind, name(ev))
 		return
 	}
-	internal := false
-	if len(text) >= 5 && strings.EqualFold(text[:5], "note:") {
-		internal, text = true, strings.TrimSpace(text[5:])
-	}
-	if r := []rune(text); len(r) > schema.MaxTextRunes {
-		text = string(r[:schema.MaxTextRunes])
-	}
+	text, internal := reply.Text, reply.Internal
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	convID, found, err := h.Store.ConversationByThread(ctx, site.ID, ev.ThreadTS)
@@ -340,11 +336,6 @@ func token(s string) bool {
 	}
 	return s != "" && len(s) <= 32
 }
-
-// commands are the replies that change a conversation's status. Slack's own composer takes a
-// leading "/" for a slash command: typed with a space before it (" /close") it is sent as a
-// message, and the trimmed text matches.
-var commands = map[string]schema.MessageKind{"/close": schema.KindClosed, "/reopen": schema.KindReopened}
 
 // done is the reaction that marks a conversation done.
 func done(reaction string) bool {

@@ -619,21 +619,8 @@ func (c *conn) inbound(msg *message) ([]*schema.Inbound, error) {
 		}
 		in.Thread = msg.ChannelID
 	}
-	text := schema.CleanText(strings.TrimSpace(msg.Content))
-	switch strings.ToLower(text) {
-	case "/close":
-		in.Kind = schema.KindClosed
-	case "/reopen":
-		in.Kind = schema.KindReopened
-	default:
-		if len(text) >= 5 && strings.EqualFold(text[:5], "note:") {
-			in.Internal, text = true, strings.TrimSpace(text[5:])
-		}
-		if r := []rune(text); len(r) > schema.MaxTextRunes {
-			text = string(r[:schema.MaxTextRunes])
-		}
-		in.Text = text
-	}
+	reply := schema.ParseReply(msg.Content)
+	in.Kind, in.Internal, in.Text = reply.Kind, reply.Internal, reply.Text
 	in.Author = msg.Author.GlobalName
 	if msg.Member != nil && msg.Member.Nick != "" {
 		in.Author = msg.Member.Nick
