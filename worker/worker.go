@@ -316,13 +316,16 @@ func Run(ctx context.Context, nc *nats.Conn, cfg Config) error {
 		return err
 	}
 	fetchHTTP := httpClient(4, time.Minute, false, cfg.AllowPrivateTargets)
+	// One cache of THREADS for the senders and the gateways: a thread one opens, the others
+	// know at once.
+	threadStore := threads.New(threadsKV)
 
 	senders := map[string]map[string]deliver.Sender{
 		schema.LaneChat: {
 			schema.TargetSlack: slack.New(slack.Options{APIURL: cfg.SlackAPI, HTTP: slack.NewHTTP(cfg.ChatInFlight),
-				Threads: threads.New(threadsKV), Pace: cfg.SlackPace, MergeMax: cfg.SlackMerge,
+				Threads: threadStore, Pace: cfg.SlackPace, MergeMax: cfg.SlackMerge,
 				Fetch: slackFetch(fetchHTTP, files, publishInbound, cfg.AllowPrivateTargets)}),
-			schema.TargetDiscord: discord.New(httpClient(cfg.ChatInFlight, 0, cfg.H2C, cfg.AllowPrivateTargets), cfg.DiscordAPI, threads.New(threadsKV), cfg.AllowPrivateTargets),
+			schema.TargetDiscord: discord.New(httpClient(cfg.ChatInFlight, 0, cfg.H2C, cfg.AllowPrivateTargets), cfg.DiscordAPI, threadStore, cfg.AllowPrivateTargets),
 		},
 		schema.LaneWebhook: {schema.TargetWebhook: webhook.New(httpClient(cfg.WebhookInFlight, cfg.WebhookTimeout, false, cfg.AllowPrivateTargets), cfg.AllowPrivateTargets)},
 		schema.LaneEmail:   {schema.TargetEmail: mailer},
@@ -342,7 +345,7 @@ func Run(ctx context.Context, nc *nats.Conn, cfg Config) error {
 	}
 
 	group := members.New(workersKV, cfg.WorkerID, cfg.MemberTTL, log)
-	gw := gateway.New(gateway.Config{URL: cfg.DiscordGateway, Threads: threads.New(threadsKV), Sessions: gateway.KVSessions{KV: threadsKV}, Log: log,
+	gw := gateway.New(gateway.Config{URL: cfg.DiscordGateway, Threads: threadStore, Sessions: gateway.KVSessions{KV: threadsKV}, Log: log,
 		Files: files, AnyFileHost: cfg.AllowPrivateTargets, Download: gateway.HTTPDownload(fetchHTTP), Publish: publishInbound})
 	liveNow := make(chan []string, 1)
 	gwDone := make(chan struct{})
@@ -401,29 +404,22 @@ func Run(ctx context.Context, nc *nats.Conn, cfg Config) error {
 func slackFetch(c *http.Client, files gateway.Files, publish func(context.Context, *schema.Inbound) error, allowPrivate bool) func(context.Context, *schema.SiteDelivery, *schema.Job) error {
 	return func(ctx context.Context, site *schema.SiteDelivery, j *schema.Job) error {
 		f := j.Fetch
-		u, err := url.Parse(f.URL)
-		if err != nil || !(allowPrivate && (u.Scheme == "http" || u.Scheme == "https") || u.Scheme == "https" && u.Host == "files.slack.com") {
+		if !gateway.AllowedURL(f.URL, allowPrivate, "files.slack.com") {
 			return fmt.Errorf("%w: not a Slack file URL", deliver.ErrNotFetchable)
 		}
-		has, err := files.Has(ctx, f.ID)
+		size, err := gateway.Keep(ctx, files, f.ID, func() ([]byte, error) {
+			req, err := http.NewRequestWithContext(ctx, http.MethodGet, f.URL, nil)
+			if err != nil {
+				return nil, fmt.Errorf("%w: %v", deliver.ErrNotFetchable, err)
+			}
+			req.Header.Set("Authorization", "Bearer "+site.SlackToken)
+			return gateway.Get(c, req, f.Size)
+		})
 		if err != nil {
 			return err
 		}
-		size := f.Size
-		if !has {
-			req, err := http.NewRequestWithContext(ctx, http.MethodGet, f.URL, nil)
-			if err != nil {
-				return fmt.Errorf("%w: %v", deliver.ErrNotFetchable, err)
-			}
-			req.Header.Set("Authorization", "Bearer "+site.SlackToken)
-			data, err := gateway.Get(c, req, f.Size)
-			if err != nil {
-				return err
-			}
-			if err := files.Put(ctx, f.ID, data); err != nil {
-				return err
-			}
-			size = int64(len(data))
+		if size == 0 { // kept by an earlier try
+			size = f.Size
 		}
 		return publish(ctx, &schema.Inbound{ID: f.ID, Source: schema.SourceSlack, SiteID: j.SiteID, Thread: f.Thread,
 			Author: f.Author, Internal: f.Internal, At: j.CreatedAt,

@@ -131,16 +131,15 @@ func New(cfg Config) *Manager {
 	return &Manager{cfg: cfg, conns: map[int64]*conn{}}
 }
 
-// Set makes the connections those of owned: a site no longer owned (or whose token or
-// webhook changed) is closed, a new one is opened.
+// Set makes the connections those of owned (the sites this worker owns that take replies:
+// a bot token and a webhook): a site no longer owned (or whose token or webhook changed) is
+// closed, a new one is opened.
 func (m *Manager) Set(ctx context.Context, owned []*schema.SiteDelivery) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	want := map[int64]*schema.SiteDelivery{}
 	for _, s := range owned {
-		if s.DiscordBotToken != "" && s.DiscordWebhook != "" {
-			want[s.SiteID] = s
-		}
+		want[s.SiteID] = s
 	}
 	for id, c := range m.conns {
 		if s := want[id]; s == nil || s.DiscordBotToken != c.site.DiscordBotToken || s.DiscordWebhook != c.site.DiscordWebhook {
@@ -157,17 +156,6 @@ func (m *Manager) Set(ctx context.Context, owned []*schema.SiteDelivery) {
 		m.conns[id] = c
 		m.wg.Go(c.run)
 	}
-}
-
-// Sites lists the sites whose gateway this worker holds now.
-func (m *Manager) Sites() []int64 {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	out := make([]int64, 0, len(m.conns))
-	for id := range m.conns {
-		out = append(out, id)
-	}
-	return out
 }
 
 // Close stops every connection and waits for them.
@@ -566,18 +554,18 @@ func (c *conn) ready(d json.RawMessage) error {
 func (c *conn) forward(msg *message) (handed bool, err error) {
 	wait := 200 * time.Millisecond
 	for {
-		var list []*schema.Inbound
+		var list []outgoing
 		list, err = c.inbound(msg)
-		for _, in := range list {
+		for _, o := range list {
 			var skip bool
-			if skip, err = c.fetch(in, msg); err != nil {
+			if skip, err = c.fetch(o); err != nil {
 				break
 			}
 			if skip {
 				continue
 			}
 			ctx, cancel := context.WithTimeout(c.ctx, 10*time.Second)
-			err = c.m.cfg.Publish(ctx, in)
+			err = c.m.cfg.Publish(ctx, o.in)
 			cancel()
 			if err != nil {
 				break
@@ -596,10 +584,16 @@ func (c *conn) forward(msg *message) (handed bool, err error) {
 	}
 }
 
+// outgoing is an event to hand over, and the URL of its file (fetched first).
+type outgoing struct {
+	in      *schema.Inbound
+	fileURL string
+}
+
 // inbound is what to forward of a message: its text, then each attachment as an event of its
 // own (id "<message's>:<attachment id>"); nothing when it is not a reply to a conversation of
 // this site.
-func (c *conn) inbound(msg *message) ([]*schema.Inbound, error) {
+func (c *conn) inbound(msg *message) ([]outgoing, error) {
 	c.mu.Lock()
 	self := c.self
 	c.mu.Unlock()
@@ -631,9 +625,9 @@ func (c *conn) inbound(msg *message) ([]*schema.Inbound, error) {
 	if in.At, _ = time.Parse(time.RFC3339, msg.Timestamp); in.At.IsZero() {
 		in.At = time.Now().UTC()
 	}
-	var list []*schema.Inbound
+	var list []outgoing
 	if in.Kind != "" || in.Text != "" {
-		list = append(list, in)
+		list = append(list, outgoing{in: in})
 	}
 	if in.Kind != "" || c.m.cfg.Files == nil || c.m.cfg.Download == nil {
 		return list, nil
@@ -642,55 +636,44 @@ func (c *conn) inbound(msg *message) ([]*schema.Inbound, error) {
 		if i == maxAttachments {
 			break
 		}
-		if a.Size <= 0 || a.Size > schema.MaxInboundFileBytes || !c.fileHost(a.URL) {
+		// Discord serves attachments from its CDN; nothing else is fetched.
+		if a.Size <= 0 || a.Size > schema.MaxInboundFileBytes || !AllowedURL(a.URL, c.m.cfg.AnyFileHost, "cdn.discordapp.com", "media.discordapp.net") {
 			c.log.Info("discord attachment not forwarded", "message", msg.ID, "size", a.Size)
 			continue
 		}
 		f := *in
 		f.ID, f.Text = in.ID+":"+a.ID, ""
 		f.File = &schema.InboundFile{Object: f.ID, Name: a.Filename, Type: a.ContentType, Size: a.Size}
-		list = append(list, &f)
+		list = append(list, outgoing{in: &f, fileURL: a.URL})
 	}
 	return list, nil
 }
 
-// fileHost: Discord serves attachments from its CDN; nothing else is fetched.
-func (c *conn) fileHost(raw string) bool {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return false
-	}
-	if c.m.cfg.AnyFileHost {
-		return u.Scheme == "http" || u.Scheme == "https"
-	}
-	return u.Scheme == "https" && (u.Host == "cdn.discordapp.com" || u.Host == "media.discordapp.net")
-}
-
 // fetch puts an event's file into Files (once: a replay finds it there) before the event is
 // published, so the edge never hears of a file it cannot read. skip: the file cannot be had.
-func (c *conn) fetch(in *schema.Inbound, msg *message) (skip bool, err error) {
+func (c *conn) fetch(o outgoing) (skip bool, err error) {
+	in := o.in
 	if in.File == nil {
 		return false, nil
 	}
 	ctx, cancel := context.WithTimeout(c.ctx, time.Minute)
 	defer cancel()
-	if has, err := c.m.cfg.Files.Has(ctx, in.File.Object); err != nil || has {
-		return false, err
-	}
-	var src string
-	for _, a := range msg.Attachments {
-		if in.ID == "discord:"+msg.ChannelID+":"+msg.ID+":"+a.ID {
-			src = a.URL
+	size, err := Keep(ctx, c.m.cfg.Files, in.File.Object, func() ([]byte, error) {
+		data, err := c.m.cfg.Download(ctx, o.fileURL, in.File.Size)
+		if err == nil && len(data) == 0 {
+			err = fmt.Errorf("%w: empty", deliver.ErrNotFetchable)
 		}
-	}
-	data, err := c.m.cfg.Download(ctx, src, in.File.Size)
-	if errors.Is(err, deliver.ErrNotFetchable) || err == nil && len(data) == 0 {
+		return data, err
+	})
+	if errors.Is(err, deliver.ErrNotFetchable) {
 		c.log.Info("discord attachment skipped", "id", in.ID, "err", err)
 		return true, nil
 	}
 	if err != nil {
 		return false, fmt.Errorf("download the attachment: %w", err)
 	}
-	in.File.Size = int64(len(data))
-	return false, c.m.cfg.Files.Put(ctx, in.File.Object, data)
+	if size > 0 {
+		in.File.Size = size
+	}
+	return false, nil
 }

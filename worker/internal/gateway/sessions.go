@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
+	"slices"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -61,6 +63,33 @@ func (o ObjectFiles) Has(ctx context.Context, name string) (bool, error) {
 func (o ObjectFiles) Put(ctx context.Context, name string, data []byte) error {
 	_, err := o.Store.PutBytes(ctx, name, data)
 	return err
+}
+
+// Keep puts into files, under name, what get fetches, unless a replay finds it there already:
+// the size kept (0: it was there).
+func Keep(ctx context.Context, files Files, name string, get func() ([]byte, error)) (size int64, err error) {
+	has, err := files.Has(ctx, name)
+	if err != nil || has {
+		return 0, err
+	}
+	data, err := get()
+	if err != nil {
+		return 0, err
+	}
+	return int64(len(data)), files.Put(ctx, name, data)
+}
+
+// AllowedURL says whether a file may be fetched from raw: https from one of hosts, or, with
+// anyHost (labs and tests, -allow-private-targets), any http(s) URL.
+func AllowedURL(raw string, anyHost bool, hosts ...string) bool {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return false
+	}
+	if anyHost {
+		return u.Scheme == "http" || u.Scheme == "https"
+	}
+	return u.Scheme == "https" && slices.Contains(hosts, u.Host)
 }
 
 // HTTPDownload fetches an attachment with c (at most max bytes; a larger one, or a 4xx
