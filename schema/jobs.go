@@ -294,34 +294,38 @@ func AppendJob(b []byte, j *Job) []byte {
 		b = fastjson.AppendString(b, j.To)
 	}
 	b = AppendFile(b, j.File)
-	if j.Context != nil { // rare: the first message of a conversation
-		c, _ := json.Marshal(j.Context) // strings and an int: it cannot fail
-		b = append(append(b, `,"context":`...), c...)
+	// The rare nested fields, through encoding/json (plain strings, ints, bools and times:
+	// it cannot fail): a first message's context, a transcript, an invitation, an erasure's
+	// webhook, a fetch from Slack, a notice.
+	if j.Context != nil {
+		b = appendJSON(b, "context", j.Context)
 	}
-	if j.Transcript != nil { // rare: one per request of a visitor
-		t, _ := json.Marshal(j.Transcript) // strings, ints and times: it cannot fail
-		b = append(append(b, `,"transcript":`...), t...)
+	if j.Transcript != nil {
+		b = appendJSON(b, "transcript", j.Transcript)
 	}
 	if j.MaybeRepeat {
 		b = append(b, `,"maybe_repeat":true`...)
 	}
-	if j.Invite != nil { // rare: an owner invited someone
-		v, _ := json.Marshal(j.Invite) // strings, an int and a time: it cannot fail
-		b = append(append(b, `,"invite":`...), v...)
+	if j.Invite != nil {
+		b = appendJSON(b, "invite", j.Invite)
 	}
-	if j.Erasure != nil { // rare: an owner erased a person
-		v, _ := json.Marshal(j.Erasure) // strings, ints and a time: it cannot fail
-		b = append(append(b, `,"erasure":`...), v...)
+	if j.Erasure != nil {
+		b = appendJSON(b, "erasure", j.Erasure)
 	}
-	if j.Fetch != nil { // rare: a file posted in Slack
-		v, _ := json.Marshal(j.Fetch) // strings, an int and a bool: it cannot fail
-		b = append(append(b, `,"fetch":`...), v...)
+	if j.Fetch != nil {
+		b = appendJSON(b, "fetch", j.Fetch)
 	}
-	if j.Notice != nil { // rare: once a month a site at most
-		v, _ := json.Marshal(j.Notice) // strings: it cannot fail
-		b = append(append(b, `,"notice":`...), v...)
+	if j.Notice != nil {
+		b = appendJSON(b, "notice", j.Notice)
 	}
 	return append(b, '}')
+}
+
+// appendJSON appends ,"key": and v as encoding/json writes it.
+func appendJSON(b []byte, key string, v any) []byte {
+	j, _ := json.Marshal(v)
+	b = append(append(append(b, `,"`...), key...), `":`...)
+	return append(b, j...)
 }
 
 // JobID is deterministic, so a job published twice (after a crash) is one job to JetStream's

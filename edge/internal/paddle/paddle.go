@@ -21,6 +21,7 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -189,7 +190,7 @@ func (h *Handler) apply(ctx context.Context, ev *event) (*Outcome, error) {
 		}
 		// Sites the subscription named before and names no more fall back to the default.
 		for _, key := range oldSites {
-			if s := h.Sites.ByKey(key); s != nil && !contains(keys, key) {
+			if s := h.Sites.ByKey(key); s != nil && !slices.Contains(keys, key) {
 				p := store.SitePlan{SiteID: s.ID, Plan: cfg.Default, Status: "canceled", SubscriptionID: ev.Data.ID}
 				if err := tx.SetSitePlan(&p); err != nil {
 					return err
@@ -230,15 +231,6 @@ func statusOf(ev *event) string {
 		return "paused"
 	}
 	return "active"
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // Verify checks a Paddle-Signature header against body: one of its h1 values must be the

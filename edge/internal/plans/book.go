@@ -183,15 +183,6 @@ func (b *Book) CheckRetention(siteID int64, days int) error {
 	return nil
 }
 
-// Retention is the days a site keeps an idle conversation under its plan: its own setting,
-// capped by the plan's maximum (0: forever).
-func (b *Book) Retention(siteID int64, days int) int {
-	if max := b.Plan(siteID).RetentionDaysMax; max > 0 && (days == 0 || days > max) {
-		return max
-	}
-	return days
-}
-
 // Quota is a site's attachment storage under its plan, in bytes (0: the edge's own quota).
 func (b *Book) Quota(siteID int64) int64 {
 	return int64(b.Plan(siteID).StorageMB) * 1_000_000

@@ -107,10 +107,9 @@ func (e *Edge) widgetHandler() *widget.Handler {
 	if e.widget == nil {
 		e.widget = &widget.Handler{Store: e.store, Sites: e.sites, Hub: e.visitors, Metrics: e.metrics, Brakes: e.brakes, IPs: e.ips, Log: e.log,
 			Pace: &widget.Pacer{Rate: e.cfg.SocketRate}, Operators: e.operators, Online: e.presence.Online, PresenceChanges: e.presenceChanges,
-			FirstFrame: e.cfg.FirstFrame, Files: e.files, FileQuota: e.cfg.FileQuota, DiskReserve: e.cfg.DiskReserve}
+			FirstFrame: e.cfg.FirstFrame, Intake: e.intake()}
 		if e.plans != nil {
 			e.widget.Plans = e.plans
-			e.widget.SiteQuota = e.plans.Quota
 		}
 	}
 	return e.widget

@@ -71,17 +71,15 @@ func (h *Handler) upload(c *fiber.Ctx) error {
 	}
 	ctx, cancel := context.WithTimeout(c.UserContext(), 10*time.Second)
 	defer cancel()
-	row, p := h.intake().Take(ctx, site.ID, limit, fh, th[:])
+	if h.Intake == nil {
+		return h.refuseFile(c, fiber.StatusServiceUnavailable, schema.CodeUnavailable, "This chat keeps no attachments.")
+	}
+	row, p := h.Intake.Take(ctx, site.ID, limit, fh, th[:])
 	if p != nil {
 		return h.refuseFile(c, p.Status, p.Code, p.Message)
 	}
 	h.Metrics.FilesStored.Inc()
 	return c.Status(fiber.StatusCreated).JSON(row.Wire())
-}
-
-// intake is how this handler takes attachments (its quota and reserve).
-func (h *Handler) intake() *files.Intake {
-	return &files.Intake{Store: h.Store, Dir: h.Files, Quota: h.FileQuota, SiteQuota: h.SiteQuota, Reserve: h.DiskReserve, Log: h.Log}
 }
 
 func (h *Handler) refuseFile(c *fiber.Ctx, status int, code, msg string) error {

@@ -53,16 +53,14 @@ type Handler struct {
 	Plans interface {
 		AdmitConversation(siteID int64) (ok bool, sentence string)
 	}
-	// SiteQuota, if set, is a site's attachment quota under its plan (0: FileQuota).
-	SiteQuota func(siteID int64) int64
-	Store     *store.Store
-	Sites     *sites.Registry
-	Hub       *visitorhub.Hub
-	Metrics   *metrics.Set
-	Brakes    *brakes.Brakes
-	IPs       *clientip.Resolver // the client's address behind trusted proxies
-	Pace      *Pacer             // new sockets a second, all sites (nil: unpaced)
-	Log       *slog.Logger
+	Store   *store.Store
+	Sites   *sites.Registry
+	Hub     *visitorhub.Hub
+	Metrics *metrics.Set
+	Brakes  *brakes.Brakes
+	IPs     *clientip.Resolver // the client's address behind trusted proxies
+	Pace    *Pacer             // new sockets a second, all sites (nil: unpaced)
+	Log     *slog.Logger
 	// Operators hears a visitor's typing and read marker (the inbox hub); nil: nobody.
 	Operators Signals
 	// Online says whether a site's operators are around (presence.Tracker); nil: never.
@@ -72,11 +70,9 @@ type Handler struct {
 	// PresenceChanges names sites whose Online may have changed (presence.go); nil: only
 	// RunPresence's sweeps notice.
 	PresenceChanges chan int64
-	// Files keeps the attachments; FileQuota bounds a site's, in bytes (0: files.DefaultQuota).
-	Files     files.Dir
-	FileQuota int64
-	// DiskReserve is what uploads leave free on the files' disk (0: files.DefaultReserve; -1: none).
-	DiskReserve int64
+	// Intake takes visitors' attachments (the site's quota, the disk's reserve), as it takes
+	// operators'; nil: none are taken.
+	Intake *files.Intake
 
 	upgrader      fws.FastHTTPUpgrader // set by Register
 	setup         gate                 // hellos and resumes at once (gate.go)
