@@ -153,7 +153,11 @@ func Open(dir string, opts Options) (*Store, error) {
 		ckptTrunc: make(chan chan error),
 	}
 	s.watermark.Store(-1)
-	w, err := sqlite3.Open(s.path)
+	uri, err := frameURI(s.path) // the writer's WAL frames in one write each (walvfs.go)
+	if err != nil {
+		return nil, err
+	}
+	w, err := sqlite3.Open(uri)
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", s.path, err)
 	}

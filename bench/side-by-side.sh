@@ -1,0 +1,31 @@
+#!/bin/bash
+# Side-by-side A/B of two edge binaries: both on CPU 0 at the same time, each fed RATE/2 by its
+# own `loadgen compare` (one-process, no Slack) on CPU 1, so both live through the same minute
+# of this VM. Back-to-back runs of one binary differ by up to ±15 % here from minute to minute;
+# side by side, the same binary twice gives B/A within ±1 % (bench/path.md, third session).
+# Which edge starts first alternates run to run.
+#
+#   bench/side-by-side.sh RATE BIN_A BIN_B [RUNS] [STEP]
+#   e.g. bench/side-by-side.sh 10000 /tmp/old/edge bin/edge 4
+#
+# Each binary must be named `edge` (loadgen finds it by name); copy them into two directories.
+set -e
+cd "$(dirname "$0")/.."
+RATE=$1; A=$2; B=$3; RUNS=${4:-4}; STEP=${5:-30s}
+[ -n "$RATE" ] && [ -x "$A" ] && [ -x "$B" ] || { sed -n 2,12p "$0"; exit 2; }
+half=$((RATE / 2)); out=${TMPDIR:-/tmp}/side-by-side
+mkdir -p "$out"
+row() { grep -E '^\| one-process \| [0-9]' "$1" | awk -F'|' -v f="$2" '{print $f}' | tr -d ' '; }
+for r in $(seq 1 "$RUNS"); do
+  order="A B"; [ $((r % 2)) -eq 0 ] && order="B A"
+  pids=""
+  for v in $order; do
+    bin=$A; [ "$v" = B ] && bin=$B
+    bin/loadgen compare -edge-bin "$bin" -setups one-process -stairs "$half" -step "$STEP" -warmup 3s -drain 10s \
+      -peer-dir "" -dir "$out/$v" -md "$out/$v-$r.md" -out "$out/$v-$r.json" -svg "$out/$v-$r.svg" > "$out/$v-$r.log" 2>&1 &
+    pids="$pids $!"
+  done
+  wait $pids
+  a=$(row "$out/A-$r.md" 9); b=$(row "$out/B-$r.md" 9)
+  echo "run $r: A $a µs/msg, p99 $(row "$out/A-$r.md" 6) ms | B $b µs/msg, p99 $(row "$out/B-$r.md" 6) ms | B/A $(awk -v a="$a" -v b="$b" 'BEGIN{printf "%.3f", b/a}')"
+done
