@@ -9,6 +9,9 @@
 #   e.g. bench/side-by-side.sh 10000 /tmp/old/edge bin/edge 4
 #
 # Each binary must be named `edge` (loadgen finds it by name); copy them into two directories.
+# A_ARGS and B_ARGS (environment) are extra edge arguments of each side, e.g. to A/B a flag
+# with one binary: A_ARGS="-wal-max-pages 4096" B_ARGS="-wal-max-pages 16384". A_ENV and
+# B_ENV are extra environment of each side's edge, e.g. B_ENV="GOGC=100".
 set -e
 cd "$(dirname "$0")/.."
 RATE=$1; A=$2; B=$3; RUNS=${4:-4}; STEP=${5:-30s}
@@ -20,9 +23,9 @@ for r in $(seq 1 "$RUNS"); do
   order="A B"; [ $((r % 2)) -eq 0 ] && order="B A"
   pids=""
   for v in $order; do
-    bin=$A; [ "$v" = B ] && bin=$B
-    bin/loadgen compare -edge-bin "$bin" -setups one-process -stairs "$half" -step "$STEP" -warmup 3s -drain 10s \
-      -peer-dir "" -dir "$out/$v" -md "$out/$v-$r.md" -out "$out/$v-$r.json" -svg "$out/$v-$r.svg" > "$out/$v-$r.log" 2>&1 &
+    bin=$A; args=$A_ARGS; envs=$A_ENV; [ "$v" = B ] && bin=$B && args=$B_ARGS && envs=$B_ENV
+    env $envs bin/loadgen compare -edge-bin "$bin" -setups one-process -stairs "$half" -step "$STEP" -warmup 3s -drain 10s \
+      -edge-args "$args" -peer-dir "" -dir "$out/$v" -md "$out/$v-$r.md" -out "$out/$v-$r.json" -svg "$out/$v-$r.svg" > "$out/$v-$r.log" 2>&1 &
     pids="$pids $!"
   done
   wait $pids
