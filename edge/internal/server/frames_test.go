@@ -200,3 +200,25 @@ func TestVisitorSeesOnlyItsOwnClientIDs(t *testing.T) {
 		}
 	}
 }
+
+// A ping gets its pong in order with the socket's other frames (the edge writes every frame
+// of a socket from one queue), and the socket goes on.
+func TestPingGetsPong(t *testing.T) {
+	e := edgetest.Start(t, "", server.Config{})
+	site := edgetest.AddSite(t, e.DataDir, &store.Site{Name: "ping", Origins: []string{"*"}})
+	v := edgetest.Dial(t, e.Addr, site.Key, "")
+	pong := make(chan string, 1)
+	v.WS.SetPongHandler(func(data string) error { pong <- data; return nil })
+	testkit.NoErr(t, v.WS.WriteControl(fws.PingMessage, []byte("are you there"), time.Now().Add(5*time.Second)))
+	if _, err := v.SendAck("after-ping", "hello"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case got := <-pong:
+		if got != "are you there" {
+			t.Fatalf("pong %q", got)
+		}
+	default:
+		t.Fatal("the ack came, the pong before it did not")
+	}
+}

@@ -304,6 +304,15 @@ func (c *conn) Close() error {
 	return c.Conn.Close()
 }
 
+// SyscallConn is the socket's own, when it has one: the widget writes what the kernel takes
+// at once through it, without a goroutine waiting (widget/conn.go).
+func (c *conn) SyscallConn() (syscall.RawConn, error) {
+	if sc, ok := c.Conn.(syscall.Conn); ok {
+		return sc.SyscallConn()
+	}
+	return nil, errors.ErrUnsupported
+}
+
 // CloseNow closes a connection the HTTP server handed over to a handler (a websocket) at
 // once. fasthttp's hijacked connection ignores Close until the handler returns, so a socket
 // the edge gives up on (a reader too slow to keep) would stay open, its reader still reading.

@@ -169,3 +169,29 @@ func TestSetupSlotsBoundAccepts(t *testing.T) {
 		t.Fatalf("a slot was freed after %s, before SetupHold", took)
 	}
 }
+
+// A connection the listener hands out still reaches its socket (the widget writes acks through
+// it without a goroutine waiting): nothing in between hides syscall.Conn.
+func TestAcceptedConnKeepsItsSocket(t *testing.T) {
+	inner, err := net.Listen("tcp", "127.0.0.1:0")
+	testkit.NoErr(t, err)
+	l := &Listener{Listener: inner}
+	defer l.Close()
+	c, err := net.Dial("tcp", inner.Addr().String())
+	testkit.NoErr(t, err)
+	defer c.Close()
+	got, err := l.Accept()
+	testkit.NoErr(t, err)
+	defer got.Close()
+	sc, ok := got.(syscall.Conn)
+	if !ok {
+		t.Fatalf("%T is no syscall.Conn", got)
+	}
+	raw, err := sc.SyscallConn()
+	testkit.NoErr(t, err)
+	var fd uintptr
+	testkit.NoErr(t, raw.Control(func(f uintptr) { fd = f }))
+	if fd == 0 {
+		t.Fatal("no descriptor")
+	}
+}

@@ -1,7 +1,10 @@
 package widget
 
 import (
+	"errors"
+	"net"
 	"sync"
+	"syscall"
 	"time"
 
 	fws "github.com/fasthttp/websocket"
@@ -14,18 +17,28 @@ const (
 	outboxSize   = 64 // frames queued for one socket before it counts as too slow
 )
 
-// conn is one websocket. Frames are queued, never written by the caller: the writer's
-// goroutine must never wait on a visitor's network. A sender goroutine runs only while there
-// is something to write and ends when the queue is empty, so an idle socket holds no
-// goroutine but its reader (and no queue).
+// conn is one websocket. Frames are queued, never written by the caller with a wait: the
+// writer's goroutine must never wait on a visitor's network. The queue holds frames as they
+// go on the wire, framed here rather than by the websocket library, so that a write the
+// kernel took only part of continues where it stopped. One flusher for every socket writes
+// what the kernel takes at once (a commit's acks cost one goroutine's wake, not a goroutine
+// each); a socket whose buffer is full gets a sender goroutine of its own for the rest, which
+// ends when its queue is empty, so an idle socket holds no goroutine but its reader (and no
+// queue). Every frame goes through the queue, pongs and close frames too, so none can cut
+// into another; the library writes by itself only the close of a protocol error it reads,
+// on a socket about to go.
 type conn struct {
 	ws   *fws.Conn
-	gone chan struct{} // closed when the socket is finished
+	nc   net.Conn        // ws's connection: the sender's writes, which may wait
+	raw  syscall.RawConn // the socket itself: the flusher's writes, which never wait (nil: none)
+	gone chan struct{}   // closed when the socket is finished
 	once sync.Once
 
 	qmu     sync.Mutex
-	queue   [][]byte      // frames waiting for the sender
-	sending bool          // a sender goroutine is writing the queue
+	queue   [][]byte      // frames waiting, on the wire's terms
+	partial bool          // queue[0] is the rest of a frame partly written
+	sending bool          // the flusher or a sender has the queue
+	closing bool          // a close frame is queued: nothing more after it
 	stopped bool          // finish has begun: no new sender starts
 	room    chan struct{} // a full queue has room again
 	senders sync.WaitGroup
@@ -47,7 +60,28 @@ type heldFrame struct {
 }
 
 func newConn(ws *fws.Conn) *conn {
-	return &conn{ws: ws, gone: make(chan struct{}), room: make(chan struct{}, 1)}
+	c := &conn{ws: ws, nc: ws.NetConn(), gone: make(chan struct{}), room: make(chan struct{}, 1)}
+	if u, ok := c.nc.(interface{ UnsafeConn() net.Conn }); ok {
+		if sc, ok := u.UnsafeConn().(syscall.Conn); ok {
+			if raw, err := sc.SyscallConn(); err == nil {
+				c.raw = raw
+			}
+		}
+	}
+	// The library would answer on its own, cutting into a frame under way.
+	ws.SetPingHandler(func(data string) error {
+		c.enqueue(opPong, []byte(data))
+		return nil
+	})
+	ws.SetCloseHandler(func(code int, _ string) error {
+		var msg []byte
+		if code != fws.CloseNoStatusReceived {
+			msg = fws.FormatCloseMessage(code, "")
+		}
+		c.queueClose(msg)
+		return nil
+	})
+	return c
 }
 
 func (c *conn) isGone() bool {
@@ -59,50 +93,130 @@ func (c *conn) isGone() bool {
 	}
 }
 
-// enqueue adds a frame to the queue, starting a sender when none runs. It reports whether
-// the frame was queued, and when not whether the queue was full (else the socket is gone).
-func (c *conn) enqueue(frame []byte) (queued, full bool) {
+// enqueue adds a frame to the queue and has it written. It reports whether the frame was
+// queued, and when not whether the queue was full (else the socket is gone or closing).
+func (c *conn) enqueue(op byte, payload []byte) (queued, full bool) {
 	c.qmu.Lock()
 	defer c.qmu.Unlock()
-	if c.stopped || c.isGone() {
+	if c.stopped || c.closing || c.isGone() {
 		return false, false
 	}
 	if len(c.queue) >= outboxSize {
 		return false, true
 	}
-	c.queue = append(c.queue, frame)
-	if !c.sending {
-		c.sending = true
-		c.senders.Add(1)
-		go c.sendQueued()
-	}
+	c.queue = append(c.queue, appendFrame(make([]byte, 0, len(payload)+maxFrameHeader), op, payload))
+	c.startLocked()
 	return true, false
 }
 
-// sendQueued writes the queue in order until it is empty or the socket is gone.
+// startLocked has the queue written unless a writer has it already (qmu held).
+func (c *conn) startLocked() {
+	if c.sending {
+		return
+	}
+	c.sending = true
+	c.senders.Add(1)
+	if c.raw != nil {
+		flush.add(c)
+	} else {
+		go c.sendQueued()
+	}
+}
+
+// popLocked drops the frame written (qmu held).
+func (c *conn) popLocked() {
+	c.queue[0] = nil
+	c.queue = c.queue[1:]
+	c.partial = false
+	if len(c.queue) == outboxSize-1 {
+		select {
+		case c.room <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// doneLocked ends the writer's turn (qmu held); a queue that ended with a close frame closes
+// the socket.
+func (c *conn) doneLocked() (closeNow bool) {
+	c.queue = nil // an idle socket keeps no queue
+	c.partial = false
+	c.sending = false
+	return c.closing
+}
+
+// flushNow writes the queue while the kernel takes it without waiting, on the flusher's
+// goroutine; the rest goes to a sender goroutine of the socket's own.
+func (c *conn) flushNow() {
+	c.qmu.Lock()
+	for len(c.queue) > 0 && !c.isGone() {
+		frame := c.queue[0]
+		n, err := c.writeNow(frame)
+		if n == len(frame) {
+			c.popLocked()
+			continue
+		}
+		if err != nil && !errors.Is(err, syscall.EAGAIN) {
+			c.doneLocked()
+			c.qmu.Unlock()
+			c.close()
+			c.senders.Done()
+			return
+		}
+		c.queue[0] = frame[n:]
+		c.partial = c.partial || n > 0
+		c.qmu.Unlock()
+		go c.sendQueued() // the writer's turn, and its count in senders, go with it
+		return
+	}
+	closeNow := c.doneLocked()
+	c.qmu.Unlock()
+	if closeNow {
+		c.close()
+	}
+	c.senders.Done()
+}
+
+// writeNow is one write(2) on the non-blocking socket: what the kernel takes now. It does
+// not take the connection's write lock (no write of the library's can be waiting on it but
+// a protocol error's close, on a socket about to go).
+func (c *conn) writeNow(b []byte) (n int, err error) {
+	cerr := c.raw.Control(func(fd uintptr) {
+		for {
+			n, err = syscall.Write(int(fd), b)
+			if err != syscall.EINTR {
+				return
+			}
+		}
+	})
+	if n < 0 {
+		n = 0
+	}
+	if cerr != nil {
+		return 0, cerr
+	}
+	return n, err
+}
+
+// sendQueued writes the queue in order, waiting for the socket, until it is empty or the
+// socket is gone.
 func (c *conn) sendQueued() {
 	defer c.senders.Done()
 	for {
 		c.qmu.Lock()
 		if len(c.queue) == 0 || c.isGone() {
-			c.queue = nil // an idle socket keeps no queue
-			c.sending = false
+			closeNow := c.doneLocked()
 			c.qmu.Unlock()
+			if closeNow {
+				c.close()
+			}
 			return
 		}
 		frame := c.queue[0]
-		c.queue[0] = nil
-		c.queue = c.queue[1:]
-		wasFull := len(c.queue) == outboxSize-1
+		c.popLocked()
 		c.qmu.Unlock()
-		if wasFull {
-			select {
-			case c.room <- struct{}{}:
-			default:
-			}
-		}
-		_ = c.ws.SetWriteDeadline(time.Now().Add(writeTimeout))
-		if err := c.ws.WriteMessage(fws.TextMessage, frame); err != nil {
+		_ = c.nc.SetWriteDeadline(time.Now().Add(writeTimeout))
+		if _, err := c.nc.Write(frame); err != nil {
 			c.close()
 		}
 	}
@@ -110,18 +224,17 @@ func (c *conn) sendQueued() {
 
 // trySend queues a frame without waiting. A socket whose queue is full is too slow to keep
 // and is closed (1013, try again later): the client reconnects and resumes from its last
-// message id. The close frame is written on a goroutine of its own: trySend runs on the
-// writer's goroutine, and a reader that stopped reading may hold the write for a second.
+// message id.
 func (c *conn) trySend(frame []byte) {
-	if _, full := c.enqueue(frame); full {
-		go c.closeWith(fws.CloseTryAgainLater, "too slow: reconnect and resume")
+	if _, full := c.enqueue(opText, frame); full {
+		c.closeWith(fws.CloseTryAgainLater, "too slow: reconnect and resume")
 	}
 }
 
 // send queues a frame, waiting for room (only the socket's own reader goroutine calls it).
 func (c *conn) send(frame []byte) bool {
 	for {
-		queued, full := c.enqueue(frame)
+		queued, full := c.enqueue(opText, frame)
 		if queued {
 			return true
 		}
@@ -146,23 +259,45 @@ func (c *conn) close() {
 	c.life.Unlock()
 }
 
-// closeWith sends a close frame with a code, then closes.
+// closeWith sends a close frame with a code, then closes: the frame goes out right after one
+// the socket is in the middle of, if any (frames still queued are dropped: the socket is
+// going, and a close frame behind them would race the connection's reset), and a socket that
+// has not taken it within a second is closed without it.
 func (c *conn) closeWith(code int, reason string) {
-	c.life.Lock()
-	if !c.finished {
-		_ = c.ws.WriteControl(fws.CloseMessage, fws.FormatCloseMessage(code, reason), time.Now().Add(time.Second))
-	}
-	c.life.Unlock()
-	c.close()
+	c.queueClose(fws.FormatCloseMessage(code, reason))
 }
 
-// finish is the handler's last act: after it, the socket is never touched again.
+// queueClose queues a close frame in place of the queue; the socket closes once it is
+// written, or after a second.
+func (c *conn) queueClose(msg []byte) {
+	c.qmu.Lock()
+	defer c.qmu.Unlock()
+	if c.stopped || c.closing || c.isGone() {
+		return
+	}
+	c.closing = true
+	keep := 0
+	if c.partial {
+		keep = 1
+	}
+	clear(c.queue[keep:])
+	c.queue = append(c.queue[:keep], appendFrame(make([]byte, 0, len(msg)+maxFrameHeader), opClose, msg))
+	c.startLocked()
+	time.AfterFunc(time.Second, c.close)
+}
+
+// finish is the handler's last act: after it, the socket is never touched again. A close
+// frame queued is written first (or the socket closed within its second).
 func (c *conn) finish() {
-	c.once.Do(func() { close(c.gone) })
 	c.qmu.Lock()
 	c.stopped = true
+	closing := c.closing
 	c.qmu.Unlock()
+	if !closing {
+		c.once.Do(func() { close(c.gone) })
+	}
 	c.senders.Wait()
+	c.once.Do(func() { close(c.gone) })
 	c.life.Lock()
 	c.finished = true
 	c.life.Unlock()
@@ -170,7 +305,7 @@ func (c *conn) finish() {
 
 // Signal queues an ephemeral frame; with the queue full it is dropped (a message frame
 // would close the socket instead: those must not be lost).
-func (c *conn) Signal(frame []byte) { c.enqueue(frame) }
+func (c *conn) Signal(frame []byte) { c.enqueue(opText, frame) }
 
 // Deliver is a live message frame from the hub (writer's goroutine: must not block).
 func (c *conn) Deliver(id int64, frame []byte) {
