@@ -3,6 +3,8 @@ package store
 import (
 	"errors"
 
+	"github.com/ncruces/go-sqlite3"
+
 	"spookat/schema"
 )
 
@@ -70,21 +72,8 @@ func (tx *Tx) insertMessage(m *MessageRequest, res *MessageResult) (Committed, e
 			source = schema.SourceWidget
 		}
 	}
-	var clientID any
-	if m.ClientID != "" {
-		clientID = m.ClientID
-	}
-	// No RETURNING: SQLite would stage the returned row in a temporary table first; the
-	// change count and last rowid say the same for less.
-	var fileID any
-	var file *schema.File
-	if m.File != nil {
-		fileID, file = m.File.ID, m.File.Wire()
-	}
 	id := tx.ids.nextMsg
-	if err := tx.exec(`INSERT INTO messages (id, conversation_id, author, name, text, source, client_id, internal, created_at, file_id, kind)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (conversation_id, source, client_id) DO NOTHING`,
-		id, res.ConversationID, m.Author, m.Name, m.Text, string(source), clientID, m.Internal, tx.now, fileID, string(m.Kind)); err != nil {
+	if err := tx.insertRow(m, id, res.ConversationID, source); err != nil {
 		return Committed{}, err
 	}
 	if tx.c.Changes() == 1 {
@@ -97,6 +86,10 @@ func (tx *Tx) insertMessage(m *MessageRequest, res *MessageResult) (Committed, e
 		return Committed{}, err
 	}
 	res.CreatedAt = tx.now
+	var file *schema.File
+	if m.File != nil {
+		file = m.File.Wire()
+	}
 	return Committed{
 		MessageID:      res.MessageID,
 		ConversationID: res.ConversationID,
@@ -116,6 +109,42 @@ func (tx *Tx) insertMessage(m *MessageRequest, res *MessageResult) (Committed, e
 		AssigneeID:     m.AssigneeID,
 		Origin:         m.Origin,
 	}, nil
+}
+
+// insertRow is the message's INSERT, bound by type: the visitor's path binds eleven values a
+// message, and tx.exec's ...any would box most of them (allocations the collector pays for).
+// No RETURNING: SQLite would stage the returned row in a temporary table first; the change
+// count and last rowid say the same for less.
+func (tx *Tx) insertRow(m *MessageRequest, id, conversationID int64, source schema.Source) error {
+	st, err := tx.stmts.get(`INSERT INTO messages (id, conversation_id, author, name, text, source, client_id, internal, created_at, file_id, kind)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (conversation_id, source, client_id) DO NOTHING`)
+	if err != nil {
+		return err
+	}
+	defer st.ClearBindings()
+	if err := errors.Join(
+		st.BindInt64(1, id), st.BindInt64(2, conversationID), st.BindText(3, string(m.Author)),
+		st.BindText(4, m.Name), st.BindText(5, m.Text), st.BindText(6, string(source)),
+		bindOptionalText(st, 7, m.ClientID), st.BindBool(8, m.Internal), st.BindInt64(9, tx.now),
+		bindOptionalInt(st, 10, m.File), st.BindText(11, string(m.Kind)),
+	); err != nil {
+		return err
+	}
+	return st.Exec()
+}
+
+func bindOptionalText(st *sqlite3.Stmt, i int, s string) error {
+	if s == "" {
+		return st.BindNull(i)
+	}
+	return st.BindText(i, s)
+}
+
+func bindOptionalInt(st *sqlite3.Stmt, i int, f *File) error {
+	if f == nil {
+		return st.BindNull(i)
+	}
+	return st.BindInt64(i, f.ID)
 }
 
 // visitorConversation finds or creates the visitor (by token hash) and its conversation.

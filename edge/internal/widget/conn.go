@@ -28,11 +28,17 @@ const (
 // into another; the library writes by itself only the close of a protocol error it reads,
 // on a socket about to go.
 type conn struct {
-	ws   *fws.Conn
-	nc   net.Conn        // ws's connection: the sender's writes, which may wait
-	raw  syscall.RawConn // the socket itself: the flusher's writes, which never wait (nil: none)
-	gone chan struct{}   // closed when the socket is finished
-	once sync.Once
+	ws  *fws.Conn
+	nc  net.Conn        // ws's connection: the sender's writes, which may wait
+	raw syscall.RawConn // the socket itself: the flusher's writes, which never wait (nil: none)
+	// One write(2) on the socket, made once per socket rather than a closure per frame; its
+	// input and results live here, under qmu.
+	writeFn func(fd uintptr)
+	wbuf    []byte
+	wn      int
+	werr    error
+	gone    chan struct{} // closed when the socket is finished
+	once    sync.Once
 
 	qmu     sync.Mutex
 	queue   [][]byte      // frames waiting, on the wire's terms
@@ -65,6 +71,14 @@ func newConn(ws *fws.Conn) *conn {
 		if sc, ok := u.UnsafeConn().(syscall.Conn); ok {
 			if raw, err := sc.SyscallConn(); err == nil {
 				c.raw = raw
+				c.writeFn = func(fd uintptr) {
+					for {
+						c.wn, c.werr = syscall.Write(int(fd), c.wbuf)
+						if c.werr != syscall.EINTR {
+							return
+						}
+					}
+				}
 			}
 		}
 	}
@@ -177,21 +191,14 @@ func (c *conn) flushNow() {
 	c.senders.Done()
 }
 
-// writeNow is one write(2) on the non-blocking socket: what the kernel takes now. It does
-// not take the connection's write lock (no write of the library's can be waiting on it but
+// writeNow is one write(2) on the non-blocking socket: what the kernel takes now (qmu
+// held). It does not take the connection's write lock (no write of the library's can be waiting on it but
 // a protocol error's close, on a socket about to go).
 func (c *conn) writeNow(b []byte) (n int, err error) {
-	cerr := c.raw.Control(func(fd uintptr) {
-		for {
-			n, err = syscall.Write(int(fd), b)
-			if err != syscall.EINTR {
-				return
-			}
-		}
-	})
-	if n < 0 {
-		n = 0
-	}
+	c.wbuf = b
+	cerr := c.raw.Control(c.writeFn)
+	n, err = max(c.wn, 0), c.werr
+	c.wbuf, c.wn, c.werr = nil, 0, nil
 	if cerr != nil {
 		return 0, cerr
 	}
