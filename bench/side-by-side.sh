@@ -11,20 +11,25 @@
 # Each binary must be named `edge` (loadgen finds it by name); copy them into two directories.
 # A_ARGS and B_ARGS (environment) are extra edge arguments of each side, e.g. to A/B a flag
 # with one binary: A_ARGS="-wal-max-pages 4096" B_ARGS="-wal-max-pages 16384". A_ENV and
-# B_ENV are extra environment of each side's edge, e.g. B_ENV="GOGC=100".
+# B_ENV are extra environment of each side's edge, e.g. B_ENV="GOGC=100". SETUP is the
+# compare setup (one-process by default; two-process+slack runs a worker and a Slack mock a
+# side, on CPU 1 with the generators: the edge's figure is still its own).
 set -e
 cd "$(dirname "$0")/.."
 RATE=$1; A=$2; B=$3; RUNS=${4:-4}; STEP=${5:-30s}
 [ -n "$RATE" ] && [ -x "$A" ] && [ -x "$B" ] || { sed -n 2,12p "$0"; exit 2; }
 half=$((RATE / 2)); out=${TMPDIR:-/tmp}/side-by-side
 mkdir -p "$out"
-row() { grep -E '^\| one-process \| [0-9]' "$1" | awk -F'|' -v f="$2" '{print $f}' | tr -d ' '; }
+SETUP=${SETUP:-one-process}
+row() { awk -F'|' -v s="$SETUP" -v f="$2" '{n=$2; gsub(/ /, "", n); t=$3; gsub(/ /, "", t)} n == s && t ~ /^[0-9]+$/ {v=$f; gsub(/ /, "", v); print v}' "$1"; }
 for r in $(seq 1 "$RUNS"); do
   order="A B"; [ $((r % 2)) -eq 0 ] && order="B A"
   pids=""
   for v in $order; do
     bin=$A; args=$A_ARGS; envs=$A_ENV; [ "$v" = B ] && bin=$B && args=$B_ARGS && envs=$B_ENV
-    env $envs bin/loadgen compare -edge-bin "$bin" -setups one-process -stairs "$half" -step "$STEP" -warmup 3s -drain 10s \
+    wport=9111; [ "$v" = B ] && wport=9112 # each side's worker its own /metrics
+    env $envs bin/loadgen compare -edge-bin "$bin" -setups "$SETUP" -stairs "$half" -step "$STEP" -warmup 3s -drain 10s \
+      -worker-args "-nats-url {nats} -metrics-addr 127.0.0.1:$wport" \
       -edge-args "$args" -peer-dir "" -dir "$out/$v" -md "$out/$v-$r.md" -out "$out/$v-$r.json" -svg "$out/$v-$r.svg" > "$out/$v-$r.log" 2>&1 &
     pids="$pids $!"
   done

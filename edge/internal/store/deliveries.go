@@ -28,18 +28,41 @@ func (tx *Tx) MessageOrigin(messageID int64) (o MessageOrigin, found bool, err e
 // A final state never moves back: delivered stays delivered (a post made cannot be unmade,
 // whatever a late or forged result says); dead moves only forward, to delivered, as a replay
 // of the dead job does.
+//
+// A read, then a plain INSERT or an UPDATE by the key, rather than one upsert with
+// RETURNING: RETURNING runs as a trigger, and a statement with one makes SQLite keep a
+// statement journal, whose release walked the whole batch's sub-journal for every result
+// (quadratic in a batch of results; bench/path.md).
 func (tx *Tx) RecordDelivery(r *schema.Result, thread bool) (status schema.DeliveryStatus, attempts int, err error) {
-	if _, err := tx.QueryRow(`INSERT INTO deliveries (message_id, target, status, attempts, last_error, external_id, updated_at)
-		VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
-		ON CONFLICT (message_id, target) DO UPDATE SET
-			status = CASE WHEN deliveries.status = 'delivered' OR (excluded.status = 'retrying' AND deliveries.status = 'dead')
-				THEN deliveries.status ELSE excluded.status END,
-			attempts = max(deliveries.attempts, excluded.attempts),
-			last_error = CASE WHEN excluded.last_error != '' THEN excluded.last_error ELSE deliveries.last_error END,
-			external_id = CASE WHEN deliveries.external_id = '' THEN excluded.external_id ELSE deliveries.external_id END,
-			updated_at = excluded.updated_at
-		RETURNING status, attempts`,
-		[]any{r.MessageID, r.Target, r.Status, r.Attempts, r.Error, r.ExternalID, tx.now}, &status, &attempts); err != nil {
+	var old struct {
+		status            schema.DeliveryStatus
+		attempts          int
+		lastErr, external string
+	}
+	found, err := tx.QueryRow(`SELECT status, attempts, last_error, external_id FROM deliveries WHERE message_id = ? AND target = ?`,
+		[]any{r.MessageID, r.Target}, &old.status, &old.attempts, &old.lastErr, &old.external)
+	if err != nil {
+		return "", 0, err
+	}
+	status, attempts, lastErr, external := r.Status, r.Attempts, r.Error, r.ExternalID
+	if found {
+		if old.status == schema.StatusDelivered || (r.Status == schema.StatusRetrying && old.status == schema.StatusDead) {
+			status = old.status
+		}
+		attempts = max(attempts, old.attempts)
+		if lastErr == "" {
+			lastErr = old.lastErr
+		}
+		if old.external != "" {
+			external = old.external
+		}
+		err = tx.exec(`UPDATE deliveries SET status = ?, attempts = ?, last_error = ?, external_id = ?, updated_at = ?
+			WHERE message_id = ? AND target = ?`, status, attempts, lastErr, external, tx.now, r.MessageID, r.Target)
+	} else {
+		err = tx.exec(`INSERT INTO deliveries (message_id, target, status, attempts, last_error, external_id, updated_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?)`, r.MessageID, r.Target, status, attempts, lastErr, external, tx.now)
+	}
+	if err != nil {
 		return "", 0, err
 	}
 	if thread && r.ThreadID != "" {
