@@ -28,8 +28,7 @@ const (
 // into another; the library writes by itself only the close of a protocol error it reads,
 // on a socket about to go.
 type conn struct {
-	ws  *fws.Conn
-	nc  net.Conn        // ws's connection: the sender's writes, which may wait
+	nc  net.Conn        // the websocket's connection: the sender's writes, which may wait
 	raw syscall.RawConn // the socket itself: the flusher's writes, which never wait (nil: none)
 	// One write(2) on the socket, made once per socket rather than a closure per frame; its
 	// input and results live here, under qmu.
@@ -50,7 +49,7 @@ type conn struct {
 	senders sync.WaitGroup
 
 	// fasthttp recycles the hijacked connection as soon as the handler returns: after
-	// finish, nothing may touch ws. life guards that.
+	// finish, nothing may touch nc. life guards that.
 	life     sync.Mutex
 	finished bool
 
@@ -66,7 +65,7 @@ type heldFrame struct {
 }
 
 func newConn(ws *fws.Conn) *conn {
-	c := &conn{ws: ws, nc: ws.NetConn(), gone: make(chan struct{}), room: make(chan struct{}, 1)}
+	c := &conn{nc: ws.NetConn(), gone: make(chan struct{}), room: make(chan struct{}, 1)}
 	if u, ok := c.nc.(interface{ UnsafeConn() net.Conn }); ok {
 		if sc, ok := u.UnsafeConn().(syscall.Conn); ok {
 			if raw, err := sc.SyscallConn(); err == nil {
@@ -118,7 +117,7 @@ func (c *conn) enqueue(op byte, payload []byte) (queued, full bool) {
 	if len(c.queue) >= outboxSize {
 		return false, true
 	}
-	c.queue = append(c.queue, appendFrame(make([]byte, 0, len(payload)+maxFrameHeader), op, payload))
+	c.queue = append(c.queue, newFrame(op, payload))
 	c.startLocked()
 	return true, false
 }
@@ -192,8 +191,8 @@ func (c *conn) flushNow() {
 }
 
 // writeNow is one write(2) on the non-blocking socket: what the kernel takes now (qmu
-// held). It does not take the connection's write lock (no write of the library's can be waiting on it but
-// a protocol error's close, on a socket about to go).
+// held). It does not take the connection's write lock (no write of the library's can be
+// waiting on it but a protocol error's close, on a socket about to go).
 func (c *conn) writeNow(b []byte) (n int, err error) {
 	c.wbuf = b
 	cerr := c.raw.Control(c.writeFn)
@@ -261,7 +260,7 @@ func (c *conn) close() {
 	c.once.Do(func() { close(c.gone) })
 	c.life.Lock()
 	if !c.finished {
-		_ = sockets.CloseNow(c.ws.NetConn())
+		_ = sockets.CloseNow(c.nc)
 	}
 	c.life.Unlock()
 }
@@ -288,7 +287,7 @@ func (c *conn) queueClose(msg []byte) {
 		keep = 1
 	}
 	clear(c.queue[keep:])
-	c.queue = append(c.queue[:keep], appendFrame(make([]byte, 0, len(msg)+maxFrameHeader), opClose, msg))
+	c.queue = append(c.queue[:keep], newFrame(opClose, msg))
 	c.startLocked()
 	time.AfterFunc(time.Second, c.close)
 }

@@ -14,6 +14,11 @@ const (
 	maxFrameHeader = 10
 )
 
+// newFrame is a frame of op with payload, in a slice of its own.
+func newFrame(op byte, payload []byte) []byte {
+	return appendFrame(make([]byte, 0, len(payload)+maxFrameHeader), op, payload)
+}
+
 // appendFrame appends a frame of op with payload to b.
 func appendFrame(b []byte, op byte, payload []byte) []byte {
 	b = append(b, 0x80|op)
