@@ -17,6 +17,7 @@ require (
 	github.com/slack-go/slack v0.36.0
 	github.com/valyala/fasthttp v1.52.0
 	golang.org/x/crypto v0.58.0
+	golang.org/x/sys v0.50.0
 	golang.org/x/text v0.43.0
 	spookat/loadgen v0.0.0
 	spookat/schema v0.0.0
@@ -53,7 +54,6 @@ require (
 	github.com/valyala/tcplisten v1.0.0 // indirect
 	github.com/wneessen/go-mail v0.8.1 // indirect
 	golang.org/x/net v0.60.0 // indirect
-	golang.org/x/sys v0.50.0 // indirect
 	golang.org/x/time v0.16.0 // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
 )

@@ -221,7 +221,12 @@ func Open(dir string, opts Options) (*Store, error) {
 		}
 		s.readers <- r
 	}
-	if s.ckpt, err = OpenConn(s.path, sqlite3.OPEN_READWRITE|sqlite3.OPEN_CREATE); err != nil {
+	ckptURI, err := writebackURI(s.path) // its syncs cut up (writeback.go)
+	if err != nil {
+		s.closeConns()
+		return nil, err
+	}
+	if s.ckpt, err = OpenConn(ckptURI, sqlite3.OPEN_READWRITE|sqlite3.OPEN_CREATE|sqlite3.OPEN_URI); err != nil {
 		s.closeConns()
 		return nil, err
 	}
@@ -496,6 +501,7 @@ func (s *Store) checkpointLoop() {
 			continue
 		}
 		s.wal.copying.Store(true)
+		writeBackFile(s.path + "-wal")
 		_ = s.ckpt.Exec(`PRAGMA wal_checkpoint(PASSIVE)`)
 		s.wal.copying.Store(false)
 	}
