@@ -106,7 +106,11 @@ type Store struct {
 	walTried   time.Time // the writer's last checkpoint
 	walTriedAt int       // walPages then
 	walKicked  int       // walPages when the hook last woke the timer's checkpoint
-	wal        walStats
+	// walAsked is when the writer, at WALPages, asked the timer's checkpoint for a pass
+	// before its own (zero: it has not), and walAskedPass the timer's passes then.
+	walAsked     time.Time
+	walAskedPass int64
+	wal          walStats
 }
 
 // Stats are counters the writer keeps for /metrics.
@@ -502,7 +506,10 @@ func (s *Store) checkpointLoop() {
 		}
 		s.wal.copying.Store(true)
 		writeBackFile(s.path + "-wal")
-		_ = s.ckpt.Exec(`PRAGMA wal_checkpoint(PASSIVE)`)
+		if nLog, nCkpt, err := s.ckpt.WALCheckpoint("main", sqlite3.CHECKPOINT_PASSIVE); err == nil && nLog >= 0 {
+			s.wal.timerPass.Store(int64(nLog)<<32 | int64(nCkpt))
+		}
+		s.wal.passes.Add(1)
 		s.wal.copying.Store(false)
 	}
 }

@@ -11,6 +11,8 @@ import (
 // walStats count the writer's own checkpoints, for /metrics.
 type walStats struct {
 	copying     atomic.Bool  // the timer's checkpoint is running
+	passes      atomic.Int64 // the timer's passes that ended
+	timerPass   atomic.Int64 // the WAL's frames << 32 | those copied, at the end of the timer's last pass
 	frames      atomic.Int64 // appended to the WAL by commits, over all its restarts
 	checkpoints atomic.Int64 // that copied the whole WAL (the next commit restarts it)
 	partial     atomic.Int64 // that could not: a reader's snapshot or the timer's checkpoint was in the way
@@ -48,6 +50,7 @@ func (s *Store) walHook(pages int) {
 	} else { // the commit started the WAL again
 		s.wal.frames.Add(int64(pages))
 		s.walKicked = 0
+		s.walAsked = time.Time{}
 	}
 	s.walPages = pages
 	if q := s.opts.WALPages / 4; q > 0 && pages >= s.walKicked+q {
@@ -77,6 +80,22 @@ func (s *Store) walCheckpoint() {
 		return // it holds the checkpoint lock: try after the next commit, with less left to copy
 	}
 	now := time.Now()
+	// Every commit waits while the writer copies, and its fdatasyncs wait for every page
+	// copied: when the timer's last pass left more than a sixteenth of WALPages, the timer
+	// (whose writes are cut up, writeback.go) copies it first and the writer finishes what
+	// arrived meanwhile. Asked once per WAL; after 100 ms without that pass, the writer goes on.
+	if s.walAsked.IsZero() {
+		if s.walPages-s.timerCopied() > limit/16 {
+			s.walAsked, s.walAskedPass = now, s.wal.passes.Load()
+			select {
+			case s.ckptKick <- struct{}{}:
+			default:
+			}
+			return
+		}
+	} else if s.wal.passes.Load() == s.walAskedPass && now.Sub(s.walAsked) < 100*time.Millisecond {
+		return // the pass asked for has not ended
+	}
 	if !s.walTried.IsZero() && s.walPages < s.walTriedAt+limit/4 && now.Sub(s.walTried) < 100*time.Millisecond {
 		return
 	}
@@ -89,4 +108,14 @@ func (s *Store) walCheckpoint() {
 		return
 	}
 	s.wal.partial.Add(1)
+}
+
+// timerCopied is how many of the WAL's frames the timer's last pass left copied (0 when that
+// pass was over the WAL before it started again: it saw more frames than there are now).
+func (s *Store) timerCopied() int {
+	p := s.wal.timerPass.Load()
+	if log := int(p >> 32); log > s.walPages {
+		return 0
+	}
+	return int(p & (1<<32 - 1))
 }
