@@ -53,7 +53,9 @@ func (s *Store) walHook(pages int) {
 		s.walAsked = time.Time{}
 	}
 	s.walPages = pages
-	if q := s.opts.WALPages / 4; q > 0 && pages >= s.walKicked+q {
+	// Not while the writer waits to copy itself: a pass started now would hold the checkpoint
+	// lock it needs (walCheckpoint).
+	if q := s.opts.WALPages / 4; q > 0 && pages >= s.walKicked+q && s.walAsked.IsZero() {
 		s.walKicked = pages
 		select {
 		case s.ckptKick <- struct{}{}:

@@ -8,51 +8,67 @@ import (
 	"github.com/ncruces/go-sqlite3/vfs"
 )
 
-// SQLite appends each WAL frame with two writes: its 24-byte header, then the page right
-// after it. The writer's connection opens its WAL through frameVFS, which holds a frame's
-// header back and writes it with its page in one pwrite: one system call a frame instead of
-// two (bench/path.md). Nothing can see the difference: SQLite writes the page immediately
-// after the header, and a frame is visible to readers (here or in another process) only once
-// the commit has published the WAL index, after both writes returned. Any other call on the
-// file writes a header still held first.
+// SQLite appends each WAL frame with two writes: its 24-byte header, then the page right after
+// it. The writer's connection opens its WAL through the spookat-frames VFS, which holds a
+// frame's header back and writes it with its page in one pwrite: one system call a frame
+// instead of two (bench/path.md). Nothing can see the difference: SQLite writes the page
+// immediately after the header, and a frame is visible to readers (here or in another process)
+// only once the commit has published the WAL index, after both writes returned. Any other call
+// on the file writes a header still held first.
 const (
 	frameVFSName = "spookat-frames"
 	frameHeader  = 24
 )
 
-type frameVFS struct{ vfs.VFSFilename }
-
 func init() {
-	vfs.Register(frameVFSName, frameVFS{vfs.Find("").(vfs.VFSFilename)})
+	registerWrapper(frameVFSName, func(f vfs.File, flags vfs.OpenFlag) vfs.File {
+		if flags&vfs.OPEN_WAL == 0 {
+			return f
+		}
+		return &frameFile{File: f}
+	})
 }
 
 // framesWhole counts frames written with their header in one call, for tests.
 var framesWhole atomic.Int64
 
-func (v frameVFS) Open(name string, flags vfs.OpenFlag) (vfs.File, vfs.OpenFlag, error) {
+// frameURI opens path through the spookat-frames VFS.
+func frameURI(path string) (string, error) { return vfsURI(path, frameVFSName) }
+
+// wrapperVFS is the default VFS with each file it opens passed through wrap, which returns
+// the file itself or a wrapper of it.
+type wrapperVFS struct {
+	vfs.VFSFilename
+	wrap func(vfs.File, vfs.OpenFlag) vfs.File
+}
+
+func registerWrapper(name string, wrap func(vfs.File, vfs.OpenFlag) vfs.File) {
+	vfs.Register(name, wrapperVFS{vfs.Find("").(vfs.VFSFilename), wrap})
+}
+
+func (v wrapperVFS) Open(name string, flags vfs.OpenFlag) (vfs.File, vfs.OpenFlag, error) {
 	f, flags, err := v.VFSFilename.Open(name, flags)
-	return wrapWAL(f, flags, err)
-}
-
-func (v frameVFS) OpenFilename(name *vfs.Filename, flags vfs.OpenFlag) (vfs.File, vfs.OpenFlag, error) {
-	f, flags, err := v.VFSFilename.OpenFilename(name, flags)
-	return wrapWAL(f, flags, err)
-}
-
-func wrapWAL(f vfs.File, flags vfs.OpenFlag, err error) (vfs.File, vfs.OpenFlag, error) {
-	if err != nil || flags&vfs.OPEN_WAL == 0 {
+	if err != nil {
 		return f, flags, err
 	}
-	return &frameFile{File: f}, flags, nil
+	return v.wrap(f, flags), flags, nil
 }
 
-// frameURI opens path through frameVFS.
-func frameURI(path string) (string, error) {
+func (v wrapperVFS) OpenFilename(name *vfs.Filename, flags vfs.OpenFlag) (vfs.File, vfs.OpenFlag, error) {
+	f, flags, err := v.VFSFilename.OpenFilename(name, flags)
+	if err != nil {
+		return f, flags, err
+	}
+	return v.wrap(f, flags), flags, nil
+}
+
+// vfsURI is the URI that opens path through the VFS registered as name.
+func vfsURI(path, name string) (string, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return "", err
 	}
-	return (&url.URL{Scheme: "file", Path: abs, RawQuery: "vfs=" + frameVFSName}).String(), nil
+	return (&url.URL{Scheme: "file", Path: abs, RawQuery: "vfs=" + name}).String(), nil
 }
 
 type frameFile struct {

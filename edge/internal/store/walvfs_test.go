@@ -38,7 +38,16 @@ func TestFramesWrittenWhole(t *testing.T) {
 		testkit.NoErr(t, err)
 		testkit.NoErr(t, os.WriteFile(filepath.Join(cut, FileName+suffix), b, 0o600))
 	}
-	c, err := OpenConn(filepath.Join(cut, FileName), 0)
+	if got := countMessages(t, filepath.Join(cut, FileName)); got != n {
+		t.Fatalf("the WAL copied before a checkpoint holds %d messages, want %d", got, n)
+	}
+}
+
+// countMessages opens the database file at path (with whatever WAL lies beside it) and
+// counts its messages.
+func countMessages(t *testing.T, path string) int {
+	t.Helper()
+	c, err := OpenConn(path, 0)
 	testkit.NoErr(t, err)
 	defer c.Close()
 	st, _, err := c.Prepare(`SELECT count(*) FROM messages`)
@@ -47,7 +56,5 @@ func TestFramesWrittenWhole(t *testing.T) {
 	if !st.Step() {
 		t.Fatal(st.Err())
 	}
-	if got := st.ColumnInt(0); got != n {
-		t.Fatalf("the WAL copied before a checkpoint holds %d messages, want %d", got, n)
-	}
+	return st.ColumnInt(0)
 }

@@ -1,11 +1,10 @@
 package store
 
 import (
-	"net/url"
 	"os"
-	"path/filepath"
 	"runtime"
 	"sync/atomic"
+	"time"
 
 	"github.com/ncruces/go-sqlite3/vfs"
 )
@@ -16,53 +15,30 @@ import (
 // fdatasyncs (the WAL before copying, the database after), and each waited for every page
 // written since the last one: 0.5 to 9 ms during which no socket was read and no commit ran
 // (bench/path.md, fourth session). The checkpoint's connection therefore opens the database
-// through writebackVFS, which has the kernel write what the pass dirtied a slice at a time
-// (sync_file_range, waiting for each slice) and yields between slices; the WAL's pages are
-// written the same way before the pass begins. The fdatasyncs SQLite still makes then find
-// little left to write: durability is SQLite's as before, only the waiting is cut up.
+// through the spookat-writeback VFS, which has the kernel write what the pass dirtied a slice
+// at a time (sync_file_range, waiting for each slice) and yields between slices; the WAL's
+// pages are written the same way before the pass begins. The fdatasyncs SQLite still makes then
+// find little left to write: durability is SQLite's as before, only the waiting is cut up.
 const (
 	writebackVFSName = "spookat-writeback"
 	writebackSlice   = 256 << 10
 )
 
-type writebackVFS struct{ vfs.VFSFilename }
-
 func init() {
-	vfs.Register(writebackVFSName, writebackVFS{vfs.Find("").(vfs.VFSFilename)})
+	registerWrapper(writebackVFSName, func(f vfs.File, flags vfs.OpenFlag) vfs.File {
+		fd, ok := f.(interface{ Fd() uintptr })
+		if flags&vfs.OPEN_MAIN_DB == 0 || !ok {
+			return f
+		}
+		return &writebackFile{File: f, fd: int(fd.Fd()), lo: -1}
+	})
 }
 
 // writebackSlices counts the slices written ahead of a sync, for tests.
 var writebackSlices atomic.Int64
 
-func (v writebackVFS) Open(name string, flags vfs.OpenFlag) (vfs.File, vfs.OpenFlag, error) {
-	f, flags, err := v.VFSFilename.Open(name, flags)
-	return wrapWriteback(f, flags, err)
-}
-
-func (v writebackVFS) OpenFilename(name *vfs.Filename, flags vfs.OpenFlag) (vfs.File, vfs.OpenFlag, error) {
-	f, flags, err := v.VFSFilename.OpenFilename(name, flags)
-	return wrapWriteback(f, flags, err)
-}
-
-func wrapWriteback(f vfs.File, flags vfs.OpenFlag, err error) (vfs.File, vfs.OpenFlag, error) {
-	if err != nil || flags&vfs.OPEN_MAIN_DB == 0 {
-		return f, flags, err
-	}
-	fd, ok := f.(interface{ Fd() uintptr })
-	if !ok {
-		return f, flags, nil
-	}
-	return &writebackFile{File: f, fd: int(fd.Fd()), lo: -1}, flags, nil
-}
-
-// writebackURI opens path through writebackVFS.
-func writebackURI(path string) (string, error) {
-	abs, err := filepath.Abs(path)
-	if err != nil {
-		return "", err
-	}
-	return (&url.URL{Scheme: "file", Path: abs, RawQuery: "vfs=" + writebackVFSName}).String(), nil
-}
+// writebackURI opens path through the spookat-writeback VFS.
+func writebackURI(path string) (string, error) { return vfsURI(path, writebackVFSName) }
 
 // writebackFile is the checkpoint connection's database file: what it writes goes to the
 // disk a slice at a time rather than all at its fdatasync.
@@ -92,8 +68,7 @@ func (f *writebackFile) Sync(flags vfs.SyncFlag) error {
 	return f.File.Sync(flags)
 }
 
-// writeBack has the kernel write the range dirtied since the last slice and waits for it,
-// then lets every other goroutine run.
+// writeBack has the kernel write the range dirtied since the last slice and waits for it.
 func (f *writebackFile) writeBack() {
 	if f.lo < 0 {
 		return
@@ -101,11 +76,11 @@ func (f *writebackFile) writeBack() {
 	writeRange(f.fd, f.lo, f.hi-f.lo)
 	f.lo, f.hi, f.pending = -1, 0, 0
 	writebackSlices.Add(1)
-	runtime.Gosched()
 }
 
-// writeBackFile writes the dirty pages of the file at path (the WAL) a slice at a time,
-// yielding between slices. A file that is not there has nothing to write.
+// writeBackFile writes the dirty pages of the file at path (the WAL) a slice at a time, but
+// for its last slice, where the writer appends: on a device with stable pages, its writes
+// would wait for that slice. A file that is not there has nothing to write.
 func writeBackFile(path string) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -116,8 +91,20 @@ func writeBackFile(path string) {
 	if err != nil {
 		return
 	}
-	for off := int64(0); off < fi.Size(); off += writebackSlice {
+	for off := int64(0); off+writebackSlice < fi.Size(); off += writebackSlice {
 		writeRange(int(f.Fd()), off, writebackSlice)
+	}
+}
+
+// writeRange writes the dirty pages of [off, off+n) of fd and waits for them (errors are
+// left to the fdatasync that follows, which reports them). A call that waited held the P
+// meanwhile: then every goroutine waiting for it runs before the next slice. A yield costs
+// the whole run queue's turn, so one after a call that found nothing to write would only
+// slow the pass down (and the WAL grows while the writer waits for it: walCheckpoint).
+func writeRange(fd int, off, n int64) {
+	start := time.Now()
+	syncRange(fd, off, n)
+	if time.Since(start) > 100*time.Microsecond {
 		runtime.Gosched()
 	}
 }

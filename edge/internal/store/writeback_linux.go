@@ -2,8 +2,7 @@ package store
 
 import "golang.org/x/sys/unix"
 
-// writeRange writes the dirty pages of [off, off+n) of fd and waits for them; errors are
-// left to the fdatasync that follows, which reports them.
-func writeRange(fd int, off, n int64) {
+// syncRange has the kernel write the dirty pages of [off, off+n) of fd and waits for them.
+func syncRange(fd int, off, n int64) {
 	_ = unix.SyncFileRange(fd, off, n, unix.SYNC_FILE_RANGE_WAIT_BEFORE|unix.SYNC_FILE_RANGE_WRITE|unix.SYNC_FILE_RANGE_WAIT_AFTER)
 }

@@ -2,5 +2,5 @@
 
 package store
 
-// writeRange is Linux's sync_file_range; elsewhere the fdatasync does all the writing.
-func writeRange(fd int, off, n int64) {}
+// syncRange is Linux's sync_file_range; elsewhere the fdatasync does all the writing.
+func syncRange(fd int, off, n int64) {}

@@ -38,16 +38,7 @@ func TestCheckpointWritesBackInSlices(t *testing.T) {
 	b, err := os.ReadFile(filepath.Join(dir, FileName))
 	testkit.NoErr(t, err)
 	testkit.NoErr(t, os.WriteFile(filepath.Join(cut, FileName), b, 0o600))
-	c, err := OpenConn(filepath.Join(cut, FileName), 0)
-	testkit.NoErr(t, err)
-	defer c.Close()
-	st, _, err := c.Prepare(`SELECT count(*) FROM messages`)
-	testkit.NoErr(t, err)
-	defer st.Close()
-	if !st.Step() {
-		t.Fatal(st.Err())
-	}
-	if got := st.ColumnInt(0); got != n {
+	if got := countMessages(t, filepath.Join(cut, FileName)); got != n {
 		t.Fatalf("the database file after the checkpoint holds %d messages, want %d", got, n)
 	}
 }
