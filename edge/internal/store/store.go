@@ -504,6 +504,9 @@ func (s *Store) checkpointLoop() {
 			done <- s.ckpt.Exec(`PRAGMA wal_checkpoint(TRUNCATE)`)
 			continue
 		}
+		if s.wal.timerStandsAside(time.Now()) {
+			continue
+		}
 		s.wal.copying.Store(true)
 		writeBackFile(s.path + "-wal")
 		if nLog, nCkpt, err := s.ckpt.WALCheckpoint("main", sqlite3.CHECKPOINT_PASSIVE); err == nil && nLog >= 0 {

@@ -10,8 +10,14 @@ import (
 
 // walStats count the writer's own checkpoints, for /metrics.
 type walStats struct {
-	copying     atomic.Bool  // the timer's checkpoint is running
-	passes      atomic.Int64 // the timer's passes that ended
+	copying atomic.Bool  // the timer's checkpoint is running
+	passes  atomic.Int64 // the timer's passes that ended
+	// writerTurn is set when the writer, at WALPages, asked for a pass before its own: the
+	// number that pass will have once ended, << 32, | the millisecond it asked, modulo 2³² (0:
+	// no ask under way). After that pass the timer starts none (for a second at most) until the
+	// writer has copied: one more would hold the checkpoint lock the writer needs, and the WAL
+	// would grow meanwhile.
+	writerTurn  atomic.Int64
 	timerPass   atomic.Int64 // the WAL's frames << 32 | those copied, at the end of the timer's last pass
 	frames      atomic.Int64 // appended to the WAL by commits, over all its restarts
 	checkpoints atomic.Int64 // that copied the whole WAL (the next commit restarts it)
@@ -51,6 +57,7 @@ func (s *Store) walHook(pages int) {
 		s.wal.frames.Add(int64(pages))
 		s.walKicked = 0
 		s.walAsked = time.Time{}
+		s.wal.writerTurn.Store(0)
 	}
 	s.walPages = pages
 	// Not while the writer waits to copy itself: a pass started now would hold the checkpoint
@@ -89,6 +96,7 @@ func (s *Store) walCheckpoint() {
 	if s.walAsked.IsZero() {
 		if s.walPages-s.timerCopied() > limit/16 {
 			s.walAsked, s.walAskedPass = now, s.wal.passes.Load()
+			s.wal.writerTurn.Store((s.walAskedPass+1)<<32 | now.UnixMilli()&(1<<32-1))
 			select {
 			case s.ckptKick <- struct{}{}:
 			default:
@@ -104,6 +112,7 @@ func (s *Store) walCheckpoint() {
 	s.walTried, s.walTriedAt = now, s.walPages
 	nLog, nCkpt, err := s.w.WALCheckpoint("main", sqlite3.CHECKPOINT_PASSIVE)
 	s.wal.stalled.Add(int64(time.Since(now)))
+	s.wal.writerTurn.Store(0)
 	if err == nil && nLog >= 0 && nCkpt == nLog {
 		s.wal.checkpoints.Add(1)
 		s.walTried = time.Time{}
@@ -120,4 +129,15 @@ func (s *Store) timerCopied() int {
 		return 0
 	}
 	return int(p & (1<<32 - 1))
+}
+
+// timerStandsAside says whether the timer's checkpoint should skip a pass now: the pass the
+// writer asked for has ended, less than a second ago, and the writer has not copied yet.
+func (w *walStats) timerStandsAside(now time.Time) bool {
+	t := w.writerTurn.Load()
+	if t == 0 {
+		return false
+	}
+	since := (now.UnixMilli() - t) & (1<<32 - 1) // milliseconds since the ask, modulo 2³²
+	return w.passes.Load() >= t>>32 && since < 1000
 }
