@@ -21,6 +21,8 @@ import (
 	"github.com/ncruces/go-sqlite3"
 	_ "github.com/ncruces/go-sqlite3/driver" // links the SQLite build; no database/sql use
 	"github.com/ncruces/go-sqlite3/ext/fts5"
+	"github.com/ncruces/go-sqlite3/util/vfsutil"
+	"github.com/ncruces/go-sqlite3/vfs"
 
 	"spookat/schema"
 )
@@ -79,6 +81,8 @@ type Store struct {
 
 	readers chan *reader
 	ckpt    *sqlite3.Conn
+	// ckptFile is ckpt's database file (writeback.go); nil where it could not be wrapped.
+	ckptFile *writebackFile
 
 	mu        sync.Mutex
 	queue     []request
@@ -237,6 +241,11 @@ func Open(dir string, opts Options) (*Store, error) {
 	if err := s.ckpt.BusyTimeout(time.Second); err != nil {
 		s.closeConns()
 		return nil, err
+	}
+	if f, err := s.ckpt.FileControl("main", sqlite3.FCNTL_FILE_POINTER); err == nil {
+		if f, ok := f.(vfs.File); ok {
+			s.ckptFile, _ = vfsutil.UnwrapFile[*writebackFile](f)
+		}
 	}
 	go s.writeLoop()
 	go s.checkpointLoop()
@@ -508,7 +517,11 @@ func (s *Store) checkpointLoop() {
 			continue
 		}
 		s.wal.copying.Store(true)
-		writeBackFile(s.path + "-wal")
+		until := time.Now().Add(passYield)
+		if s.ckptFile != nil {
+			s.ckptFile.yieldUntil = until
+		}
+		writeBackFile(s.path+"-wal", until)
 		if nLog, nCkpt, err := s.ckpt.WALCheckpoint("main", sqlite3.CHECKPOINT_PASSIVE); err == nil && nLog >= 0 {
 			s.wal.timerPass.Store(int64(nLog)<<32 | int64(nCkpt))
 		}

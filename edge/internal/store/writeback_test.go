@@ -28,6 +28,9 @@ func TestCheckpointWritesBackInSlices(t *testing.T) {
 		submit(t, s, MessageRequest{SiteID: site.ID, TokenHash: fmt.Appendf(nil, "v%d", i%50), Author: "visitor",
 			Text: fmt.Sprintf("message %d %s", i, strings.Repeat("x", 3000)), ClientID: fmt.Sprint(i)})
 	}
+	if s.ckptFile == nil {
+		t.Fatal("the checkpoint's connection did not open its database through the spookat-writeback VFS")
+	}
 	slices0 := writebackSlices.Load()
 	s.ckptKick <- struct{}{}
 	testkit.WaitFor(t, "the timer's checkpoint to copy the WAL", 10*time.Second, func() bool {
