@@ -60,6 +60,8 @@ func TestStatusChanges(t *testing.T) {
 		{"close to test the visitor", schema.KindClosed, true, "closed"},
 	} {
 		t.Run(step.name, func(t *testing.T) {
+			// A submit returns at its ack, which comes before the commit's listeners run.
+			testkit.NoErr(t, s.Flush(ctx))
 			mu.Lock()
 			before := len(commits)
 			mu.Unlock()

@@ -49,6 +49,10 @@ type writebackFile struct {
 	pending int64 // bytes written in it
 	// yieldUntil is when the pass under way stops yielding (set by checkpointLoop).
 	yieldUntil time.Time
+	// err is the first error a slice met, for the next Sync: the kernel reports a write
+	// error once per open file, and on this file the slice's call, not SQLite's fdatasync,
+	// would have taken it.
+	err error
 }
 
 func (f *writebackFile) Unwrap() vfs.File { return f.File }
@@ -67,6 +71,10 @@ func (f *writebackFile) WriteAt(p []byte, off int64) (int, error) {
 
 func (f *writebackFile) Sync(flags vfs.SyncFlag) error {
 	f.writeBack()
+	if err := f.err; err != nil {
+		f.err = nil
+		return err
+	}
 	return f.File.Sync(flags)
 }
 
@@ -75,14 +83,17 @@ func (f *writebackFile) writeBack() {
 	if f.lo < 0 {
 		return
 	}
-	writeRange(f.fd, f.lo, f.hi-f.lo, f.yieldUntil)
+	if err := writeRange(f.fd, f.lo, f.hi-f.lo, f.yieldUntil); err != nil && f.err == nil {
+		f.err = err
+	}
 	f.lo, f.hi, f.pending = -1, 0, 0
 	writebackSlices.Add(1)
 }
 
 // writeBackFile writes the dirty pages of the file at path (the WAL) a slice at a time, but
 // for its last slice, where the writer appends: on a device with stable pages, its writes
-// would wait for that slice. A file that is not there has nothing to write.
+// would wait for that slice. A file that is not there has nothing to write. Errors are left
+// to SQLite's fdatasync of the WAL, on a file of its own, which the kernel tells as well.
 func writeBackFile(path string, yieldUntil time.Time) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -94,23 +105,26 @@ func writeBackFile(path string, yieldUntil time.Time) {
 		return
 	}
 	for off := int64(0); off+writebackSlice < fi.Size(); off += writebackSlice {
-		writeRange(int(f.Fd()), off, writebackSlice, yieldUntil)
+		if writeRange(int(f.Fd()), off, writebackSlice, yieldUntil) != nil {
+			return
+		}
 	}
 }
 
-// writeRange writes the dirty pages of [off, off+n) of fd and waits for them (errors are
-// left to the fdatasync that follows, which reports them). A call that waited held the P
+// writeRange writes the dirty pages of [off, off+n) of fd and waits for them. A call that
+// waited held the P
 // meanwhile: then, until yieldUntil, every goroutine waiting for it runs before the next
 // slice. A yield costs the whole run queue's turn (under load, tens of milliseconds), so
 // none after a call that found nothing to write, and none once the pass has had its time:
 // the WAL grows while the writer waits for the pass (walCheckpoint), and a pass that yielded
 // after every slice let it reach 39 MB in a soak.
-func writeRange(fd int, off, n int64, yieldUntil time.Time) {
+func writeRange(fd int, off, n int64, yieldUntil time.Time) error {
 	start := time.Now()
-	syncRange(fd, off, n)
+	err := syncRange(fd, off, n)
 	if now := time.Now(); now.Sub(start) > 100*time.Microsecond && now.Before(yieldUntil) {
 		runtime.Gosched()
 	}
+	return err
 }
 
 // passYield is how long a pass of the timer's checkpoint yields after its slices.

@@ -1,13 +1,17 @@
 package store
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/ncruces/go-sqlite3/vfs"
 
 	"spookat/schema/testkit"
 )
@@ -45,3 +49,40 @@ func TestCheckpointWritesBackInSlices(t *testing.T) {
 		t.Fatalf("the database file after the checkpoint holds %d messages, want %d", got, n)
 	}
 }
+
+// A write error a slice met reaches SQLite through the next Sync: on the checkpoint's file the
+// kernel reports it to the slice's call only, and a checkpoint that believed its copy synced
+// would let the WAL start again over frames the database does not hold.
+func TestWritebackErrorReachesSync(t *testing.T) {
+	eio := syscall.EIO
+	defer func(f func(int, int64, int64) error) { syncRange = f }(syncRange)
+	calls := 0
+	syncRange = func(int, int64, int64) error { calls++; return eio }
+	inner := &recordingFile{}
+	f := &writebackFile{File: inner, lo: -1}
+	page := make([]byte, 4096)
+	for i := range writebackSlice / len(page) {
+		if _, err := f.WriteAt(page, int64(i*len(page))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if calls != 1 {
+		t.Fatalf("%d slices written back after %d KiB, want 1", calls, writebackSlice>>10)
+	}
+	if err := f.Sync(vfs.SYNC_NORMAL); !errors.Is(err, eio) {
+		t.Fatalf("Sync after a failed slice: %v, want %v", err, eio)
+	}
+	syncRange = func(int, int64, int64) error { return nil }
+	if err := f.Sync(vfs.SYNC_NORMAL); err != nil || inner.syncs != 1 {
+		t.Fatalf("the next Sync: %v, %d syncs of the file; want nil, 1", err, inner.syncs)
+	}
+}
+
+// recordingFile is a vfs.File that keeps nothing and counts its syncs.
+type recordingFile struct {
+	vfs.File
+	syncs int
+}
+
+func (r *recordingFile) WriteAt(p []byte, _ int64) (int, error) { return len(p), nil }
+func (r *recordingFile) Sync(vfs.SyncFlag) error                { r.syncs++; return nil }
