@@ -190,7 +190,9 @@ func (m *Set) Publisher(refused func() int64, full func() bool) {
 // WAL exports the SQLite WAL's size and the writer's own checkpoints (see store.WALStats):
 // a WAL that keeps growing, or checkpoints that stay partial, is what an SRE looks at first
 // when the disk fills or commits slow down.
-func (m *Set) WAL(bytes func() int64, writer func() (whole, partial int64, stalled time.Duration)) {
+// timer is the background checkpoint's passes and their time: passes that grow long (the
+// disk is slow, or the box is loaded) are what lets the WAL pass -wal-max-pages.
+func (m *Set) WAL(bytes func() int64, writer func() (whole, partial int64, stalled time.Duration), timer func() (passes int64, busy time.Duration)) {
 	const help = "Checkpoints the writer ran itself between commits; whole: every frame copied, so the next commit restarted the WAL; partial: a reader's snapshot (a backup, Litestream) or the timer's checkpoint was in the way."
 	m.Registry.MustRegister(
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
@@ -204,5 +206,11 @@ func (m *Set) WAL(bytes func() int64, writer func() (whole, partial int64, stall
 		}, func() float64 { _, partial, _ := writer(); return float64(partial) }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name: "spookat_wal_writer_checkpoint_seconds_total", Help: "Time the writer spent in its own checkpoints (commits wait meanwhile).",
-		}, func() float64 { _, _, stalled := writer(); return stalled.Seconds() }))
+		}, func() float64 { _, _, stalled := writer(); return stalled.Seconds() }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "spookat_wal_timer_checkpoints_total", Help: "Passes of the background checkpoint (its own connection, every second and each quarter of -wal-max-pages; commits go on meanwhile).",
+		}, func() float64 { passes, _ := timer(); return float64(passes) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "spookat_wal_timer_checkpoint_seconds_total", Help: "Time the background checkpoint's passes took; the WAL grows past -wal-max-pages by what arrives during one.",
+		}, func() float64 { _, busy := timer(); return busy.Seconds() }))
 }

@@ -283,6 +283,9 @@ func (e *Edge) openStore(context.Context) error {
 	m.WAL(st.WALBytes, func() (int64, int64, time.Duration) {
 		w := st.WALStats()
 		return w.Checkpoints, w.Partial, w.Stalled
+	}, func() (int64, time.Duration) {
+		w := st.WALStats()
+		return w.TimerPasses, w.TimerBusy
 	})
 	return nil
 }

@@ -517,7 +517,8 @@ func (s *Store) checkpointLoop() {
 			continue
 		}
 		s.wal.copying.Store(true)
-		until := time.Now().Add(passYield)
+		start := time.Now()
+		until := start.Add(passYield)
 		if s.ckptFile != nil {
 			s.ckptFile.yieldUntil = until
 		}
@@ -525,6 +526,7 @@ func (s *Store) checkpointLoop() {
 		if nLog, nCkpt, err := s.ckpt.WALCheckpoint("main", sqlite3.CHECKPOINT_PASSIVE); err == nil && nLog >= 0 {
 			s.wal.timerPass.Store(int64(nLog)<<32 | int64(nCkpt))
 		}
+		s.wal.busy.Add(int64(time.Since(start)))
 		s.wal.passes.Add(1)
 		s.wal.copying.Store(false)
 	}

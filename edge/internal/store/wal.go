@@ -12,6 +12,7 @@ import (
 type walStats struct {
 	copying atomic.Bool  // the timer's checkpoint is running
 	passes  atomic.Int64 // the timer's passes that ended
+	busy    atomic.Int64 // nanoseconds the timer's passes took, in total
 	// writerTurn is set when the writer, at WALPages, asked for a pass before its own: the
 	// number that pass will have once ended, << 32, | the millisecond it asked, modulo 2³² (0:
 	// no ask under way). After that pass the timer starts none (for a second at most) until the
@@ -31,11 +32,14 @@ type WALStats struct {
 	Checkpoints int64         // whole: the WAL started again from its beginning after them
 	Partial     int64         // not whole (a long read transaction, e.g. a backup or Litestream's)
 	Stalled     time.Duration // the writer's time in them, commits waiting meanwhile
+	TimerPasses int64         // the timer's checkpoint passes (its own connection; commits go on)
+	TimerBusy   time.Duration // their time, in total
 }
 
 // WALStats reports the writer's checkpoints.
 func (s *Store) WALStats() WALStats {
-	return WALStats{Frames: s.wal.frames.Load(), Checkpoints: s.wal.checkpoints.Load(), Partial: s.wal.partial.Load(), Stalled: time.Duration(s.wal.stalled.Load())}
+	return WALStats{Frames: s.wal.frames.Load(), Checkpoints: s.wal.checkpoints.Load(), Partial: s.wal.partial.Load(), Stalled: time.Duration(s.wal.stalled.Load()),
+		TimerPasses: s.wal.passes.Load(), TimerBusy: time.Duration(s.wal.busy.Load())}
 }
 
 // WALBytes is the WAL file's size now (0 when there is none).

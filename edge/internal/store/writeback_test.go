@@ -41,6 +41,10 @@ func TestCheckpointWritesBackInSlices(t *testing.T) {
 		return writebackSlices.Load()-slices0 >= 2 && !s.wal.copying.Load()
 	})
 
+	if st := s.WALStats(); st.TimerPasses < 1 || st.TimerBusy <= 0 {
+		t.Fatalf("WALStats after a pass: %d timer passes, %v busy", st.TimerPasses, st.TimerBusy)
+	}
+
 	cut := t.TempDir()
 	b, err := os.ReadFile(filepath.Join(dir, FileName))
 	testkit.NoErr(t, err)
