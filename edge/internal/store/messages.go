@@ -126,7 +126,7 @@ func (tx *Tx) insertRow(m *MessageRequest, id, conversationID int64, source sche
 		st.BindInt64(1, id), st.BindInt64(2, conversationID), st.BindText(3, string(m.Author)),
 		st.BindText(4, m.Name), st.BindText(5, m.Text), st.BindText(6, string(source)),
 		bindOptionalText(st, 7, m.ClientID), st.BindBool(8, m.Internal), st.BindInt64(9, tx.now),
-		bindOptionalInt(st, 10, m.File), st.BindText(11, string(m.Kind)),
+		bindFileID(st, 10, m.File), st.BindText(11, string(m.Kind)),
 	); err != nil {
 		return err
 	}
@@ -140,7 +140,8 @@ func bindOptionalText(st *sqlite3.Stmt, i int, s string) error {
 	return st.BindText(i, s)
 }
 
-func bindOptionalInt(st *sqlite3.Stmt, i int, f *File) error {
+// bindFileID binds an attachment's id, or NULL without one.
+func bindFileID(st *sqlite3.Stmt, i int, f *File) error {
 	if f == nil {
 		return st.BindNull(i)
 	}

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"sync/atomic"
 
+	"github.com/ncruces/go-sqlite3/util/vfsutil"
 	"github.com/ncruces/go-sqlite3/vfs"
 )
 
@@ -153,8 +154,5 @@ func (f *frameFile) SizeHint(size int64) error {
 	if err := f.flush(); err != nil {
 		return err
 	}
-	if h, ok := f.File.(vfs.FileSizeHint); ok {
-		return h.SizeHint(size)
-	}
-	return nil
+	return vfsutil.WrapSizeHint(f.File, size)
 }

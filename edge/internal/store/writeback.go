@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/ncruces/go-sqlite3/util/vfsutil"
 	"github.com/ncruces/go-sqlite3/vfs"
 )
 
@@ -112,9 +113,8 @@ func writeBackFile(path string, yieldUntil time.Time) {
 }
 
 // writeRange writes the dirty pages of [off, off+n) of fd and waits for them. A call that
-// waited held the P
-// meanwhile: then, until yieldUntil, every goroutine waiting for it runs before the next
-// slice. A yield costs the whole run queue's turn (under load, tens of milliseconds), so
+// waited held the P meanwhile: then, until yieldUntil, every goroutine waiting for it runs
+// before the next slice. A yield costs the whole run queue's turn (under load, tens of milliseconds), so
 // none after a call that found nothing to write, and none once the pass has had its time:
 // the WAL grows while the writer waits for the pass (walCheckpoint), and a pass that yielded
 // after every slice let it reach 39 MB in a soak.
@@ -130,62 +130,20 @@ func writeRange(fd int, off, n int64, yieldUntil time.Time) error {
 // passYield is how long a pass of the timer's checkpoint yields after its slices.
 const passYield = 50 * time.Millisecond
 
-// SharedMemory, MemoryMapper, LockState, PowersafeOverwrite and PersistWAL are the optional
-// parts of a database file the VFS layer asks for by type: passed on to the file wrapped.
+// SharedMemory, MemoryMapper, LockState, PowersafeOverwrite, PersistWAL, SizeHint and
+// HasMoved are the optional parts of a database file the VFS layer asks for by type: passed
+// on to the file wrapped.
 
-func (f *writebackFile) SharedMemory() vfs.SharedMemory {
-	if s, ok := f.File.(vfs.FileSharedMemory); ok {
-		return s.SharedMemory()
-	}
-	return nil
-}
-
-func (f *writebackFile) MemoryMapper() vfs.MemoryMapper {
-	if m, ok := f.File.(vfs.FileMemoryMapper); ok {
-		return m.MemoryMapper()
-	}
-	return nil
-}
-
-func (f *writebackFile) LockState() vfs.LockLevel {
-	if l, ok := f.File.(vfs.FileLockState); ok {
-		return l.LockState()
-	}
-	return vfs.LOCK_EXCLUSIVE + 1 // unknown
-}
-
-func (f *writebackFile) PowersafeOverwrite() bool {
-	p, ok := f.File.(vfs.FilePowersafeOverwrite)
-	return ok && p.PowersafeOverwrite()
-}
+func (f *writebackFile) SharedMemory() vfs.SharedMemory { return vfsutil.WrapSharedMemory(f.File) }
+func (f *writebackFile) MemoryMapper() vfs.MemoryMapper { return vfsutil.WrapMemoryMapper(f.File) }
+func (f *writebackFile) LockState() vfs.LockLevel       { return vfsutil.WrapLockState(f.File) }
+func (f *writebackFile) PowersafeOverwrite() bool       { return vfsutil.WrapPowersafeOverwrite(f.File) }
+func (f *writebackFile) PersistWAL() bool               { return vfsutil.WrapPersistWAL(f.File) }
+func (f *writebackFile) SizeHint(size int64) error      { return vfsutil.WrapSizeHint(f.File, size) }
+func (f *writebackFile) HasMoved() (bool, error)        { return vfsutil.WrapHasMoved(f.File) }
 
 func (f *writebackFile) SetPowersafeOverwrite(psow bool) {
-	if p, ok := f.File.(vfs.FilePowersafeOverwrite); ok {
-		p.SetPowersafeOverwrite(psow)
-	}
+	vfsutil.WrapSetPowersafeOverwrite(f.File, psow)
 }
 
-func (f *writebackFile) PersistWAL() bool {
-	p, ok := f.File.(vfs.FilePersistWAL)
-	return ok && p.PersistWAL()
-}
-
-func (f *writebackFile) SetPersistWAL(keep bool) {
-	if p, ok := f.File.(vfs.FilePersistWAL); ok {
-		p.SetPersistWAL(keep)
-	}
-}
-
-func (f *writebackFile) SizeHint(size int64) error {
-	if h, ok := f.File.(vfs.FileSizeHint); ok {
-		return h.SizeHint(size)
-	}
-	return nil
-}
-
-func (f *writebackFile) HasMoved() (bool, error) {
-	if h, ok := f.File.(vfs.FileHasMoved); ok {
-		return h.HasMoved()
-	}
-	return false, nil
-}
+func (f *writebackFile) SetPersistWAL(keep bool) { vfsutil.WrapSetPersistWAL(f.File, keep) }

@@ -18,7 +18,8 @@ import (
 
 // The timer's checkpoint writes what it copies a slice at a time (writeback.go) and still
 // copies everything: after a pass begun once every message was committed, the database file
-// alone, without its WAL, holds them all. The directory's name needs escaping in the URI the checkpoint opens.
+// alone, without its WAL, holds them all. The directory's name needs escaping in the URI the
+// checkpoint opens.
 func TestCheckpointWritesBackInSlices(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("SKIPPED: sync_file_range is Linux's; elsewhere the checkpoint's fdatasync writes everything")
