@@ -12,7 +12,8 @@ import (
 
 // Book is what the running edge knows of plans: each site's recorded plan and how many
 // conversations each site started this month (UTC). It hears the writer's commits (a
-// store.CommitListener) and the Paddle handler's changes, and answers the limits.
+// store.CommitListener, among the store's Counters: before the commit's acks go out) and
+// the Paddle handler's changes, and answers the limits.
 type Book struct {
 	Config *Config
 	Clock  func() time.Time
@@ -24,7 +25,11 @@ type Book struct {
 	sites map[int64]store.SitePlan
 	month string
 	convs map[int64]int
-	told  map[int64]bool // this month
+	// held counts, per site, the new conversations admitted whose first message is not
+	// answered yet: they take a place in the month's limit until then, so that visitors
+	// arriving together cannot all take the last one.
+	held map[int64]int
+	told map[int64]bool // this month
 }
 
 // NewBook is an empty Book (Load fills it); it is the store's commit listener before the
@@ -34,7 +39,7 @@ func NewBook(c *Config, clock func() time.Time) *Book {
 		clock = time.Now
 	}
 	month, _ := monthOf(clock())
-	return &Book{Config: c, Clock: clock, sites: map[int64]store.SitePlan{}, month: month, convs: map[int64]int{}, told: map[int64]bool{}}
+	return &Book{Config: c, Clock: clock, sites: map[int64]store.SitePlan{}, month: month, convs: map[int64]int{}, held: map[int64]int{}, told: map[int64]bool{}}
 }
 
 // Load reads the recorded plans and this month's conversations from the store, before any
@@ -125,17 +130,21 @@ func (b *Book) Usage(siteID int64) Usage {
 
 // AdmitConversation says whether a site may start one more conversation this month; if not,
 // the sentence its visitor gets. The first refusal of a month tells the operators (Notify).
-func (b *Book) AdmitConversation(siteID int64) (ok bool, sentence string) {
+// An admitted conversation holds its place until release is called, once, when its first
+// message is answered (stored or not; the commit has counted it by then) or given up;
+// release is nil when refused.
+func (b *Book) AdmitConversation(siteID int64) (release func(), sentence string) {
 	plan := b.Plan(siteID)
 	limit := plan.ConversationsPerMonth
 	if limit == 0 {
-		return true, ""
+		return noHold, ""
 	}
 	b.mu.Lock()
 	b.roll(b.Clock())
-	if b.convs[siteID] < limit {
+	if b.convs[siteID]+b.held[siteID] < limit {
+		b.held[siteID]++
 		b.mu.Unlock()
-		return true, ""
+		return func() { b.release(siteID) }, ""
 	}
 	first := !b.told[siteID]
 	b.told[siteID] = true
@@ -144,7 +153,17 @@ func (b *Book) AdmitConversation(siteID int64) (ok bool, sentence string) {
 	if first && b.Notify != nil {
 		b.Notify(siteID, plan, month)
 	}
-	return false, "This chat is not taking new conversations right now. Please try again later, or reach the site another way."
+	return nil, "This chat is not taking new conversations right now. Please try again later, or reach the site another way."
+}
+
+func noHold() {}
+
+func (b *Book) release(siteID int64) {
+	b.mu.Lock()
+	if b.held[siteID]--; b.held[siteID] <= 0 {
+		delete(b.held, siteID)
+	}
+	b.mu.Unlock()
 }
 
 // Committed counts the conversations the commit started (a store.CommitListener).

@@ -3,6 +3,10 @@ package plans
 import (
 	"strings"
 	"testing"
+	"time"
+
+	"spookat/edge/internal/store"
+	"spookat/schema"
 )
 
 // A plans file is checked at start: each mistake is a sentence naming the field.
@@ -30,5 +34,50 @@ func TestParseNamesTheField(t *testing.T) {
 	c, err := Parse([]byte(`{"default":"free","plans":{"free":{"conversations_per_month":100},"pro":{"paddle_prices":["pri_01a"]}}}`))
 	if err != nil || c.PastDueGraceDays != 7 || c.PaddleToleranceSeconds != 5 || c.ByPrice("pri_01a").Name != "pro" || c.Get("nope").Name != "free" {
 		t.Fatalf("defaults: %+v %v", c, err)
+	}
+}
+
+// A new conversation holds its place from its admission until its first message is
+// answered: visitors arriving together cannot all take a site's last place, and a place
+// given up (the message refused after all) goes back.
+func TestAdmissionHoldsItsPlace(t *testing.T) {
+	c, err := Parse([]byte(`{"default":"two","plans":{"two":{"conversations_per_month":2}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Date(2026, 12, 6, 12, 0, 0, 0, time.UTC)
+	b := NewBook(c, func() time.Time { return now })
+	first := func(site int64) []store.Committed {
+		return []store.Committed{{SiteID: site, Author: schema.AuthorVisitor, First: true}}
+	}
+	r1, _ := b.AdmitConversation(1)
+	r2, _ := b.AdmitConversation(1)
+	if r1 == nil || r2 == nil {
+		t.Fatal("the first two conversations refused")
+	}
+	if r, sentence := b.AdmitConversation(1); r != nil || sentence == "" {
+		t.Fatal("a third admitted while two are on their way")
+	}
+	if r, _ := b.AdmitConversation(2); r == nil {
+		t.Fatal("another site refused")
+	}
+	r2() // given up before the writer had it
+	r3, _ := b.AdmitConversation(1)
+	if r3 == nil {
+		t.Fatal("the place given up did not come back")
+	}
+	b.Committed(first(1)) // the commits count them before their acks release the holds
+	r1()
+	b.Committed(first(1))
+	r3()
+	if r, _ := b.AdmitConversation(1); r != nil {
+		t.Fatal("admitted past the month's two")
+	}
+	if u := b.Usage(1); u.Conversations != 2 {
+		t.Fatalf("usage %+v", u)
+	}
+	now = now.AddDate(0, 1, 0) // a new month
+	if r, _ := b.AdmitConversation(1); r == nil {
+		t.Fatal("refused in a new month")
 	}
 }

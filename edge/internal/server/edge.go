@@ -255,15 +255,19 @@ func (e *Edge) openStore(context.Context) error {
 		store.CommitFunc(func(c []store.Committed) { m.MessagesSaved.Add(float64(len(c))) }),
 		e.visitors, e.operators, e.presence, e.origins, e.publisher,
 	}
+	var counters []store.CommitListener
 	if e.cfg.Plans != nil {
 		e.plans = plans.NewBook(e.cfg.Plans, e.cfg.Clock)
-		listeners = append(listeners, e.plans) // counts the month's new conversations
+		// It counts the month's new conversations before the acks go out: a visitor
+		// admitted after an ack sees the conversation it acked.
+		counters = append(counters, e.plans)
 	}
 	st, err := store.Open(e.cfg.DataDir, store.Options{
 		SyncFull:  e.cfg.SyncFull,
 		MaxQueue:  e.cfg.WriteQueue,
 		WALPages:  e.cfg.WALPages,
 		Listeners: listeners,
+		Counters:  counters,
 	})
 	if err != nil {
 		return err

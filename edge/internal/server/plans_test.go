@@ -44,14 +44,28 @@ func TestPlanLimits(t *testing.T) {
 
 	// Ann has the inbox open: she hears of the limit live, once.
 	watch := edgetest.Login(t, e.Addr, "ann@tiny.test", "correct horse battery").DialInbox(t)
+	// Five visitors write their first message at once: two get the month's two places,
+	// three are refused, though no commit had counted anything when they were admitted.
 	var visitors []*edgetest.Client
-	for i := range 2 {
-		v := edgetest.Dial(t, e.Addr, site.Key, "")
-		_, err := v.SendAck("c-"+strconv.Itoa(i), "hello")
-		testkit.NoErr(t, err)
-		visitors = append(visitors, v)
+	arriving := make([]*edgetest.Client, 5)
+	for i := range arriving {
+		arriving[i] = edgetest.Dial(t, e.Addr, site.Key, "")
 	}
-	for i := range 2 { // the third and fourth new visitors
+	for i, v := range arriving {
+		v.Message(t, "c-"+strconv.Itoa(i), "hello")
+	}
+	for i, v := range arriving {
+		switch f := v.Read(t); {
+		case f.Type == "ack":
+			visitors = append(visitors, v)
+		case f.Type != "error" || f.Code != schema.CodePlanLimit:
+			t.Fatalf("visitor %d arriving: %+v", i, f)
+		}
+	}
+	if len(visitors) != 2 {
+		t.Fatalf("%d of five visitors arriving together started a conversation, want 2", len(visitors))
+	}
+	for i := range 2 { // new visitors after the two acks
 		v := edgetest.Dial(t, e.Addr, site.Key, "")
 		v.Message(t, "late", "is anyone there?")
 		f := v.Read(t)

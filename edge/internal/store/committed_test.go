@@ -99,3 +99,30 @@ func TestCommittedCarriesJobFacts(t *testing.T) {
 		t.Fatalf("replay differs from the commit:\nreplayed %+v\nlive     %+v", replayed, live)
 	}
 }
+
+// A Counter hears a commit before its requests are answered, a Listener after: what an
+// admission counts (the plans' conversations) is up to date by the time a visitor has its ack.
+func TestCountersHearBeforeTheAcks(t *testing.T) {
+	counted, heard := &recorder{}, &recorder{}
+	s := openTest(t, t.TempDir(), Options{Counters: []CommitListener{counted}, Listeners: []CommitListener{heard}})
+	defer s.Close()
+	site := addSite(t, s)
+	type seen struct{ counted, heard int }
+	ch := make(chan seen, 1)
+	req := &MessageRequest{SiteID: site.ID, TokenHash: []byte("0123456789abcdef0123456789abcdef"), Author: schema.AuthorVisitor, Text: "hello",
+		Done: func(MessageResult) { // on the writer's goroutine, between the two
+			counted.mu.Lock()
+			heard.mu.Lock()
+			ch <- seen{len(counted.msgs), len(heard.msgs)}
+			heard.mu.Unlock()
+			counted.mu.Unlock()
+		}}
+	testkit.NoErr(t, s.SubmitMessage(req))
+	if got := <-ch; got != (seen{1, 0}) {
+		t.Fatalf("at the ack: counted %d, heard %d; want 1 and 0", got.counted, got.heard)
+	}
+	testkit.NoErr(t, s.Flush(context.Background()))
+	if n := len(heard.msgs); n != 1 {
+		t.Fatalf("heard %d after the flush", n)
+	}
+}

@@ -53,8 +53,14 @@ type Options struct {
 	// after a commit, so that the next commit starts the WAL again from its beginning
 	// (default 4,096: 16 MiB; negative: never, the WAL then grows under steady writes).
 	WALPages int
-	// Listeners hear, in this order, each commit's messages (see CommitListener).
+	// Listeners hear, in this order, each commit's messages (see CommitListener), after
+	// the commit's requests are answered.
 	Listeners []CommitListener
+	// Counters hear each commit's messages before its requests are answered: in-memory
+	// counts that an admission reads (the plans' conversations this month), so that a
+	// request admitted after an ack sees the acked commit. Each delays the batch's acks:
+	// keep them to a few map updates.
+	Counters []CommitListener
 	// CommitWindow is how long the writer waits for more messages to join a batch once the
 	// arrival rate is at least WindowRate a second; below it, it commits at once. (A sleep
 	// this short lasts about a millisecond in practice.) Default 500 µs; negative: never.

@@ -272,6 +272,11 @@ func (s *Store) fail(batch []request, err error) {
 
 // finish answers every request of a committed batch, then hands the stored messages on.
 func (s *Store) finish(batch []request, committed []Committed) {
+	if len(committed) > 0 {
+		for _, c := range s.opts.Counters {
+			c.Committed(committed)
+		}
+	}
 	for i := range batch {
 		r := &batch[i]
 		if r.msg != nil {

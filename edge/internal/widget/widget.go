@@ -49,9 +49,10 @@ const UploadPath = "/v1/widget/files"
 // Handler serves widget websockets.
 type Handler struct {
 	// Plans, if set (an edge with -plans), may refuse a visitor's new conversation past the
-	// site's plan; a conversation under way is never refused.
+	// site's plan; a conversation under way is never refused. Admitted, the conversation
+	// holds its place until release is called (release nil: refused, with the sentence).
 	Plans interface {
-		AdmitConversation(siteID int64) (ok bool, sentence string)
+		AdmitConversation(siteID int64) (release func(), sentence string)
 	}
 	Store   *store.Store
 	Sites   *sites.Registry
@@ -273,6 +274,7 @@ type session struct {
 	signals       brakes.Bucket          // its typing and seen frames, apart: they never cost a message its turn
 	refusedInARow int                    // frames refused by bucket since the last one admitted
 	convStarting  bool                   // a first message is on its way: the next ones open no conversation
+	planHold      func()                 // the plan's place for the conversation a first message opens, until it is submitted
 	typedAt       int64                  // when a typing frame was last passed on (Brakes.Now)
 	readID        int64                  // the visitor's read marker as stored
 	claim         *store.Identity        // an unverified identify before the visitor was stored
@@ -548,9 +550,17 @@ func (s *session) message(f *schema.ClientFrame, received time.Time) {
 	}
 	req.Context = s.pageFor(req.VisitorID == 0)
 	req.Done = func(r store.MessageResult) { s.acked(clientID, received, r) }
-	if err := s.h.Store.SubmitMessage(req); err != nil {
-		s.fail(clientID, schema.CodeUnavailable, "The server is too busy to take the message now; send it again.", 1000)
+	if hold := s.planHold; hold != nil {
+		// The conversation's place under the plan is held until its first message is
+		// answered; the commit that stored it has counted it by then (a store Counter).
+		req.Done = func(r store.MessageResult) { hold(); s.acked(clientID, received, r) }
 	}
+	if err := s.h.Store.SubmitMessage(req); err != nil {
+		s.giveUpConversation()
+		s.fail(clientID, schema.CodeUnavailable, "The server is too busy to take the message now; send it again.", 1000)
+		return
+	}
+	s.planHold = nil // the request's Done releases it now
 }
 
 // admitMessage applies the brakes of a message after the connection's (see handle): for a
@@ -569,13 +579,29 @@ func (s *session) admitMessage(clientID string) bool {
 			return refuse(schema.CodeBraked, "This site is receiving too many new conversations right now; try again shortly.", wait)
 		}
 		if s.h.Plans != nil {
-			if ok, sentence := s.h.Plans.AdmitConversation(s.site.ID); !ok {
+			release, sentence := s.h.Plans.AdmitConversation(s.site.ID)
+			if release == nil {
 				return refuse(schema.CodePlanLimit, sentence, 0)
 			}
+			s.planHold = release
 		}
 		s.convStarting = true
 	}
-	return s.admitSiteWrite(clientID)
+	if !s.admitSiteWrite(clientID) {
+		s.giveUpConversation()
+		return false
+	}
+	return true
+}
+
+// giveUpConversation undoes the admission of a first message that is not going to the
+// writer after all: its place under the plan goes back, and the next message asks again.
+func (s *session) giveUpConversation() {
+	if s.planHold == nil {
+		return
+	}
+	s.planHold()
+	s.planHold, s.convStarting = nil, false
 }
 
 // admitSiteWrite takes from the site's message cap for a write a visitor asks for (a message,
