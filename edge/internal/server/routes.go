@@ -107,7 +107,7 @@ func (e *Edge) widgetHandler() *widget.Handler {
 	if e.widget == nil {
 		e.widget = &widget.Handler{Store: e.store, Sites: e.sites, Hub: e.visitors, Metrics: e.metrics, Brakes: e.brakes, IPs: e.ips, Log: e.log,
 			Pace: &widget.Pacer{Rate: e.cfg.SocketRate}, Operators: e.operators, Online: e.presence.Online, PresenceChanges: e.presenceChanges,
-			FirstFrame: e.cfg.FirstFrame, Intake: e.intake()}
+			FirstFrame: e.cfg.FirstFrame, ReadEach: e.cfg.WidgetReadEach, Intake: e.intake()}
 		if e.plans != nil {
 			e.widget.Plans = e.plans
 		}

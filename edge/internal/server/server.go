@@ -58,6 +58,9 @@ type Config struct {
 	// FirstFrame is how long a widget socket may stay silent after its hello (0:
 	// widget.FirstFrameTimeout).
 	FirstFrame time.Duration
+	// WidgetReadEach reads each widget socket on a goroutine of its own rather than on the
+	// shared poller (widget.Handler.ReadEach): the tests of the path other systems take.
+	WidgetReadEach bool
 	// OpeningPerAddr caps the connections one client address holds before their first answer
 	// (trusted proxies are not capped); 0: 32, -1: no cap.
 	OpeningPerAddr int

@@ -68,6 +68,9 @@ type Handler struct {
 	Online func(siteID int64) bool
 	// FirstFrame is how long a socket may send nothing after its hello (0: FirstFrameTimeout).
 	FirstFrame time.Duration
+	// ReadEach reads each socket on a goroutine of its own, as where there is no poller
+	// (poller_linux.go): the tests of that path.
+	ReadEach bool
 	// PresenceChanges names sites whose Online may have changed (presence.go); nil: only
 	// RunPresence's sweeps notice.
 	PresenceChanges chan int64
@@ -283,6 +286,19 @@ type session struct {
 	ua            string                 // its User-Agent header
 	ctx           *schema.VisitorContext // the page the visitor last reported (page.go)
 	ctxUnsaved    bool                   // ctx is not stored yet: the next message stores it
+
+	// Read by the poller (poller_linux.go): its frames are handled on the poller's
+	// goroutine while polled, else on a goroutine of the socket's (a frame that may wait).
+	polled     bool
+	fragmented bool        // a message's first fragments are in buf
+	binary     bool        // that message is a binary one
+	first      atomic.Bool // a whole frame has been read
+	pending    []byte      // a frame read in part
+	rmu        sync.Mutex  // whoever handles the socket's frames holds it
+	removed    bool        // the poller forgot the socket (under rmu)
+	pollID     uint64      // the socket's key in the poller
+	ended      chan struct{}
+	endOnce    sync.Once
 }
 
 // upgradeReq is what a socket keeps of its upgrade request.
@@ -317,7 +333,27 @@ func (h *Handler) serve(wc *fws.Conn, site *sites.Site, hs upgradeReq) {
 	}()
 	// A window says where it is (a page frame) right after its hello: a socket that says
 	// nothing within FirstFrame is not a visitor's window, and gives its place back.
-	_ = wc.SetReadDeadline(time.Now().Add(cmp.Or(h.FirstFrame, FirstFrameTimeout)))
+	firstFrame := cmp.Or(h.FirstFrame, FirstFrameTimeout)
+	if p := thePoller(); p != nil && s.c.raw != nil && !h.ReadEach {
+		// A client waits for the handshake's answer before it sends a frame (RFC 6455 §4.1);
+		// one that did not left bytes in the handshake's buffers, which the poller never
+		// reads. The library looks there first: with the deadline passed, it makes no read.
+		_ = wc.SetReadDeadline(time.Now())
+		var ne net.Error
+		if _, _, err := wc.NextReader(); !errors.As(err, &ne) || !ne.Timeout() {
+			h.Metrics.FrameErrors.WithLabelValues("protocol").Inc()
+			s.c.closeWith(fws.CloseProtocolError, "frames sent before the handshake's answer")
+			return
+		}
+		if s.pollUntilEnd(p, firstFrame) {
+			return
+		}
+		// The poller could not take the socket, and the library's reader is spent: the
+		// socket goes, the client reconnects.
+		s.c.closeWith(fws.CloseTryAgainLater, "unavailable")
+		return
+	}
+	_ = wc.SetReadDeadline(time.Now().Add(firstFrame))
 	first := true
 	for {
 		typ, r, err := wc.NextReader()
@@ -354,6 +390,29 @@ func (h *Handler) serve(wc *fws.Conn, site *sites.Site, hs upgradeReq) {
 			return
 		}
 	}
+}
+
+// pollUntilEnd has the poller read the socket until it ends; false if the poller could not
+// take it.
+func (s *session) pollUntilEnd(p *poller, firstFrame time.Duration) bool {
+	s.ended = make(chan struct{})
+	s.polled = true
+	silent := time.AfterFunc(firstFrame, func() {
+		if !s.first.Load() {
+			s.c.closeWith(fws.ClosePolicyViolation, "no frame after the hello")
+		}
+	})
+	defer silent.Stop()
+	if !p.add(s) {
+		s.polled = false
+		return false
+	}
+	select {
+	case <-s.ended:
+	case <-s.c.gone:
+	}
+	p.remove(s) // waits for a frame being handled: the stop flushes after the last submission
+	return true
 }
 
 func readAll(r io.Reader, b []byte) ([]byte, error) {
@@ -438,7 +497,12 @@ func validToken(t string) bool {
 
 func (s *session) fail(clientID, code, msg string, retryAfterMS int64) {
 	s.h.Metrics.FrameErrors.WithLabelValues(code).Inc()
-	s.c.send(frames.Error(nil, clientID, code, msg, retryAfterMS))
+	frame := frames.Error(nil, clientID, code, msg, retryAfterMS)
+	if s.polled {
+		s.c.trySend(frame) // the poller's goroutine never waits for a socket's room
+		return
+	}
+	s.c.send(frame)
 }
 
 // maxRefusedInARow is how many frames in a row a socket may send past its brake before it is
@@ -458,8 +522,12 @@ const (
 // and page from their own, everything else from the messages' one.
 func (s *session) handle(data []byte) bool {
 	received := time.Now()
+	return s.answer(frames.ParseClient(data, &s.frame), received)
+}
+
+// answer answers the frame handle parsed into s.frame (perr: why it did not parse).
+func (s *session) answer(perr error, received time.Time) bool {
 	f := &s.frame
-	perr := frames.ParseClient(data, f)
 	bucket := &s.bucket
 	if perr == nil && (f.Type == schema.FrameTyping || f.Type == schema.FrameSeen || f.Type == schema.FramePage) {
 		bucket = &s.signals
