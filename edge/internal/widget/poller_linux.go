@@ -21,7 +21,7 @@ import (
 // followed it, then gives the socket back.
 type poller struct {
 	epfd   int
-	file   *os.File        // the epoll set as Go's netpoller sees it (its finalizer would close it)
+	file   *os.File // the epoll set as Go's netpoller sees it (its finalizer would close it)
 	raw    syscall.RawConn
 	events []unix.EpollEvent
 	buf    []byte // what one read(2) returned
