@@ -88,6 +88,7 @@ func (h *Handler) wsUpgrade(c *fiber.Ctx) error {
 
 func (h *Handler) ws() fiber.Handler {
 	return websocket.New(func(ws *websocket.Conn) {
+		defer sockets.CloseNow(ws.NetConn()) // fasthttp keeps hijacked connections open
 		w := ws.Locals("who").(*who)
 		c := &opConn{ws: ws, out: make(chan []byte, 256), gone: make(chan struct{}), operatorID: w.op.ID, session: w.session, token: w.token}
 		h.Hub.track(c)

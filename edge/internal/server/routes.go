@@ -52,6 +52,10 @@ func (e *Edge) routes() *fiber.App {
 		}
 		return fasthttp.RequestConfig{}
 	}
+	// A hijacked connection (a websocket) is its handler's to close: a widget socket's
+	// handler returns once the poller has it, which gives fasthttp's handshake context and
+	// buffers back, and the socket stays open.
+	app.Server().KeepHijackedConns = true
 	// A connection's first response, its upgrade to a websocket or its close ends its setup:
 	// its slot of the listener's setup bound goes to the next one.
 	app.Server().ConnState = func(c net.Conn, st fasthttp.ConnState) {

@@ -38,6 +38,7 @@ type conn struct {
 	werr    error
 	gone    chan struct{} // closed when the socket is finished
 	once    sync.Once
+	onClose func()        // called once the socket is closed (set before anyone else has the conn)
 
 	qmu     sync.Mutex
 	queue   [][]byte      // frames waiting, on the wire's terms
@@ -255,7 +256,8 @@ func (c *conn) send(frame []byte) bool {
 	}
 }
 
-// close ends the socket: the reader's pending read fails and the handler returns.
+// close ends the socket: the reader's pending read fails and the handler returns (a socket
+// the poller reads: its session leaves, onClose).
 func (c *conn) close() {
 	c.once.Do(func() { close(c.gone) })
 	c.life.Lock()
@@ -263,6 +265,9 @@ func (c *conn) close() {
 		_ = sockets.CloseNow(c.nc)
 	}
 	c.life.Unlock()
+	if c.onClose != nil {
+		c.onClose()
+	}
 }
 
 // closeWith sends a close frame with a code, then closes: the frame goes out right after one

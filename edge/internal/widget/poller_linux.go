@@ -124,8 +124,13 @@ func (p *poller) wait(uintptr) bool {
 	return p.full || n == len(p.events)
 }
 
-// add puts s's socket in the set.
+// add puts s's socket in the set (unless its session has left already).
 func (p *poller) add(s *session) bool {
+	s.rmu.Lock()
+	defer s.rmu.Unlock()
+	if s.removed {
+		return false
+	}
 	p.mu.Lock()
 	p.next++
 	s.pollID = p.next
@@ -170,6 +175,7 @@ func (p *poller) readable(s *session) {
 	if s.removed || !s.polled {
 		return
 	}
+	defer p.recover(s)
 	if err := s.c.raw.Control(p.readFn); err != nil {
 		p.drop(s)
 		return
@@ -205,6 +211,15 @@ func (p *poller) readable(s *session) {
 	}
 }
 
+// recover ends, with a log line, a socket whose frame made its handler panic, as the
+// upgrade's handler does for a socket read by a goroutine of its own; the others go on.
+func (p *poller) recover(s *session) {
+	if r := recover(); r != nil {
+		s.h.Log.Error("widget socket failed", "site", s.site.ID, "panic", r)
+		p.drop(s)
+	}
+}
+
 // drop takes s's socket out of the set for good and has its handler end it (rmu held).
 func (p *poller) drop(s *session) {
 	p.ctl(s, unix.EPOLL_CTL_DEL)
@@ -220,6 +235,7 @@ func (p *poller) handOff(s *session, rest []byte) {
 	if s.removed {
 		return
 	}
+	defer p.recover(s)
 	if !s.handle(s.buf) {
 		s.end()
 		return

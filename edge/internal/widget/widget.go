@@ -297,8 +297,12 @@ type session struct {
 	rmu        sync.Mutex  // whoever handles the socket's frames holds it
 	removed    bool        // the poller forgot the socket (under rmu)
 	pollID     uint64      // the socket's key in the poller
-	ended      chan struct{}
+	poller     *poller     // nil: read by a goroutine of its own
+	polling    atomic.Bool // the poller has the socket: its end is the session's
+	silent     *time.Timer // FirstFrame's
+	said       bool        // the hello went out: the operators heard the visitor came
 	endOnce    sync.Once
+	leaveOnce  sync.Once
 }
 
 // upgradeReq is what a socket keeps of its upgrade request.
@@ -312,25 +316,21 @@ func (h *Handler) serve(wc *fws.Conn, site *sites.Site, hs upgradeReq) {
 	cfg := h.Brakes.Config()
 	s := &session{h: h, c: newConn(wc), site: site, ip: hs.ip, origin: hs.origin, ua: hs.ua,
 		bucket: brakes.NewBucket(cfg.ConnMsgRate, cfg.ConnMsgBurst), signals: brakes.NewBucket(signalRate, signalBurst)}
+	s.c.onClose = s.end // before anyone else has the socket
 	h.Metrics.OpenSockets.Inc()
-	defer h.Metrics.OpenSockets.Dec()
 	if !h.track(s.c, site.ID, true) {
 		s.c.closeWith(fws.CloseGoingAway, "server restarting")
 		s.c.finish()
+		_ = sockets.CloseNow(s.c.nc)
+		h.Metrics.OpenSockets.Dec()
 		return
 	}
-	defer h.track(s.c, site.ID, false)
-	defer s.c.finish()
 	if !s.hello(hs.visitor) {
+		s.leave()
 		return
 	}
+	s.said = true
 	h.connected(site.ID, s.tokenHash, true)
-	defer h.connected(site.ID, s.tokenHash, false)
-	defer func() {
-		if id := s.convID.Load(); id != 0 {
-			h.Hub.Unsubscribe(id, s.c)
-		}
-	}()
 	// A window says where it is (a page frame) right after its hello: a socket that says
 	// nothing within FirstFrame is not a visitor's window, and gives its place back.
 	firstFrame := cmp.Or(h.FirstFrame, FirstFrameTimeout)
@@ -343,16 +343,22 @@ func (h *Handler) serve(wc *fws.Conn, site *sites.Site, hs upgradeReq) {
 		if _, _, err := wc.NextReader(); !errors.As(err, &ne) || !ne.Timeout() {
 			h.Metrics.FrameErrors.WithLabelValues("protocol").Inc()
 			s.c.closeWith(fws.CloseProtocolError, "frames sent before the handshake's answer")
+			s.leave()
 			return
 		}
-		if s.pollUntilEnd(p, firstFrame) {
+		if s.startPolling(p, firstFrame) {
+			// The handler returns and fasthttp takes back the handshake's context and
+			// buffers (it keeps hijacked connections: the socket is the session's to close);
+			// leave runs once the socket ends.
 			return
 		}
 		// The poller could not take the socket, and the library's reader is spent: the
 		// socket goes, the client reconnects.
 		s.c.closeWith(fws.CloseTryAgainLater, "unavailable")
+		s.leave()
 		return
 	}
+	defer s.leave()
 	_ = wc.SetReadDeadline(time.Now().Add(firstFrame))
 	first := true
 	for {
@@ -392,27 +398,58 @@ func (h *Handler) serve(wc *fws.Conn, site *sites.Site, hs upgradeReq) {
 	}
 }
 
-// pollUntilEnd has the poller read the socket until it ends; false if the poller could not
-// take it.
-func (s *session) pollUntilEnd(p *poller, firstFrame time.Duration) bool {
-	s.ended = make(chan struct{})
+// startPolling gives the socket to the poller; false if the poller could not take it.
+func (s *session) startPolling(p *poller, firstFrame time.Duration) bool {
 	s.polled = true
-	silent := time.AfterFunc(firstFrame, func() {
+	s.poller = p
+	s.silent = time.AfterFunc(firstFrame, func() {
 		if !s.first.Load() {
 			s.c.closeWith(fws.ClosePolicyViolation, "no frame after the hello")
 		}
 	})
-	defer silent.Stop()
+	s.polling.Store(true) // from here on a closing socket ends the session (end)
 	if !p.add(s) {
+		s.polling.Store(false)
 		s.polled = false
 		return false
 	}
-	select {
-	case <-s.ended:
-	case <-s.c.gone:
-	}
-	p.remove(s) // waits for a frame being handled: the stop flushes after the last submission
 	return true
+}
+
+// end has the socket's session leave, on a goroutine of its own, once: the poller found the
+// socket closed or closing, or someone closed it (the conn's onClose). A socket read by a
+// goroutine of its own leaves when that goroutine's read fails.
+func (s *session) end() {
+	if !s.polling.Load() {
+		return
+	}
+	s.endOnce.Do(func() { go s.leave() })
+}
+
+// leave is the session's last act, once: the poller forgets the socket (after the frame it
+// may be answering: a stop flushes after the last submission), the operators hear the
+// visitor went, queued frames are written (a close frame within its second), and the socket
+// is closed and forgotten.
+func (s *session) leave() {
+	s.leaveOnce.Do(func() {
+		h := s.h
+		if s.poller != nil {
+			s.poller.remove(s)
+		}
+		if s.silent != nil {
+			s.silent.Stop()
+		}
+		if s.said {
+			h.connected(s.site.ID, s.tokenHash, false)
+		}
+		if id := s.convID.Load(); id != 0 {
+			h.Hub.Unsubscribe(id, s.c)
+		}
+		s.c.finish()
+		_ = sockets.CloseNow(s.c.nc) // fasthttp keeps hijacked connections: each closes its own
+		h.track(s.c, s.site.ID, false)
+		h.Metrics.OpenSockets.Dec()
+	})
 }
 
 func readAll(r io.Reader, b []byte) ([]byte, error) {

@@ -198,7 +198,3 @@ func (s *session) keep(rest []byte) {
 	s.pending = append(s.pending[:0], rest...)
 }
 
-// end has the socket's handler end it (serve returns).
-func (s *session) end() {
-	s.endOnce.Do(func() { close(s.ended) })
-}
