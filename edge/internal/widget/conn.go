@@ -38,7 +38,7 @@ type conn struct {
 	werr    error
 	gone    chan struct{} // closed when the socket is finished
 	once    sync.Once
-	onClose func()        // called once the socket is closed (set before anyone else has the conn)
+	onClose func() // called once the socket is closed (set before anyone else has the conn)
 
 	qmu     sync.Mutex
 	queue   [][]byte      // frames waiting, on the wire's terms

@@ -197,4 +197,3 @@ func (s *session) keep(rest []byte) {
 	}
 	s.pending = append(s.pending[:0], rest...)
 }
-
