@@ -129,6 +129,16 @@ func TestFramesHoweverTheyArrive(t *testing.T) {
 					t.Fatalf("the conversation's page is %q", got)
 				}
 			})
+			t.Run("a ping inside a message near the limit", func(t *testing.T) {
+				// 16,345 bytes in two fragments, a 100-byte ping between them: the limit is
+				// the message's, not the ping's (the text is too long, which is an answer).
+				v := edgetest.Dial(t, e.Addr, site.Key, "")
+				whole := msg("n1", strings.Repeat("x", 16300))
+				write(t, v, rawFrame(false, 1, whole[:16300]), rawFrame(true, 9, make([]byte, 100)), rawFrame(true, 0, whole[16300:]))
+				if f := v.Read(t); f.Type != "error" || f.Code != schema.CodeTooLarge {
+					t.Fatalf("after the message: %+v", f)
+				}
+			})
 			t.Run("a binary frame is answered, the socket stays", func(t *testing.T) {
 				v := edgetest.Dial(t, e.Addr, site.Key, "")
 				write(t, v, rawFrame(true, 2, []byte{1, 2, 3}))

@@ -76,7 +76,7 @@ func parseFrame(b []byte, limit int) (f clientFrame, n int, err error) {
 	if f.op >= opClose && size > 125 {
 		return f, 0, protocolError("a control frame over 125 bytes")
 	}
-	if size > uint64(limit) {
+	if f.op < opClose && size > uint64(limit) {
 		return f, 0, errTooLarge
 	}
 	end := head + 4 + int(size)
@@ -155,7 +155,12 @@ func (s *session) frames(b []byte, loop bool) (rest []byte, st readState) {
 		if s.fragmented = !f.fin; s.fragmented {
 			continue
 		}
-		s.first.Store(true)
+		if !s.first.Load() {
+			s.first.Store(true)
+			if s.silent != nil {
+				s.silent.Stop()
+			}
+		}
 		if s.binary {
 			s.fail("", schema.CodeInvalid, "Frames must be JSON text frames.", 0)
 			continue
