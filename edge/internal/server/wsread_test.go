@@ -176,6 +176,32 @@ func TestFramesHoweverTheyArrive(t *testing.T) {
 					}
 				})
 			}
+			t.Run("every way a socket ends, the edge lets go of it", func(t *testing.T) {
+				for i := range 60 {
+					v := edgetest.Dial(t, e.Addr, site.Key, "")
+					id := "end-" + strconv.Itoa(i)
+					switch i % 4 {
+					case 0: // a close frame
+						_, err := v.SendAck(id, "bye")
+						testkit.NoErr(t, err)
+						write(t, v, rawFrame(true, 8, []byte{0x03, 0xe8}))
+					case 1: // the connection dropped
+						_, err := v.SendAck(id, "bye")
+						testkit.NoErr(t, err)
+						v.WS.NetConn().Close()
+					case 2: // a frame that may wait, then dropped at once
+						write(t, v, rawFrame(true, 1, []byte(`{"type":"page","url":"http://site.test/x"}`)))
+						v.WS.NetConn().Close()
+					case 3: // a protocol error
+						write(t, v, rawFrame(true, 3, nil))
+					}
+				}
+				testkit.WaitFor(t, "every socket let go", 10*time.Second, func() bool {
+					open, ok1 := edgetest.Metric(e.MetricsAddr, "spookat_open_sockets")
+					conns, ok2 := edgetest.Metric(e.MetricsAddr, "spookat_connections_open")
+					return ok1 && ok2 && open == 0 && conns == 0
+				})
+			})
 			for _, c := range []struct {
 				name  string
 				bytes []byte
