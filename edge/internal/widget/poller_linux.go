@@ -103,6 +103,9 @@ func (p *poller) run() {
 // sockets ready than it could give. Else it returns true and run asks again.
 func (p *poller) wait(uintptr) bool {
 	n, err := unix.EpollWait(p.epfd, p.events, 0)
+	if err == unix.EINTR {
+		return true // ask again: what is ready would not wake the set a second time
+	}
 	if err != nil || n <= 0 {
 		return false
 	}
