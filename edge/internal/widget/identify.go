@@ -89,7 +89,7 @@ func (s *session) identify(f *schema.ClientFrame) {
 	}
 	s.visitorID.Store(st.VisitorID)
 	s.convID.Store(st.ConversationID)
-	s.convStarting = false
+	s.convStarting.Store(false)
 	s.readID = st.ReadMessageID
 	s.c.send(frames.Identified(nil, id.Verified, conversationOf(st)))
 }

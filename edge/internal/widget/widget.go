@@ -276,7 +276,7 @@ type session struct {
 	bucket        brakes.Bucket          // this connection's frame rate
 	signals       brakes.Bucket          // its typing and seen frames, apart: they never cost a message its turn
 	refusedInARow int                    // frames refused by bucket since the last one admitted
-	convStarting  bool                   // a first message is on its way: the next ones open no conversation
+	convStarting  atomic.Bool            // a first message is on its way: the next ones open no conversation (reset by a failed ack)
 	planHold      func()                 // the plan's place for the conversation a first message opens, until it is submitted
 	typedAt       int64                  // when a typing frame was last passed on (Brakes.Now)
 	readID        int64                  // the visitor's read marker as stored
@@ -676,7 +676,7 @@ func (s *session) admitMessage(clientID string) bool {
 		s.fail(clientID, code, msg, max(wait.Milliseconds(), 1))
 		return false
 	}
-	if s.convID.Load() == 0 && !s.convStarting {
+	if s.convID.Load() == 0 && !s.convStarting.Load() {
 		if ok, wait := s.h.Brakes.NewConversation(s.site.ID, s.ip); !ok {
 			return refuse(schema.CodeRateLimited, "Too many new conversations from your network; try again later.", wait)
 		}
@@ -690,7 +690,7 @@ func (s *session) admitMessage(clientID string) bool {
 			}
 			s.planHold = release
 		}
-		s.convStarting = true
+		s.convStarting.Store(true)
 	}
 	if !s.admitSiteWrite(clientID) {
 		s.giveUpConversation()
@@ -706,7 +706,8 @@ func (s *session) giveUpConversation() {
 		return
 	}
 	s.planHold()
-	s.planHold, s.convStarting = nil, false
+	s.planHold = nil
+	s.convStarting.Store(false)
 }
 
 // admitSiteWrite takes from the site's message cap for a write a visitor asks for (a message,
@@ -742,6 +743,11 @@ func (h *Handler) logStoreError(site int64, err error) {
 // acked runs on the writer's goroutine after the commit: queue the ack, never wait.
 func (s *session) acked(clientID string, received time.Time, r store.MessageResult) {
 	if r.Err != nil {
+		if s.convID.Load() == 0 {
+			// No conversation was opened: the visitor's retry asks to open one again (and
+			// takes a place under the plan again: this message's went back with its answer).
+			s.convStarting.Store(false)
+		}
 		s.h.logStoreError(s.site.ID, r.Err)
 		s.h.Metrics.FrameErrors.WithLabelValues(schema.CodeUnavailable).Inc()
 		s.c.trySend(frames.Error(nil, clientID, schema.CodeUnavailable, "The message could not be saved; send it again.", 1000))
