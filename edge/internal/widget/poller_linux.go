@@ -205,8 +205,7 @@ func (p *poller) readable(s *session) {
 	case handOff:
 		// The socket leaves the set while its goroutine has it: what arrives meanwhile
 		// waits in the kernel, in order.
-		p.ctl(s, unix.EPOLL_CTL_DEL)
-		s.polled = false
+		p.pause(s)
 		rest = append([]byte(nil), rest...)
 		go p.handOff(s, rest)
 	case stopReading:
@@ -223,10 +222,15 @@ func (p *poller) recover(s *session) {
 	}
 }
 
-// drop takes s's socket out of the set for good and has its handler end it (rmu held).
-func (p *poller) drop(s *session) {
+// pause takes s's socket out of the set (rmu held).
+func (p *poller) pause(s *session) {
 	p.ctl(s, unix.EPOLL_CTL_DEL)
 	s.polled = false
+}
+
+// drop takes s's socket out of the set for good and has its session end (rmu held).
+func (p *poller) drop(s *session) {
+	p.pause(s)
 	s.end()
 }
 

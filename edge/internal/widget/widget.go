@@ -297,7 +297,6 @@ type session struct {
 	rmu        sync.Mutex  // whoever handles the socket's frames holds it
 	removed    bool        // the poller forgot the socket (under rmu)
 	pollID     uint64      // the socket's key in the poller
-	poller     *poller     // nil: read by a goroutine of its own
 	polling    atomic.Bool // the poller has the socket: its end is the session's
 	silent     *time.Timer // FirstFrame's
 	said       bool        // the hello went out: the operators heard the visitor came
@@ -369,7 +368,7 @@ func (h *Handler) serve(wc *fws.Conn, site *sites.Site, hs upgradeReq) {
 			case errors.Is(err, fws.ErrReadLimit):
 				s.c.close() // the library has sent close 1009
 			case first && errors.As(err, &ne) && ne.Timeout():
-				s.c.closeWith(fws.ClosePolicyViolation, "no frame after the hello")
+				s.closeSilent()
 			}
 			return
 		}
@@ -378,7 +377,7 @@ func (h *Handler) serve(wc *fws.Conn, site *sites.Site, hs upgradeReq) {
 			_ = wc.SetReadDeadline(time.Time{})
 		}
 		if typ != fws.TextMessage {
-			s.fail("", schema.CodeInvalid, "Frames must be JSON text frames.", 0)
+			s.refuseBinary()
 			if _, err := io.Copy(io.Discard, r); err != nil {
 				return
 			}
@@ -387,9 +386,7 @@ func (h *Handler) serve(wc *fws.Conn, site *sites.Site, hs upgradeReq) {
 		if s.buf, err = readAll(r, s.buf[:0]); err != nil {
 			return
 		}
-		if !utf8.Valid(s.buf) {
-			s.h.Metrics.FrameErrors.WithLabelValues("invalid_utf8").Inc()
-			s.c.closeWith(fws.CloseInvalidFramePayloadData, "text frames must be UTF-8")
+		if !s.validText(s.buf) {
 			return
 		}
 		if !s.handle(s.buf) {
@@ -398,13 +395,32 @@ func (h *Handler) serve(wc *fws.Conn, site *sites.Site, hs upgradeReq) {
 	}
 }
 
+// refuseBinary answers a binary message: the widget's frames are JSON text.
+func (s *session) refuseBinary() {
+	s.fail("", schema.CodeInvalid, "Frames must be JSON text frames.", 0)
+}
+
+// validText says whether a text message is UTF-8, else closes the socket with 1007.
+func (s *session) validText(b []byte) bool {
+	if utf8.Valid(b) {
+		return true
+	}
+	s.h.Metrics.FrameErrors.WithLabelValues("invalid_utf8").Inc()
+	s.c.closeWith(fws.CloseInvalidFramePayloadData, "text frames must be UTF-8")
+	return false
+}
+
+// closeSilent closes a socket that sent no frame within FirstFrame of its hello.
+func (s *session) closeSilent() {
+	s.c.closeWith(fws.ClosePolicyViolation, "no frame after the hello")
+}
+
 // startPolling gives the socket to the poller; false if the poller could not take it.
 func (s *session) startPolling(p *poller, firstFrame time.Duration) bool {
 	s.polled = true
-	s.poller = p
 	s.silent = time.AfterFunc(firstFrame, func() {
 		if !s.first.Load() {
-			s.c.closeWith(fws.ClosePolicyViolation, "no frame after the hello")
+			s.closeSilent()
 		}
 	})
 	s.polling.Store(true) // from here on a closing socket ends the session (end)
@@ -433,8 +449,8 @@ func (s *session) end() {
 func (s *session) leave() {
 	s.leaveOnce.Do(func() {
 		h := s.h
-		if s.poller != nil {
-			s.poller.remove(s)
+		if s.polling.Load() {
+			thePoller().remove(s)
 		}
 		if s.silent != nil {
 			s.silent.Stop()

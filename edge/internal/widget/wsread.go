@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"time"
-	"unicode/utf8"
 
 	fws "github.com/fasthttp/websocket"
 
@@ -162,12 +161,10 @@ func (s *session) frames(b []byte, loop bool) (rest []byte, st readState) {
 			}
 		}
 		if s.binary {
-			s.fail("", schema.CodeInvalid, "Frames must be JSON text frames.", 0)
+			s.refuseBinary()
 			continue
 		}
-		if !utf8.Valid(s.buf) {
-			s.h.Metrics.FrameErrors.WithLabelValues("invalid_utf8").Inc()
-			s.c.closeWith(fws.CloseInvalidFramePayloadData, "text frames must be UTF-8")
+		if !s.validText(s.buf) {
 			return nil, stopReading
 		}
 		if !loop {
