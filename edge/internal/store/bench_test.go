@@ -7,6 +7,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"spookat/schema"
 )
 
 // cpuTime is the process's user+system CPU time: on a shared, noisy machine it says what a
@@ -98,4 +100,51 @@ func benchSubmit(b *testing.B, opts Options, replyEvery int) {
 	s.stats.mu.Lock()
 	b.ReportMetric(float64(s.stats.BatchSizeSum)/float64(s.stats.Commits), "msgs/commit")
 	s.stats.mu.Unlock()
+}
+
+// BenchmarkRecordDelivery: workers' results as the edge records them, 512 to a transaction
+// (results.Recorder's batch). "first": each the first result of its message (a Slack post
+// that went through at once: the common case); "again": a second result of each (a retry's
+// end: delivered at the second attempt). cpu-µs/result is the store's cost of one.
+func BenchmarkRecordDelivery(b *testing.B) {
+	for _, again := range []bool{false, true} {
+		name := map[bool]string{false: "first", true: "again"}[again]
+		b.Run(name, func(b *testing.B) { benchRecord(b, again) })
+	}
+}
+
+func benchRecord(b *testing.B, again bool) {
+	s, err := Open(b.TempDir(), Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	const batch = 512
+	record := func(status schema.DeliveryStatus, attempts int) {
+		for first := 0; first < b.N; first += batch {
+			err := s.Write(context.Background(), func(tx *Tx) error {
+				for id := first; id < min(first+batch, b.N); id++ {
+					r := schema.Result{JobID: "j", Target: schema.TargetSlack, MessageID: int64(id + 1), ConversationID: int64(id%1000 + 1),
+						Status: status, Attempts: attempts, ExternalID: "1700000000.000100", ThreadID: "1700000000.000001"}
+					if _, _, err := tx.RecordDelivery(&r, false); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+			if err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	attempts := 1
+	if again {
+		record(schema.StatusRetrying, 1)
+		attempts = 2
+	}
+	cpu0 := cpuTime()
+	b.ResetTimer()
+	record(schema.StatusDelivered, attempts)
+	b.StopTimer()
+	b.ReportMetric(float64((cpuTime()-cpu0).Microseconds())/float64(b.N), "cpu-µs/result")
 }

@@ -29,41 +29,28 @@ func (tx *Tx) MessageOrigin(messageID int64) (o MessageOrigin, found bool, err e
 // whatever a late or forged result says); dead moves only forward, to delivered, as a replay
 // of the dead job does.
 //
-// A read, then a plain INSERT or an UPDATE by the key, rather than one upsert with
-// RETURNING: RETURNING runs as a trigger, and a statement with one makes SQLite keep a
-// statement journal, whose release walked the whole batch's sub-journal for every result
-// (quadratic in a batch of results; bench/path.md).
+// A first attempt's result (a post that went through at once: the common case) is most
+// likely the message's first: an INSERT that does nothing when the row exists, one statement.
+// Any other, or a first attempt's whose row exists (a redelivered job), reads the row, then
+// INSERTs or UPDATEs by the key — rather than one upsert with RETURNING: RETURNING runs as a
+// trigger, and a statement with one makes SQLite keep a statement journal, whose release
+// walked the whole batch's sub-journal for every result (quadratic in a batch of results;
+// bench/path.md).
 func (tx *Tx) RecordDelivery(r *schema.Result, thread bool) (status schema.DeliveryStatus, attempts int, err error) {
-	var old struct {
-		status            schema.DeliveryStatus
-		attempts          int
-		lastErr, external string
-	}
-	found, err := tx.QueryRow(`SELECT status, attempts, last_error, external_id FROM deliveries WHERE message_id = ? AND target = ?`,
-		[]any{r.MessageID, r.Target}, &old.status, &old.attempts, &old.lastErr, &old.external)
-	if err != nil {
-		return "", 0, err
-	}
 	status, attempts, lastErr, external := r.Status, r.Attempts, r.Error, r.ExternalID
-	if found {
-		if old.status == schema.StatusDelivered || (r.Status == schema.StatusRetrying && old.status == schema.StatusDead) {
-			status = old.status
-		}
-		attempts = max(attempts, old.attempts)
-		if lastErr == "" {
-			lastErr = old.lastErr
-		}
-		if old.external != "" {
-			external = old.external
-		}
-		err = tx.exec(`UPDATE deliveries SET status = ?, attempts = ?, last_error = ?, external_id = ?, updated_at = ?
-			WHERE message_id = ? AND target = ?`, status, attempts, lastErr, external, tx.now, r.MessageID, r.Target)
-	} else {
+	inserted := false
+	if r.Attempts <= 1 {
 		err = tx.exec(`INSERT INTO deliveries (message_id, target, status, attempts, last_error, external_id, updated_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?)`, r.MessageID, r.Target, status, attempts, lastErr, external, tx.now)
+			VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`, r.MessageID, r.Target, status, attempts, lastErr, external, tx.now)
+		if err != nil {
+			return "", 0, err
+		}
+		inserted = tx.c.Changes() == 1
 	}
-	if err != nil {
-		return "", 0, err
+	if !inserted {
+		if status, attempts, err = tx.mergeDelivery(r); err != nil {
+			return "", 0, err
+		}
 	}
 	if thread && r.ThreadID != "" {
 		switch r.Target {
@@ -84,4 +71,37 @@ type Delivery struct {
 	Attempts   int                   `json:"attempts"`
 	LastError  string                `json:"last_error,omitempty"`
 	ExternalID string                `json:"external_id,omitempty"`
+}
+
+// mergeDelivery stores r over the row its message and target have, or as a new row.
+func (tx *Tx) mergeDelivery(r *schema.Result) (status schema.DeliveryStatus, attempts int, err error) {
+	var old struct {
+		status            schema.DeliveryStatus
+		attempts          int
+		lastErr, external string
+	}
+	found, err := tx.QueryRow(`SELECT status, attempts, last_error, external_id FROM deliveries WHERE message_id = ? AND target = ?`,
+		[]any{r.MessageID, r.Target}, &old.status, &old.attempts, &old.lastErr, &old.external)
+	if err != nil {
+		return "", 0, err
+	}
+	status, attempts, lastErr, external := r.Status, r.Attempts, r.Error, r.ExternalID
+	if !found {
+		err = tx.exec(`INSERT INTO deliveries (message_id, target, status, attempts, last_error, external_id, updated_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?)`, r.MessageID, r.Target, status, attempts, lastErr, external, tx.now)
+		return status, attempts, err
+	}
+	if old.status == schema.StatusDelivered || (r.Status == schema.StatusRetrying && old.status == schema.StatusDead) {
+		status = old.status
+	}
+	attempts = max(attempts, old.attempts)
+	if lastErr == "" {
+		lastErr = old.lastErr
+	}
+	if old.external != "" {
+		external = old.external
+	}
+	err = tx.exec(`UPDATE deliveries SET status = ?, attempts = ?, last_error = ?, external_id = ?, updated_at = ?
+		WHERE message_id = ? AND target = ?`, status, attempts, lastErr, external, tx.now, r.MessageID, r.Target)
+	return status, attempts, err
 }

@@ -200,6 +200,11 @@ func TestRecordDeliveryKeepsFinalState(t *testing.T) {
 	if st, _ := record(schema.StatusDead, 9, ""); st != schema.StatusDelivered {
 		t.Fatalf("a dead result after the delivery (late or forged) stored %s", st)
 	}
+	// A first attempt's result for a message that has one (a job delivered again after a
+	// crash): merged, not inserted; the first post's id stays.
+	if st, n := record(schema.StatusDelivered, 1, "2.000200"); st != schema.StatusDelivered || n != 9 {
+		t.Fatalf("a repeated first attempt stored as %s/%d", st, n)
+	}
 	ds, err := s.Deliveries(context.Background(), m.ConversationID)
 	if err != nil || len(ds) != 1 || ds[0].Status != schema.StatusDelivered || ds[0].ExternalID != "1.000100" {
 		t.Fatalf("deliveries = %+v, %v", ds, err)
