@@ -222,3 +222,30 @@ func TestPingGetsPong(t *testing.T) {
 		t.Fatal("the ack came, the pong before it did not")
 	}
 }
+
+// A first message refused after its admission (here by the site's message cap) opened no
+// conversation: the visitor's next message is asked the new-conversation limits again, and
+// cannot open one past them.
+func TestRefusedFirstMessageSkipsNoBrake(t *testing.T) {
+	e := edgetest.Start(t, "", server.Config{Brakes: brakes.Config{IPConvRate: 0.001, IPConvBurst: 2, SiteMsgRate: 0.001, SiteMsgBurst: 2}})
+	site := edgetest.AddSite(t, e.DataDir, &store.Site{Name: "capped", Origins: []string{"*"}})
+	db := edgetest.OpenDB(t, e.DataDir)
+	a := edgetest.Dial(t, e.Addr, site.Key, "")
+	for _, id := range []string{"a1", "a2"} { // a conversation (one of the network's two) and the site's two messages
+		if _, err := a.SendAck(id, "hello"); err != nil {
+			t.Fatalf("%s: %v", id, err)
+		}
+	}
+	b := edgetest.Dial(t, e.Addr, site.Key, "") // the same network: the second of its two conversations
+	b.Message(t, "b1", "hello")
+	if f := b.Read(t); f.Type != "error" || f.Code != schema.CodeBraked {
+		t.Fatalf("a first message past the site's cap: %+v, want braked", f)
+	}
+	b.Message(t, "b2", "hello again")
+	if f := b.Read(t); f.Type != "error" || f.Code != schema.CodeRateLimited || !strings.Contains(f.Message, "new conversations") {
+		t.Fatalf("the next message after a refused first one: %+v, want rate_limited by the network's new conversations", f)
+	}
+	if n := edgetest.QueryInt(t, db, `SELECT count(*) FROM conversations WHERE site_id = ?`, site.ID); n != 1 {
+		t.Fatalf("%d conversations stored, want 1", n)
+	}
+}

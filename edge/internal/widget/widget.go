@@ -652,7 +652,8 @@ func (s *session) message(f *schema.ClientFrame, received time.Time) {
 			return
 		}
 	}
-	if !s.admitMessage(clientID) {
+	admitted, starting := s.admitMessage(clientID)
+	if !admitted {
 		return
 	}
 	req := &store.MessageRequest{
@@ -677,7 +678,9 @@ func (s *session) message(f *schema.ClientFrame, received time.Time) {
 		req.Done = func(r store.MessageResult) { hold(); s.acked(clientID, received, r) }
 	}
 	if err := s.h.Store.SubmitMessage(req); err != nil {
-		s.giveUpConversation()
+		if starting {
+			s.giveUpConversation()
+		}
 		s.fail(clientID, schema.CodeUnavailable, "The server is too busy to take the message now; send it again.", 1000)
 		return
 	}
@@ -686,11 +689,13 @@ func (s *session) message(f *schema.ClientFrame, received time.Time) {
 
 // admitMessage applies the brakes of a message after the connection's (see handle): for a
 // visitor's first message the new-conversation limits of (site, IP) and of the site, then the
-// site's message cap. Nothing refused is stored.
-func (s *session) admitMessage(clientID string) bool {
-	refuse := func(code, msg string, wait time.Duration) bool {
+// site's message cap. Nothing refused is stored. starting: this message is to open the
+// visitor's conversation (until its answer, the next ones are not asked the new-conversation
+// limits again).
+func (s *session) admitMessage(clientID string) (admitted, starting bool) {
+	refuse := func(code, msg string, wait time.Duration) (bool, bool) {
 		s.fail(clientID, code, msg, max(wait.Milliseconds(), 1))
-		return false
+		return false, false
 	}
 	if s.convID.Load() == 0 && !s.convStarting.Load() {
 		if ok, wait := s.h.Brakes.NewConversation(s.site.ID, s.ip); !ok {
@@ -707,22 +712,25 @@ func (s *session) admitMessage(clientID string) bool {
 			s.planHold = release
 		}
 		s.convStarting.Store(true)
+		starting = true
 	}
 	if !s.admitSiteWrite(clientID) {
-		s.giveUpConversation()
-		return false
+		if starting {
+			s.giveUpConversation()
+		}
+		return false, false
 	}
-	return true
+	return true, starting
 }
 
 // giveUpConversation undoes the admission of a first message that is not going to the
-// writer after all: its place under the plan goes back, and the next message asks again.
+// writer after all: its place under the plan goes back, and the visitor's next message is
+// asked the new-conversation limits again (it took from them, but opened nothing).
 func (s *session) giveUpConversation() {
-	if s.planHold == nil {
-		return
+	if s.planHold != nil {
+		s.planHold()
+		s.planHold = nil
 	}
-	s.planHold()
-	s.planHold = nil
 	s.convStarting.Store(false)
 }
 
