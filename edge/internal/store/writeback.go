@@ -16,10 +16,11 @@ import (
 // fdatasyncs (the WAL before copying, the database after), and each waited for every page
 // written since the last one: 0.5 to 9 ms during which no socket was read and no commit ran
 // (bench/path.md, fourth session). The checkpoint's connection therefore opens the database
-// through the spookat-writeback VFS, which has the kernel write what the pass dirtied a slice
-// at a time (sync_file_range, waiting for each slice) and yields between slices; the WAL's
-// pages are written the same way before the pass begins. The fdatasyncs SQLite still makes then
-// find little left to write: durability is SQLite's as before, only the waiting is cut up.
+// through the spookat-writeback VFS, which has the kernel start writing what the pass dirtied
+// a slice at a time (sync_file_range, without waiting: a call that waited held the P too,
+// ~10 % of the wall clock at 10,000 messages/s; bench/path.md, sixth session); the WAL's
+// pages are started the same way before the pass begins. The fdatasyncs SQLite still makes
+// then find most of it written: durability is SQLite's as before.
 const (
 	writebackVFSName = "spookat-writeback"
 	writebackSlice   = 256 << 10
@@ -79,7 +80,7 @@ func (f *writebackFile) Sync(flags vfs.SyncFlag) error {
 	return f.File.Sync(flags)
 }
 
-// writeBack has the kernel write the range dirtied since the last slice and waits for it.
+// writeBack has the kernel start writing the range dirtied since the last slice.
 func (f *writebackFile) writeBack() {
 	if f.lo < 0 {
 		return
@@ -91,7 +92,7 @@ func (f *writebackFile) writeBack() {
 	writebackSlices.Add(1)
 }
 
-// writeBackFile writes the dirty pages of the file at path (the WAL) a slice at a time, but
+// writeBackFile starts writing the dirty pages of the file at path (the WAL) a slice at a time, but
 // for its last slice, where the writer appends: on a device with stable pages, its writes
 // would wait for that slice. A file that is not there has nothing to write. Errors are left
 // to SQLite's fdatasync of the WAL, on a file of its own, which the kernel tells as well.
@@ -112,9 +113,9 @@ func writeBackFile(path string, yieldUntil time.Time) {
 	}
 }
 
-// writeRange writes the dirty pages of [off, off+n) of fd and waits for them. A call that
-// waited held the P meanwhile: then, until yieldUntil, every goroutine waiting for it runs
-// before the next slice. A yield costs the whole run queue's turn (under load, tens of milliseconds), so
+// writeRange starts writing the dirty pages of [off, off+n) of fd. A call that waited (the
+// device's queue was full) held the P meanwhile: then, until yieldUntil, every goroutine
+// waiting for it runs before the next slice. A yield costs the whole run queue's turn (under load, tens of milliseconds), so
 // none after a call that found nothing to write, and none once the pass has had its time:
 // the WAL grows while the writer waits for the pass (walCheckpoint), and a pass that yielded
 // after every slice let it reach 39 MB in a soak.
