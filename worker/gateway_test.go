@@ -35,7 +35,6 @@ func TestDiscordGatewayTakeover(t *testing.T) {
 	gs := httptest.NewServer(gw)
 	t.Cleanup(gs.Close)
 	gw.URL = "ws" + strings.TrimPrefix(gs.URL, "http")
-	e.putSite(schema.SiteDelivery{SiteID: 1, Name: "Acme", DiscordWebhook: "https://discord.com/api/webhooks/forum1/tok", DiscordBotToken: bot})
 	ctx := context.Background()
 	threadsKV, err := e.js.KeyValue(ctx, schema.BucketThreads)
 	testkit.NoErr(t, err)
@@ -51,6 +50,13 @@ func TestDiscordGatewayTakeover(t *testing.T) {
 	for _, id := range []string{"g1", "g2"} {
 		procs[id] = e.startWorkerProc(t, bin, id, cfg, "-discord-gateway", gw.URL+"/?v=10&encoding=json")
 	}
+	// The site's bot token only once each worker knows of the other: a worker that started
+	// alone would own the site first, identify, and hand it over as the second one arrives (a
+	// second identify, no session to resume yet) — a start, not the takeover this test is of.
+	testkit.WaitFor(t, "each worker sees the other", 15*time.Second, func() bool {
+		return procs["g1"].logged("live=2") && procs["g2"].logged("live=2")
+	})
+	e.putSite(schema.SiteDelivery{SiteID: 1, Name: "Acme", DiscordWebhook: "https://discord.com/api/webhooks/forum1/tok", DiscordBotToken: bot})
 
 	// What the edge would record: every reply on INBOUND, with the subject it came on.
 	heard := make(chan jetstream.Msg, 100)

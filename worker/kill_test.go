@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -23,6 +24,13 @@ import (
 type workerProc struct {
 	cmd  *exec.Cmd
 	done chan struct{}
+	log  string // its log file
+}
+
+// logged says whether the worker's log holds s.
+func (p *workerProc) logged(s string) bool {
+	b, _ := os.ReadFile(p.log)
+	return strings.Contains(string(b), s)
 }
 
 // startWorkerProc runs bin/worker with an identity of its own on e's NATS and Slack mock.
@@ -42,7 +50,7 @@ func (e *env) startWorkerProc(t *testing.T, bin, id string, cfg worker.Config, e
 	cmd.Args = append(cmd.Args, extra...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	testkit.NoErr(t, cmd.Start())
-	p := &workerProc{cmd: cmd, done: make(chan struct{})}
+	p := &workerProc{cmd: cmd, done: make(chan struct{}), log: logf.Name()}
 	go func() { cmd.Wait(); logf.Close(); close(p.done) }()
 	t.Cleanup(func() {
 		p.kill()
