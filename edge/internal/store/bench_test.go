@@ -107,9 +107,11 @@ func benchSubmit(b *testing.B, opts Options, replyEvery int) {
 // that went through at once: the common case); "again": a second result of each (a retry's
 // end: delivered at the second attempt). cpu-µs/result is the store's cost of one.
 func BenchmarkRecordDelivery(b *testing.B) {
-	for _, again := range []bool{false, true} {
-		name := map[bool]string{false: "first", true: "again"}[again]
-		b.Run(name, func(b *testing.B) { benchRecord(b, again) })
+	for _, c := range []struct {
+		name  string
+		again bool
+	}{{"first", false}, {"again", true}} {
+		b.Run(c.name, func(b *testing.B) { benchRecord(b, c.again) })
 	}
 }
 

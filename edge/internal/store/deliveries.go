@@ -37,11 +37,10 @@ func (tx *Tx) MessageOrigin(messageID int64) (o MessageOrigin, found bool, err e
 // walked the whole batch's sub-journal for every result (quadratic in a batch of results;
 // bench/path.md).
 func (tx *Tx) RecordDelivery(r *schema.Result, thread bool) (status schema.DeliveryStatus, attempts int, err error) {
-	status, attempts, lastErr, external := r.Status, r.Attempts, r.Error, r.ExternalID
+	status, attempts = r.Status, r.Attempts
 	inserted := false
 	if r.Attempts <= 1 {
-		err = tx.exec(`INSERT INTO deliveries (message_id, target, status, attempts, last_error, external_id, updated_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`, r.MessageID, r.Target, status, attempts, lastErr, external, tx.now)
+		err = tx.exec(insertDelivery, r.MessageID, r.Target, r.Status, r.Attempts, r.Error, r.ExternalID, tx.now)
 		if err != nil {
 			return "", 0, err
 		}
@@ -73,6 +72,11 @@ type Delivery struct {
 	ExternalID string                `json:"external_id,omitempty"`
 }
 
+// insertDelivery stores a result as a new row; a row there already is left as it is (and
+// Changes says 0).
+const insertDelivery = `INSERT INTO deliveries (message_id, target, status, attempts, last_error, external_id, updated_at)
+	VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`
+
 // mergeDelivery stores r over the row its message and target have, or as a new row.
 func (tx *Tx) mergeDelivery(r *schema.Result) (status schema.DeliveryStatus, attempts int, err error) {
 	var old struct {
@@ -87,8 +91,7 @@ func (tx *Tx) mergeDelivery(r *schema.Result) (status schema.DeliveryStatus, att
 	}
 	status, attempts, lastErr, external := r.Status, r.Attempts, r.Error, r.ExternalID
 	if !found {
-		err = tx.exec(`INSERT INTO deliveries (message_id, target, status, attempts, last_error, external_id, updated_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?)`, r.MessageID, r.Target, status, attempts, lastErr, external, tx.now)
+		err = tx.exec(insertDelivery, r.MessageID, r.Target, status, attempts, lastErr, external, tx.now)
 		return status, attempts, err
 	}
 	if old.status == schema.StatusDelivered || (r.Status == schema.StatusRetrying && old.status == schema.StatusDead) {

@@ -115,7 +115,8 @@ func writeBackFile(path string, yieldUntil time.Time) {
 
 // writeRange starts writing the dirty pages of [off, off+n) of fd. A call that waited (the
 // device's queue was full) held the P meanwhile: then, until yieldUntil, every goroutine
-// waiting for it runs before the next slice. A yield costs the whole run queue's turn (under load, tens of milliseconds), so
+// waiting for it runs before the next slice. A yield costs the whole run queue's turn (under
+// load, tens of milliseconds), so
 // none after a call that found nothing to write, and none once the pass has had its time:
 // the WAL grows while the writer waits for the pass (walCheckpoint), and a pass that yielded
 // after every slice let it reach 39 MB in a soak.
