@@ -124,6 +124,13 @@ type Publisher struct {
 
 	marks []mark // watermarks not yet SyncLag old, oldest first (the loop's)
 
+	// The loop's, reused message to message: a message's jobs encoded, and where each is.
+	encoded []byte
+	lines   []encodedJob
+	// sizes is each part's last sealed body (under mu): the next body of that part starts
+	// with room for about as much, instead of growing to it by doubling.
+	sizes map[part]int
+
 	wake    chan struct{}
 	stop    chan struct{}
 	closing sync.Once
@@ -160,6 +167,20 @@ type part struct {
 type batchBody struct {
 	data []byte
 	n    int
+}
+
+// encodedJob is one job of a message: its part, and its line in Publisher.encoded.
+type encodedJob struct {
+	at         part
+	start, end int
+}
+
+// bodyCap is the room a new body of part at starts with: a quarter more than its last one,
+// within a batch's bound, and at least need.
+func (p *Publisher) bodyCap(at part, need int) int {
+	c := p.sizes[at]
+	c = min(c+c/4, schema.BatchMaxBytes)
+	return max(c, need)
 }
 
 // line is one partition's batches: the head is in flight, the rest wait for it.
@@ -391,18 +412,17 @@ func (p *Publisher) add(c *store.Committed, now time.Time) {
 	for len(p.replay) > 0 && c.MessageID > p.replay[0] {
 		p.sealReplayed()
 	}
-	type encoded struct {
-		at   part
-		line []byte
-	}
-	var lines []encoded
+	p.encoded, p.lines = p.encoded[:0], p.lines[:0]
 	partition := schema.JobPartition(c.SiteID, c.ConversationID)
 	for _, job := range p.jobs(c) {
-		lines = append(lines, encoded{part{job.Lane, partition}, schema.AppendJob(nil, &job)})
+		start := len(p.encoded)
+		p.encoded = schema.AppendJob(p.encoded, &job)
+		p.lines = append(p.lines, encodedJob{part{job.Lane, partition}, start, len(p.encoded)})
 	}
+	lines := p.lines
 	if len(p.replay) == 0 && p.open.jobs > 0 {
 		for _, l := range lines {
-			if b := p.open.parts[l.at]; b != nil && len(b.data)+len(l.line)+1 > schema.BatchMaxBytes {
+			if b := p.open.parts[l.at]; b != nil && len(b.data)+l.end-l.start+1 > schema.BatchMaxBytes {
 				p.seal(p.open.through, false)
 				break
 			}
@@ -418,12 +438,13 @@ func (p *Publisher) add(c *store.Committed, now time.Time) {
 			w.first, w.started = c.MessageID, now
 		}
 		for _, l := range lines {
+			line := p.encoded[l.start:l.end]
 			b := w.parts[l.at]
 			if b == nil {
-				b = &batchBody{}
+				b = &batchBody{data: make([]byte, 0, p.bodyCap(l.at, len(line)+1))}
 				w.parts[l.at] = b
 			}
-			b.data = append(append(b.data, l.line...), '\n')
+			b.data = append(append(b.data, line...), '\n')
 			b.n++
 		}
 		w.jobs += len(lines)
@@ -483,7 +504,11 @@ func (p *Publisher) seal(through int64, persisted bool) {
 	}
 	w.through = through
 	w.saved = persisted || p.ledger == nil
+	if p.sizes == nil {
+		p.sizes = make(map[part]int)
+	}
 	for at, b := range w.parts {
+		p.sizes[at] = len(b.data)
 		m := &nats.Msg{
 			Subject: schema.BatchSubject(at.lane, at.n, through),
 			Data:    b.data,

@@ -6,6 +6,7 @@ package results
 import (
 	"context"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -46,6 +47,20 @@ type Recorder struct {
 
 	logs    logLimit
 	threads map[threadOf]struct{} // conversations whose Slack or Discord thread is stored (writer's goroutine only)
+
+	// Run's, reused batch to batch: the batch's results and what was stored of each.
+	results []schema.Result
+	stored  []state
+}
+
+// state is what the store holds of a result once its batch is written.
+type state struct {
+	status     schema.DeliveryStatus
+	attempts   int
+	rejected   string
+	transcript bool // the email of a transcript the visitor asked for
+	invite     bool // the email of an invitation to a site's team
+	erasure    bool // the webhook of an erasure
 }
 
 type threadOf struct {
@@ -122,21 +137,18 @@ func (r *Recorder) Run(ctx context.Context, js jetstream.JetStream) error {
 }
 
 func (r *Recorder) record(ctx context.Context, batch []jetstream.Msg) {
-	results := make([]schema.Result, 0, len(batch)*8)
+	results := r.results[:0]
 	for _, m := range batch {
 		results = schema.DecodeResults(results, m.Data(), func(line []byte, err error) {
 			r.reject(RejectMalformed, m.Subject(), nil, err.Error())
 		})
 	}
-	type state struct {
-		status     schema.DeliveryStatus
-		attempts   int
-		rejected   string
-		transcript bool // the email of a transcript the visitor asked for
-		invite     bool // the email of an invitation to a site's team
-		erasure    bool // the webhook of an erasure
-	}
-	stored := make([]state, len(results))
+	stored := slices.Grow(r.stored[:0], len(results))[:len(results)]
+	defer func() {
+		// Kept for the next batch, without what this one's strings point to.
+		r.results, r.stored = results[:0], stored[:0]
+		clear(results)
+	}()
 	err := r.Store.Write(ctx, func(tx *store.Tx) error {
 		for i := range results {
 			res := &results[i]
