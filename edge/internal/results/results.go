@@ -48,9 +48,14 @@ type Recorder struct {
 	logs    logLimit
 	threads map[threadOf]struct{} // conversations whose Slack or Discord thread is stored (writer's goroutine only)
 
-	// Run's, reused batch to batch: the batch's results and what was stored of each.
-	results []schema.Result
-	stored  []state
+	// Run's, reused batch to batch: the batch's results and what was stored of each; the
+	// messages' results among them, as the store records them.
+	results    []schema.Result
+	stored     []state
+	deliveries []*schema.Result
+	thread     []bool
+	at         []int
+	recorded   []store.Recorded
 }
 
 // state is what the store holds of a result once its batch is written.
@@ -144,12 +149,16 @@ func (r *Recorder) record(ctx context.Context, batch []jetstream.Msg) {
 		})
 	}
 	stored := slices.Grow(r.stored[:0], len(results))[:len(results)]
+	deliveries, thread, at := r.deliveries[:0], r.thread[:0], r.at[:0] // the messages' results to record, and where each is in results
 	defer func() {
 		// Kept for the next batch, without what this one's strings point to.
 		r.results, r.stored = results[:0], stored[:0]
 		clear(results)
+		clear(deliveries)
+		r.deliveries, r.thread, r.at = deliveries[:0], thread[:0], at[:0]
 	}()
 	err := r.Store.Write(ctx, func(tx *store.Tx) error {
+		deliveries, thread, at = deliveries[:0], thread[:0], at[:0] // a commit tried again runs this again
 		for i := range results {
 			res := &results[i]
 			stored[i] = state{}
@@ -193,18 +202,25 @@ func (r *Recorder) record(ctx context.Context, batch []jetstream.Msg) {
 			}
 			th := threadOf{res.Target, res.ConversationID}
 			_, known := r.threads[th]
-			s, n, err := tx.RecordDelivery(res, !known)
-			if err != nil {
-				return err
-			}
 			if res.ThreadID != "" && !known {
 				if r.threads == nil || len(r.threads) >= maxThreads {
 					r.threads = make(map[threadOf]struct{})
 				}
 				r.threads[th] = struct{}{}
 			}
-			stored[i].status, stored[i].attempts = s, n
+			deliveries = append(deliveries, res)
+			thread = append(thread, !known)
+			at = append(at, i)
 			stored[i].transcript = o.Kind == schema.KindTranscript && res.Target == schema.TargetEmail
+		}
+		// The messages' results together, in order: first attempts by rows (store.RecordDeliveries).
+		recorded := slices.Grow(r.recorded[:0], len(deliveries))[:len(deliveries)]
+		r.recorded = recorded
+		if err := tx.RecordDeliveries(deliveries, thread, recorded); err != nil {
+			return err
+		}
+		for k, rec := range recorded {
+			stored[at[k]].status, stored[at[k]].attempts = rec.Status, rec.Attempts
 		}
 		return nil
 	})

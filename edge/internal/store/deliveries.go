@@ -1,6 +1,12 @@
 package store
 
-import "spookat/schema"
+import (
+	"errors"
+	"math/bits"
+	"strings"
+
+	"spookat/schema"
+)
 
 // MessageOrigin is where a stored message belongs: what a result about it must match.
 type MessageOrigin struct {
@@ -51,15 +57,109 @@ func (tx *Tx) RecordDelivery(r *schema.Result, thread bool) (status schema.Deliv
 			return "", 0, err
 		}
 	}
-	if thread && r.ThreadID != "" {
-		switch r.Target {
-		case schema.TargetSlack:
-			err = tx.exec(`UPDATE conversations SET slack_thread = ? WHERE id = ? AND slack_thread = ''`, r.ThreadID, r.ConversationID)
-		case schema.TargetDiscord:
-			err = tx.exec(`UPDATE conversations SET discord_thread = ? WHERE id = ? AND discord_thread = ''`, r.ThreadID, r.ConversationID)
-		}
+	if thread {
+		err = tx.recordThread(r)
 	}
 	return status, attempts, err
+}
+
+// recordThread stores the conversation's Slack or Discord thread a result names, unless it
+// has one.
+func (tx *Tx) recordThread(r *schema.Result) error {
+	if r.ThreadID == "" {
+		return nil
+	}
+	switch r.Target {
+	case schema.TargetSlack:
+		return tx.exec(`UPDATE conversations SET slack_thread = ? WHERE id = ? AND slack_thread = ''`, r.ThreadID, r.ConversationID)
+	case schema.TargetDiscord:
+		return tx.exec(`UPDATE conversations SET discord_thread = ? WHERE id = ? AND discord_thread = ''`, r.ThreadID, r.ConversationID)
+	}
+	return nil
+}
+
+// Recorded is the state stored for a result once it is recorded.
+type Recorded struct {
+	Status   schema.DeliveryStatus
+	Attempts int
+}
+
+// RecordDeliveries records rs in order, as RecordDelivery would one by one (thread[i] is its
+// thread argument), and puts what is stored for rs[i] in out[i]. Runs of first attempts go in
+// by rows of up to maxDeliveryRows a statement: a statement's own cost (reset, bindings, its
+// first opcodes) is most of a row's. A run where a row exists already (a redelivered job) is
+// merged row by row as RecordDelivery does; a row the run's INSERT did write then merges with
+// itself, unchanged.
+func (tx *Tx) RecordDeliveries(rs []*schema.Result, thread []bool, out []Recorded) error {
+	for i := 0; i < len(rs); {
+		run := 0
+		for i+run < len(rs) && run < maxDeliveryRows && rs[i+run].Attempts <= 1 {
+			run++
+		}
+		if run < 2 {
+			s, n, err := tx.RecordDelivery(rs[i], thread[i])
+			if err != nil {
+				return err
+			}
+			out[i] = Recorded{s, n}
+			i++
+			continue
+		}
+		rows := 1 << (bits.Len(uint(run)) - 1) // a statement of each power of two: few to keep prepared
+		inserted, err := tx.insertDeliveries(rs[i : i+rows])
+		if err != nil {
+			return err
+		}
+		for k := i; k < i+rows; k++ {
+			r := rs[k]
+			out[k] = Recorded{r.Status, r.Attempts}
+			if !inserted {
+				if out[k].Status, out[k].Attempts, err = tx.mergeDelivery(r); err != nil {
+					return err
+				}
+			}
+			if thread[k] {
+				if err := tx.recordThread(r); err != nil {
+					return err
+				}
+			}
+		}
+		i += rows
+	}
+	return nil
+}
+
+// maxDeliveryRows is the most rows an INSERT of RecordDeliveries writes.
+const maxDeliveryRows = 32
+
+// insertDeliveryRows[n] is insertDelivery with n rows (n a power of two).
+var insertDeliveryRows = func() (q [maxDeliveryRows + 1]string) {
+	for n := 2; n <= maxDeliveryRows; n *= 2 {
+		q[n] = `INSERT INTO deliveries (message_id, target, status, attempts, last_error, external_id, updated_at) VALUES ` +
+			strings.Repeat(`(?, ?, ?, ?, ?, ?, ?), `, n-1) + `(?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`
+	}
+	return q
+}()
+
+// insertDeliveries stores rs as new rows and reports whether every one was new (a row there
+// already, or twice in rs, is left as it is).
+func (tx *Tx) insertDeliveries(rs []*schema.Result) (all bool, err error) {
+	st, err := tx.stmts.get(insertDeliveryRows[len(rs)])
+	if err != nil {
+		return false, err
+	}
+	defer st.ClearBindings()
+	for k, r := range rs {
+		p := k * 7
+		if err := errors.Join(st.BindInt64(p+1, r.MessageID), st.BindText(p+2, r.Target), st.BindText(p+3, string(r.Status)),
+			st.BindInt64(p+4, int64(r.Attempts)), st.BindText(p+5, r.Error), st.BindText(p+6, r.ExternalID), st.BindInt64(p+7, tx.now)); err != nil {
+			return false, err
+		}
+	}
+	if err := st.Exec(); err != nil {
+		return false, err
+	}
+	return tx.c.Changes() == int64(len(rs)), nil
 }
 
 // Delivery is one message's delivery state for one target.
