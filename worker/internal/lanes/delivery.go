@@ -113,11 +113,39 @@ func (s *Partition) ack(d *delivery) []jetstream.Msg {
 	return out
 }
 
+// hold puts d in the shard's hands. Lock held.
+func (s *Partition) hold(d *delivery) {
+	s.seen[d.seq] = d
+	s.unacked++
+	if s.byConv == nil {
+		s.byConv = make(map[convKey][]*delivery)
+	}
+	for _, it := range d.items {
+		k := keyOf(&it.job)
+		if l := s.byConv[k]; len(l) == 0 || l[len(l)-1] != d { // a batch's jobs of one conversation are together
+			s.byConv[k] = append(l, d)
+		}
+	}
+}
+
 // letGo takes d out of the shard's hands (acked or given back). Lock held.
 func (s *Partition) letGo(d *delivery) {
-	if s.seen[d.seq] == d {
-		delete(s.seen, d.seq)
-		s.unacked--
+	if s.seen[d.seq] != d {
+		return
+	}
+	delete(s.seen, d.seq)
+	s.unacked--
+	for _, it := range d.items {
+		k := keyOf(&it.job)
+		l := s.byConv[k]
+		if i := slices.Index(l, d); i >= 0 {
+			l = slices.Delete(l, i, i+1)
+		}
+		if len(l) == 0 {
+			delete(s.byConv, k)
+		} else {
+			s.byConv[k] = l
+		}
 	}
 }
 
@@ -141,15 +169,10 @@ func (s *Partition) overdue(now time.Time) []jetstream.Msg {
 // blocker is an earlier message in hand, not acked, with a job of one of d's conversations.
 // Lock held.
 func (s *Partition) blocker(d *delivery) *delivery {
-	for _, x := range s.seen {
-		if x == d || x.seq > d.seq || x.gaveBack {
-			continue
-		}
-		for _, a := range x.items {
-			for _, b := range d.items {
-				if a.job.ConversationID == b.job.ConversationID && a.job.SiteID == b.job.SiteID && a.job.Target == b.job.Target {
-					return x
-				}
+	for _, it := range d.items {
+		for _, x := range s.byConv[keyOf(&it.job)] {
+			if x != d && x.seq < d.seq && !x.gaveBack {
+				return x
 			}
 		}
 	}

@@ -24,8 +24,7 @@ func newDelivery(s *Partition, seq uint64, convs ...int64) *delivery {
 			job: schema.Job{Target: schema.TargetSlack, SiteID: 1, ConversationID: c}})
 	}
 	d.left = len(d.items)
-	s.seen[seq] = d
-	s.unacked++
+	s.hold(d)
 	return d
 }
 
@@ -117,4 +116,38 @@ func TestAckHeldAtMostMaxAckHold(t *testing.T) {
 	if got := finishJob(s, a.items[1]); !slices.Equal(got, []string{"a"}) {
 		t.Fatalf("a done: acks %v", got)
 	}
+}
+
+// BenchmarkAcksManyInHand: a shard holding 2,000 batches of 50 jobs (the consumer's ack-pending
+// bound after an outage, batches full) over 5,000 conversations, finished in stream order but
+// for the first batch's first job, which finishes last (its conversation retrying): the
+// batches that share a conversation with one in hand wait, the others are acked. An op is
+// one batch.
+func BenchmarkAcksManyInHand(b *testing.B) {
+	const held, jobs = 2000, 50
+	convs := make([]int64, jobs)
+	for b.Loop() {
+		b.StopTimer()
+		s := &Partition{seen: map[uint64]*delivery{}}
+		ds := make([]*delivery, held)
+		for i := range ds {
+			for k := range convs {
+				convs[k] = int64((i*jobs + k*7919) % 5000)
+			}
+			ds[i] = newDelivery(s, uint64(i+1), convs...)
+		}
+		b.StartTimer()
+		for i, d := range ds {
+			for k, it := range d.items {
+				if i > 0 || k > 0 {
+					finishJob(s, it)
+				}
+			}
+		}
+		finishJob(s, ds[0].items[0])
+		if len(s.seen) != 0 {
+			b.Fatalf("%d still in hand", len(s.seen))
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N*held), "µs/batch")
 }

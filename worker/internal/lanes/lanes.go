@@ -74,6 +74,9 @@ type convKey struct {
 	site, convID int64
 }
 
+// keyOf is the conversation of a job, for a target.
+func keyOf(j *schema.Job) convKey { return convKey{j.Target, j.SiteID, j.ConversationID} }
+
 type conv struct {
 	key     convKey
 	shard   *Partition
@@ -119,8 +122,12 @@ type Partition struct {
 	partial  int  // batches started and not finished
 	handing  bool // releasing: only conversations with a job of a started batch are sent
 	seen     map[uint64]*delivery
-	convs    map[*conv]struct{}
-	drained  chan struct{}
+	// byConv indexes seen by conversation: the messages in hand holding a job of each, so
+	// that a finished message finds an earlier one of its conversations (blocker) without
+	// comparing every job in hand with each of its own.
+	byConv  map[convKey][]*delivery
+	convs   map[*conv]struct{}
+	drained chan struct{}
 }
 
 // New builds a lane; it consumes nothing until its shards are acquired.

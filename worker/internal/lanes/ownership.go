@@ -222,14 +222,13 @@ func (l *Lane) receive(s *Partition, gen int, m jetstream.Msg) {
 		s.pinID = pin
 		l.taint(s, gen)
 	}
-	s.seen[d.seq] = d
-	s.unacked++
+	s.hold(d)
 	for _, it := range d.items {
 		if slices.Contains(bad, it) {
 			continue
 		}
 		l.held++
-		key := convKey{it.job.Target, it.job.SiteID, it.job.ConversationID}
+		key := keyOf(&it.job)
 		c := l.convs[key]
 		if c == nil {
 			c = &conv{key: key, shard: s}
