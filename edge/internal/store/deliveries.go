@@ -132,11 +132,14 @@ func (tx *Tx) RecordDeliveries(rs []*schema.Result, thread []bool, out []Recorde
 // maxDeliveryRows is the most rows an INSERT of RecordDeliveries writes.
 const maxDeliveryRows = 32
 
-// insertDeliveryRows[n] is insertDelivery with n rows (n a power of two).
+// insertDeliveryRows[n] is insertDelivery with n rows (n a power of two). OR IGNORE rather
+// than ON CONFLICT DO NOTHING: the same for the key, and a statement that cannot abort half
+// way (its NOT NULLs ignore too, and every value bound is set) needs no statement journal,
+// which a multi-row INSERT otherwise fills with a copy of each page it touches.
 var insertDeliveryRows = func() (q [maxDeliveryRows + 1]string) {
 	for n := 2; n <= maxDeliveryRows; n *= 2 {
-		q[n] = `INSERT INTO deliveries (message_id, target, status, attempts, last_error, external_id, updated_at) VALUES ` +
-			strings.Repeat(`(?, ?, ?, ?, ?, ?, ?), `, n-1) + `(?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`
+		q[n] = `INSERT OR IGNORE INTO deliveries (message_id, target, status, attempts, last_error, external_id, updated_at) VALUES ` +
+			strings.Repeat(`(?, ?, ?, ?, ?, ?, ?), `, n-1) + `(?, ?, ?, ?, ?, ?, ?)`
 	}
 	return q
 }()
