@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ncruces/go-sqlite3"
+
 	"spookat/edge/internal/admin"
 	"spookat/edge/internal/edgetest"
 	"spookat/edge/internal/plans"
@@ -153,5 +155,47 @@ func TestPlanLimits(t *testing.T) {
 	plain := edgetest.Start(t, "", server.Config{})
 	if code := route(plain.Addr); code != http.StatusNotFound {
 		t.Errorf("Paddle's route without -plans: %d, want 404", code)
+	}
+}
+
+// A first message the store fails to write (here a trigger of the test's, as a broken row or
+// a full disk would) takes no place under the plan: its visitor is told to send it again,
+// the plan's two places go to two others, and the retry, a new conversation still, is
+// refused like any third.
+func TestPlanPlaceOfAFailedWrite(t *testing.T) {
+	cfg, err := plans.Parse([]byte(`{"default":"tiny","plans":{"tiny":{"conversations_per_month":2,"operators":2,"retention_days_max":30}}}`))
+	testkit.NoErr(t, err)
+	e := edgetest.Start(t, "", server.Config{Plans: cfg})
+	site := edgetest.AddSite(t, e.DataDir, &store.Site{Name: "tiny", Origins: []string{"http://site.test"}})
+	rw, err := store.OpenConn(e.DataDir+"/"+store.FileName, sqlite3.OPEN_READWRITE)
+	testkit.NoErr(t, err)
+	t.Cleanup(func() { rw.Close() })
+	testkit.NoErr(t, rw.Exec(`CREATE TRIGGER test_fail BEFORE INSERT ON messages WHEN NEW.text = 'boom'
+		BEGIN SELECT RAISE(ABORT, 'the write fails'); END`))
+	db := edgetest.OpenDB(t, e.DataDir)
+	conversations := func() int64 {
+		return edgetest.QueryInt(t, db, `SELECT count(*) FROM conversations WHERE site_id = ?`, site.ID)
+	}
+
+	failed := edgetest.Dial(t, e.Addr, site.Key, "")
+	failed.Message(t, "c-1", "boom")
+	if f := failed.Read(t); f.Type != "error" || f.Code != schema.CodeUnavailable {
+		t.Fatalf("a first message the store failed: %+v, want %s", f, schema.CodeUnavailable)
+	}
+	if n := conversations(); n != 0 {
+		t.Fatalf("%d conversations stored after the failed write, want 0", n)
+	}
+	for i := range 2 {
+		v := edgetest.Dial(t, e.Addr, site.Key, "")
+		if _, err := v.SendAck("c-1", "hello"); err != nil {
+			t.Fatalf("the plan's place %d after a failed write: %v", i+1, err)
+		}
+	}
+	failed.Message(t, "c-2", "hello again")
+	if f := failed.Read(t); f.Type != "error" || f.Code != schema.CodePlanLimit {
+		t.Fatalf("the failed visitor's retry on a full plan: %+v, want %s", f, schema.CodePlanLimit)
+	}
+	if n := conversations(); n != 2 {
+		t.Fatalf("%d conversations stored, want 2", n)
 	}
 }
