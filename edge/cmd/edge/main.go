@@ -61,7 +61,7 @@ func serve(args []string) error {
 	diskReserveMB := fs.Int64("disk-reserve-mb", files.DefaultReserve/1_000_000, "attachments stop when the disk of the data directory has less than this free, MB")
 	fs.StringVar(&cfg.PublicURL, "public-url", "", "URL browsers use to reach this edge (default http://localhost:<port>)")
 	fs.IntVar(&cfg.WriteQueue, "write-queue", 50_000, "writes that may wait for the SQLite writer; past it a message is refused with \"unavailable\" at once instead of waiting")
-	fs.IntVar(&cfg.WALPages, "wal-max-pages", 4096, "SQLite WAL size in 4 KiB pages past which the writer copies it back into the database itself between two commits, so that it starts again from its beginning (4096: 16 MiB)")
+	fs.IntVar(&cfg.WALPages, "wal-max-pages", 16384, "SQLite WAL size in 4 KiB pages past which the writer copies it back into the database itself between two commits, so that it starts again from its beginning (16384: 64 MiB)")
 	syncMode := fs.String("sync", "normal", "durability: normal (a process crash loses nothing; a power cut may lose the last second of messages) or full (SQLite and the embedded JetStream sync every commit: a power cut loses no acked message and no delivery)")
 	workerMode := fs.String("worker", "inproc", "inproc: run the delivery worker in this process; none: run bin/worker separately")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")

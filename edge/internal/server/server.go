@@ -41,7 +41,7 @@ type Config struct {
 	Replicas     int // stream replicas on an external NATS cluster (1 on one box)
 	SyncFull     bool
 	WriteQueue   int // writes that may wait for the SQLite writer; past it, "unavailable" (0: 50,000)
-	WALPages     int // the WAL's size in pages past which the writer checkpoints it (0: 4,096)
+	WALPages     int // the WAL's size in pages past which the writer checkpoints it (0: 16,384)
 	Brakes       brakes.Config
 	ProxyHeader  string // header carrying the client IP behind a trusted proxy ("": the peer)
 	// TrustedProxies are the peers whose ProxyHeader is believed (none: the header is ignored).
