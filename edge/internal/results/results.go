@@ -46,7 +46,9 @@ type Recorder struct {
 	OnInvite func(siteID int64)
 
 	logs    logLimit
-	threads map[threadOf]struct{} // conversations whose Slack or Discord thread is stored (writer's goroutine only)
+	threads map[threadOf]struct{} // conversations whose Slack or Discord thread is stored (read in the writer's transaction, added to by Run after its commit)
+	// batchThreads are the threads the batch being written stores: in threads once committed.
+	batchThreads map[threadOf]struct{}
 
 	// Run's, reused batch to batch: the batch's results and what was stored of each; the
 	// messages' results among them, as the store records them.
@@ -159,6 +161,10 @@ func (r *Recorder) record(ctx context.Context, batch []jetstream.Msg) {
 	}()
 	err := r.Store.Write(ctx, func(tx *store.Tx) error {
 		deliveries, thread, at = deliveries[:0], thread[:0], at[:0] // a commit tried again runs this again
+		if r.batchThreads == nil {
+			r.batchThreads = make(map[threadOf]struct{})
+		}
+		clear(r.batchThreads)
 		for i := range results {
 			res := &results[i]
 			stored[i] = state{}
@@ -202,11 +208,10 @@ func (r *Recorder) record(ctx context.Context, batch []jetstream.Msg) {
 			}
 			th := threadOf{res.Target, res.ConversationID}
 			_, known := r.threads[th]
-			if res.ThreadID != "" && !known {
-				if r.threads == nil || len(r.threads) >= maxThreads {
-					r.threads = make(map[threadOf]struct{})
-				}
-				r.threads[th] = struct{}{}
+			if _, now := r.batchThreads[th]; now {
+				known = true // an earlier result of this batch stores it
+			} else if res.ThreadID != "" && !known {
+				r.batchThreads[th] = struct{}{}
 			}
 			deliveries = append(deliveries, res)
 			thread = append(thread, !known)
@@ -228,6 +233,13 @@ func (r *Recorder) record(ctx context.Context, batch []jetstream.Msg) {
 		// Not acked: JetStream redelivers the batch after AckWait.
 		r.Log.Error("record results; will be redelivered", "n", len(results), "err", err)
 		return
+	}
+	// Known stored only now that the commit holds them: a failed batch stores them again.
+	for th := range r.batchThreads {
+		if r.threads == nil || len(r.threads) >= maxThreads {
+			r.threads = make(map[threadOf]struct{})
+		}
+		r.threads[th] = struct{}{}
 	}
 	for _, m := range batch {
 		if err := m.Ack(); err != nil {
