@@ -122,7 +122,7 @@ func (s *Partition) hold(d *delivery) {
 	}
 	for _, it := range d.items {
 		k := keyOf(&it.job)
-		if l := s.byConv[k]; len(l) == 0 || l[len(l)-1] != d { // a batch's jobs of one conversation are together
+		if l := s.byConv[k]; len(l) == 0 || l[len(l)-1] != d { // d is last already if an earlier job of its own put it there
 			s.byConv[k] = append(l, d)
 		}
 	}
