@@ -47,17 +47,21 @@ type Recorder struct {
 
 	logs    logLimit
 	threads map[threadOf]struct{} // conversations whose Slack or Discord thread is stored (read in the writer's transaction, added to by Run after its commit)
-	// batchThreads are the threads the batch being written stores: in threads once committed.
-	batchThreads map[threadOf]struct{}
+	spare   *batchBufs            // Run's, for the next batch (nil: make new ones)
+}
 
-	// Run's, reused batch to batch: the batch's results and what was stored of each; the
-	// messages' results among them, as the store records them.
+// batchBufs are one batch's buffers: its results and what was stored of each; the messages'
+// results among them, as the store records them; the threads the batch stores (known stored
+// once its commit holds them). Reused batch to batch, unless a write outlived its call (the
+// store may still run a transaction whose caller stopped waiting: it keeps them then).
+type batchBufs struct {
 	results    []schema.Result
 	stored     []state
 	deliveries []*schema.Result
 	thread     []bool
 	at         []int
 	recorded   []store.Recorded
+	threads    map[threadOf]struct{}
 }
 
 // state is what the store holds of a result once its batch is written.
@@ -144,27 +148,29 @@ func (r *Recorder) Run(ctx context.Context, js jetstream.JetStream) error {
 }
 
 func (r *Recorder) record(ctx context.Context, batch []jetstream.Msg) {
-	results := r.results[:0]
+	b := r.spare
+	if b == nil {
+		b = &batchBufs{threads: make(map[threadOf]struct{})}
+	}
+	r.spare = nil
+	results := b.results[:0]
 	for _, m := range batch {
 		results = schema.DecodeResults(results, m.Data(), func(line []byte, err error) {
 			r.reject(RejectMalformed, m.Subject(), nil, err.Error())
 		})
 	}
-	stored := slices.Grow(r.stored[:0], len(results))[:len(results)]
-	deliveries, thread, at := r.deliveries[:0], r.thread[:0], r.at[:0] // the messages' results to record, and where each is in results
-	defer func() {
+	b.results = results
+	stored := slices.Grow(b.stored[:0], len(results))[:len(results)]
+	b.stored = stored
+	giveBack := func() {
 		// Kept for the next batch, without what this one's strings point to.
-		r.results, r.stored = results[:0], stored[:0]
-		clear(results)
-		clear(deliveries)
-		r.deliveries, r.thread, r.at = deliveries[:0], thread[:0], at[:0]
-	}()
+		clear(b.results)
+		clear(b.deliveries)
+		r.spare = b
+	}
 	err := r.Store.Write(ctx, func(tx *store.Tx) error {
-		deliveries, thread, at = deliveries[:0], thread[:0], at[:0] // a commit tried again runs this again
-		if r.batchThreads == nil {
-			r.batchThreads = make(map[threadOf]struct{})
-		}
-		clear(r.batchThreads)
+		deliveries, thread, at := b.deliveries[:0], b.thread[:0], b.at[:0] // a commit tried again runs this again
+		clear(b.threads)
 		for i := range results {
 			res := &results[i]
 			stored[i] = state{}
@@ -208,10 +214,10 @@ func (r *Recorder) record(ctx context.Context, batch []jetstream.Msg) {
 			}
 			th := threadOf{res.Target, res.ConversationID}
 			_, known := r.threads[th]
-			if _, now := r.batchThreads[th]; now {
+			if _, now := b.threads[th]; now {
 				known = true // an earlier result of this batch stores it
 			} else if res.ThreadID != "" && !known {
-				r.batchThreads[th] = struct{}{}
+				b.threads[th] = struct{}{}
 			}
 			deliveries = append(deliveries, res)
 			thread = append(thread, !known)
@@ -219,8 +225,8 @@ func (r *Recorder) record(ctx context.Context, batch []jetstream.Msg) {
 			stored[i].transcript = o.Kind == schema.KindTranscript && res.Target == schema.TargetEmail
 		}
 		// The messages' results together, in order: first attempts by rows (store.RecordDeliveries).
-		recorded := slices.Grow(r.recorded[:0], len(deliveries))[:len(deliveries)]
-		r.recorded = recorded
+		recorded := slices.Grow(b.recorded[:0], len(deliveries))[:len(deliveries)]
+		b.deliveries, b.thread, b.at, b.recorded = deliveries, thread, at, recorded
 		if err := tx.RecordDeliveries(deliveries, thread, recorded); err != nil {
 			return err
 		}
@@ -232,10 +238,14 @@ func (r *Recorder) record(ctx context.Context, batch []jetstream.Msg) {
 	if err != nil {
 		// Not acked: JetStream redelivers the batch after AckWait.
 		r.Log.Error("record results; will be redelivered", "n", len(results), "err", err)
+		if ctx.Err() == nil {
+			giveBack()
+		}
 		return
 	}
+	defer giveBack()
 	// Known stored only now that the commit holds them: a failed batch stores them again.
-	for th := range r.batchThreads {
+	for th := range b.threads {
 		if r.threads == nil || len(r.threads) >= maxThreads {
 			r.threads = make(map[threadOf]struct{})
 		}
