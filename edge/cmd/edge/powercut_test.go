@@ -168,8 +168,10 @@ func runPowerCuts(t *testing.T, mode string, cuts int) {
 		info, err := s.Info(context.Background())
 		return err == nil && info.State.Msgs == 0
 	})
-	_, err = p.Stop(15 * time.Second)
-	testkit.NoErr(t, err)
+	if _, err := p.Stop(15 * time.Second); err != nil {
+		log := p.Log() // how it ended: a panic's trace, a failed stop
+		t.Fatalf("stop: %v\n%s", err, log[max(0, len(log)-6000):])
+	}
 	testkit.NoErr(t, fs.Unmount())
 
 	// Count, from SQLite as the disk holds it and from what Slack and the receiver got.
