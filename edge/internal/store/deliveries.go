@@ -41,26 +41,11 @@ func (tx *Tx) MessageOrigin(messageID int64) (o MessageOrigin, found bool, err e
 // INSERTs or UPDATEs by the key — rather than one upsert with RETURNING: RETURNING runs as a
 // trigger, and a statement with one makes SQLite keep a statement journal, whose release
 // walked the whole batch's sub-journal for every result (quadratic in a batch of results;
-// bench/path.md).
+// bench/path.md). It is RecordDeliveries of one.
 func (tx *Tx) RecordDelivery(r *schema.Result, thread bool) (status schema.DeliveryStatus, attempts int, err error) {
-	status, attempts = r.Status, r.Attempts
-	inserted := false
-	if r.Attempts <= 1 {
-		err = tx.exec(insertDelivery, r.MessageID, r.Target, r.Status, r.Attempts, r.Error, r.ExternalID, tx.now)
-		if err != nil {
-			return "", 0, err
-		}
-		inserted = tx.c.Changes() == 1
-	}
-	if !inserted {
-		if status, attempts, err = tx.mergeDelivery(r); err != nil {
-			return "", 0, err
-		}
-	}
-	if thread {
-		err = tx.recordThread(r)
-	}
-	return status, attempts, err
+	var out [1]Recorded
+	err = tx.RecordDeliveries([]*schema.Result{r}, []bool{thread}, out[:])
+	return out[0].Status, out[0].Attempts, err
 }
 
 // recordThread stores the conversation's Slack or Discord thread a result names, unless it
@@ -96,24 +81,19 @@ func (tx *Tx) RecordDeliveries(rs []*schema.Result, thread []bool, out []Recorde
 		for i+run < len(rs) && run < maxDeliveryRows && rs[i+run].Attempts <= 1 {
 			run++
 		}
-		if run < 2 {
-			s, n, err := tx.RecordDelivery(rs[i], thread[i])
-			if err != nil {
+		rows, inserted := 1, false // a later attempt: merged on its own
+		if run > 0 {
+			rows = 1 << (bits.Len(uint(run)) - 1) // a statement of each power of two: few to keep prepared
+			var err error
+			if inserted, err = tx.insertDeliveries(rs[i : i+rows]); err != nil {
 				return err
 			}
-			out[i] = Recorded{s, n}
-			i++
-			continue
-		}
-		rows := 1 << (bits.Len(uint(run)) - 1) // a statement of each power of two: few to keep prepared
-		inserted, err := tx.insertDeliveries(rs[i : i+rows])
-		if err != nil {
-			return err
 		}
 		for k := i; k < i+rows; k++ {
 			r := rs[k]
 			out[k] = Recorded{r.Status, r.Attempts}
 			if !inserted {
+				var err error
 				if out[k].Status, out[k].Attempts, err = tx.mergeDelivery(r); err != nil {
 					return err
 				}
@@ -132,12 +112,13 @@ func (tx *Tx) RecordDeliveries(rs []*schema.Result, thread []bool, out []Recorde
 // maxDeliveryRows is the most rows an INSERT of RecordDeliveries writes.
 const maxDeliveryRows = 32
 
-// insertDeliveryRows[n] is insertDelivery with n rows (n a power of two). OR IGNORE rather
-// than ON CONFLICT DO NOTHING: the same for the key, and a statement that cannot abort half
-// way (its NOT NULLs ignore too, and every value bound is set) needs no statement journal,
-// which a multi-row INSERT otherwise fills with a copy of each page it touches.
+// insertDeliveryRows[n] stores n results as new rows (n a power of two); a row there already
+// is left as it is. OR IGNORE rather than ON CONFLICT DO NOTHING: the same for the key, and a
+// statement that cannot abort half way (its NOT NULLs ignore too, and every value bound is
+// set) needs no statement journal, which a multi-row INSERT otherwise fills with a copy of
+// each page it touches.
 var insertDeliveryRows = func() (q [maxDeliveryRows + 1]string) {
-	for n := 2; n <= maxDeliveryRows; n *= 2 {
+	for n := 1; n <= maxDeliveryRows; n *= 2 {
 		q[n] = `INSERT OR IGNORE INTO deliveries (message_id, target, status, attempts, last_error, external_id, updated_at) VALUES ` +
 			strings.Repeat(`(?, ?, ?, ?, ?, ?, ?), `, n-1) + `(?, ?, ?, ?, ?, ?, ?)`
 	}
@@ -175,11 +156,6 @@ type Delivery struct {
 	ExternalID string                `json:"external_id,omitempty"`
 }
 
-// insertDelivery stores a result as a new row; a row there already is left as it is (and
-// Changes says 0).
-const insertDelivery = `INSERT INTO deliveries (message_id, target, status, attempts, last_error, external_id, updated_at)
-	VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`
-
 // mergeDelivery stores r over the row its message and target have, or as a new row.
 func (tx *Tx) mergeDelivery(r *schema.Result) (status schema.DeliveryStatus, attempts int, err error) {
 	var old struct {
@@ -194,7 +170,7 @@ func (tx *Tx) mergeDelivery(r *schema.Result) (status schema.DeliveryStatus, att
 	}
 	status, attempts, lastErr, external := r.Status, r.Attempts, r.Error, r.ExternalID
 	if !found {
-		err = tx.exec(insertDelivery, r.MessageID, r.Target, status, attempts, lastErr, external, tx.now)
+		_, err = tx.insertDeliveries([]*schema.Result{r})
 		return status, attempts, err
 	}
 	if old.status == schema.StatusDelivered || (r.Status == schema.StatusRetrying && old.status == schema.StatusDead) {

@@ -10,7 +10,7 @@ import (
 	"spookat/schema/testkit"
 )
 
-// RecordDeliveries stores what RecordDelivery one by one stores, and answers the same, for
+// RecordDeliveries stores what RecordDelivery (one result at a time) stores, and answers the same, for
 // batches that mix new first attempts (runs longer than a statement's rows), a first attempt
 // repeated within a run and across batches, later attempts, and both targets' threads.
 func TestRecordDeliveriesAsOneByOne(t *testing.T) {
