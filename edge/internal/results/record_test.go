@@ -31,22 +31,51 @@ func (m *resultsMsg) Data() []byte    { return m.data }
 func (m *resultsMsg) Subject() string { return "results.test" }
 func (m *resultsMsg) Ack() error      { m.acked++; return nil }
 
+// recorderFixture is a real store holding a Slack site, and a recorder writing to it.
+type recorderFixture struct {
+	s    *store.Store
+	site *store.Site
+	r    *Recorder
+}
+
+func newRecorderFixture(t *testing.T, dir string) *recorderFixture {
+	s, err := store.Open(dir, store.Options{})
+	testkit.NoErr(t, err)
+	t.Cleanup(func() { s.Close() })
+	site := &store.Site{Name: "results", Origins: []string{"*"}, SlackToken: "xoxb-r", SlackChannel: "CR"}
+	testkit.NoErr(t, s.Write(context.Background(), func(tx *store.Tx) error { return tx.AddSite(site) }))
+	r := &Recorder{Store: s, Sites: sites.New([]*store.Site{site}, brakes.New(brakes.Config{}, brakes.Wall())),
+		Metrics: metrics.New(), Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Origins: &Origins{}}
+	return &recorderFixture{s, site, r}
+}
+
+// visitorMessage stores the first message of the visitor whose token hashes to token.
+func (f *recorderFixture) visitorMessage(t *testing.T, token string) store.MessageResult {
+	done := make(chan store.MessageResult, 1)
+	testkit.NoErr(t, f.s.SubmitMessage(&store.MessageRequest{SiteID: f.site.ID, TokenHash: []byte(token),
+		Author: schema.AuthorVisitor, Text: "hi", ClientID: token[:4], Done: func(r store.MessageResult) { done <- r }}))
+	m := <-done
+	testkit.NoErr(t, m.Err)
+	return m
+}
+
+// slackResult is a worker's RESULTS message: m posted to Slack at the first attempt, in thread.
+func (f *recorderFixture) slackResult(t *testing.T, m store.MessageResult, thread string) *resultsMsg {
+	line, err := json.Marshal(schema.Result{JobID: schema.JobID(m.MessageID, schema.TargetSlack), Target: schema.TargetSlack,
+		SiteID: f.site.ID, ConversationID: m.ConversationID, MessageID: m.MessageID, Status: schema.StatusDelivered,
+		Attempts: 1, ExternalID: fmt.Sprint("1700000000.00010", m.MessageID), ThreadID: thread, At: time.Now()})
+	testkit.NoErr(t, err)
+	return &resultsMsg{data: line}
+}
+
 // A batch whose write fails (a trigger of the test's raises in it) is not acked and stores
 // nothing, its conversation's Slack thread included; written again (JetStream's redelivery),
 // it stores the thread: the recorder counts a thread as stored only once a commit holds it.
 func TestThreadStoredWhenAFailedBatchIsWrittenAgain(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	s, err := store.Open(dir, store.Options{})
-	testkit.NoErr(t, err)
-	defer s.Close()
-	site := &store.Site{Name: "threads", Origins: []string{"*"}, SlackToken: "xoxb-t", SlackChannel: "CT"}
-	testkit.NoErr(t, s.Write(ctx, func(tx *store.Tx) error { return tx.AddSite(site) }))
-	done := make(chan store.MessageResult, 1)
-	testkit.NoErr(t, s.SubmitMessage(&store.MessageRequest{SiteID: site.ID, TokenHash: []byte("0123456789abcdef0123456789abcdef"),
-		Author: schema.AuthorVisitor, Text: "hi", ClientID: "c1", Done: func(r store.MessageResult) { done <- r }}))
-	m := <-done
-	testkit.NoErr(t, m.Err)
+	f := newRecorderFixture(t, dir)
+	m := f.visitorMessage(t, "0123456789abcdef0123456789abcdef")
 
 	rw, err := store.OpenConn(dir+"/"+store.FileName, sqlite3.OPEN_READWRITE)
 	testkit.NoErr(t, err)
@@ -55,14 +84,8 @@ func TestThreadStoredWhenAFailedBatchIsWrittenAgain(t *testing.T) {
 		CREATE TRIGGER test_fail_deliveries BEFORE INSERT ON deliveries WHEN (SELECT failing FROM test_fail)
 		BEGIN SELECT RAISE(ABORT, 'the write fails'); END`))
 
-	line, err := json.Marshal(schema.Result{JobID: schema.JobID(m.MessageID, schema.TargetSlack), Target: schema.TargetSlack,
-		SiteID: site.ID, ConversationID: m.ConversationID, MessageID: m.MessageID, Status: schema.StatusDelivered,
-		Attempts: 1, ExternalID: "1700000000.000100", ThreadID: "1700000000.000001", At: time.Now()})
-	testkit.NoErr(t, err)
-	r := &Recorder{Store: s, Sites: sites.New([]*store.Site{site}, brakes.New(brakes.Config{}, brakes.Wall())),
-		Metrics: metrics.New(), Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Origins: &Origins{}}
 	thread := func() (th string) {
-		testkit.NoErr(t, s.Read(ctx, func(q store.Querier) error {
+		testkit.NoErr(t, f.s.Read(ctx, func(q store.Querier) error {
 			st, err := q.Stmt(`SELECT slack_thread FROM conversations WHERE id = ?`)
 			if err != nil {
 				return err
@@ -78,13 +101,13 @@ func TestThreadStoredWhenAFailedBatchIsWrittenAgain(t *testing.T) {
 		return th
 	}
 
-	msg := &resultsMsg{data: line}
-	r.record(ctx, []jetstream.Msg{msg})
+	msg := f.slackResult(t, m, "1700000000.000001")
+	f.r.record(ctx, []jetstream.Msg{msg})
 	if msg.acked != 0 || thread() != "" {
 		t.Fatalf("after a failed write: acked %d, thread %q; want 0 and none", msg.acked, thread())
 	}
 	testkit.NoErr(t, rw.Exec(`UPDATE test_fail SET failing = 0`))
-	r.record(ctx, []jetstream.Msg{msg})
+	f.r.record(ctx, []jetstream.Msg{msg})
 	if msg.acked != 1 || thread() != "1700000000.000001" {
 		t.Fatalf("written again: acked %d, thread %q; want 1 and the result's", msg.acked, thread())
 	}
@@ -95,44 +118,23 @@ func TestThreadStoredWhenAFailedBatchIsWrittenAgain(t *testing.T) {
 // meanwhile (its buffers are not reused for the next batch).
 func TestBatchWrittenAfterItsCallerStoppedWaiting(t *testing.T) {
 	ctx := context.Background()
-	s, err := store.Open(t.TempDir(), store.Options{})
-	testkit.NoErr(t, err)
-	defer s.Close()
-	site := &store.Site{Name: "late", Origins: []string{"*"}, SlackToken: "xoxb-l", SlackChannel: "CL"}
-	testkit.NoErr(t, s.Write(ctx, func(tx *store.Tx) error { return tx.AddSite(site) }))
-	var msgs []store.MessageResult
-	for i, token := range []string{"0123456789abcdef0123456789abcdef", "fedcba9876543210fedcba9876543210"} {
-		done := make(chan store.MessageResult, 1)
-		testkit.NoErr(t, s.SubmitMessage(&store.MessageRequest{SiteID: site.ID, TokenHash: []byte(token),
-			Author: schema.AuthorVisitor, Text: "hi", ClientID: fmt.Sprint(i), Done: func(r store.MessageResult) { done <- r }}))
-		m := <-done
-		testkit.NoErr(t, m.Err)
-		msgs = append(msgs, m)
-	}
-	resultOf := func(m store.MessageResult) *resultsMsg {
-		line, err := json.Marshal(schema.Result{JobID: schema.JobID(m.MessageID, schema.TargetSlack), Target: schema.TargetSlack,
-			SiteID: site.ID, ConversationID: m.ConversationID, MessageID: m.MessageID, Status: schema.StatusDelivered,
-			Attempts: 1, ExternalID: fmt.Sprint("1700000000.00010", m.MessageID), At: time.Now()})
-		testkit.NoErr(t, err)
-		return &resultsMsg{data: line}
-	}
-	r := &Recorder{Store: s, Sites: sites.New([]*store.Site{site}, brakes.New(brakes.Config{}, brakes.Wall())),
-		Metrics: metrics.New(), Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Origins: &Origins{}}
+	f := newRecorderFixture(t, t.TempDir())
+	msgs := []store.MessageResult{f.visitorMessage(t, "0123456789abcdef0123456789abcdef"), f.visitorMessage(t, "fedcba9876543210fedcba9876543210")}
 
 	// The writer busy with another transaction until released.
 	started, release := make(chan struct{}), make(chan struct{})
-	go func() { _ = s.Write(ctx, func(*store.Tx) error { close(started); <-release; return nil }) }()
+	go func() { _ = f.s.Write(ctx, func(*store.Tx) error { close(started); <-release; return nil }) }()
 	<-started
 	stopped, cancel := context.WithCancel(ctx)
 	cancel()
-	r.record(stopped, []jetstream.Msg{resultOf(msgs[0])}) // gives up waiting at once; the write stays queued
-	second := make(chan struct{})
-	go func() { r.record(ctx, []jetstream.Msg{resultOf(msgs[1])}); close(second) }()
+	f.r.record(stopped, []jetstream.Msg{f.slackResult(t, msgs[0], "")}) // gives up waiting at once; the write stays queued
+	next, second := f.slackResult(t, msgs[1], ""), make(chan struct{})
+	go func() { f.r.record(ctx, []jetstream.Msg{next}); close(second) }()
 	close(release)
 	<-second
-	testkit.NoErr(t, s.Flush(ctx))
+	testkit.NoErr(t, f.s.Flush(ctx))
 	for _, m := range msgs {
-		ds, err := s.Deliveries(ctx, m.ConversationID)
+		ds, err := f.s.Deliveries(ctx, m.ConversationID)
 		testkit.NoErr(t, err)
 		if len(ds) != 1 || ds[0].MessageID != m.MessageID || ds[0].Status != schema.StatusDelivered {
 			t.Errorf("message %d: deliveries %+v, want its own, delivered", m.MessageID, ds)
