@@ -1,6 +1,7 @@
 package store
 
 import (
+	"encoding/binary"
 	"net/url"
 	"path/filepath"
 	"sync/atomic"
@@ -9,16 +10,23 @@ import (
 	"github.com/ncruces/go-sqlite3/vfs"
 )
 
-// SQLite appends each WAL frame with two writes: its 24-byte header, then the page right after
-// it. The writer's connection opens its WAL through the spookat-frames VFS, which holds a
-// frame's header back and writes it with its page in one pwrite: one system call a frame
-// instead of two (bench/path.md). Nothing can see the difference: SQLite writes the page
-// immediately after the header, and a frame is visible to readers (here or in another process)
-// only once the commit has published the WAL index, after both writes returned. Any other call
-// on the file writes a header still held first.
+// SQLite appends a commit's WAL frames one by one, each with two writes: its 24-byte header,
+// then the page right after it. The writer's connection opens its WAL through the
+// spookat-frames VFS, which gathers a commit's frames and writes them in one pwrite when the
+// commit's own frame comes (its header carries the database's size, the others' a zero): one
+// system call a commit instead of two a frame (bench/path.md). Nothing can see the
+// difference: a commit's frames are visible to readers (here or in another process, such as
+// Litestream or the sqlite3 shell) only once SQLite has published the WAL index, after the
+// commit frame's write returned, and SQLite calls nothing else on the WAL in between. Frames
+// of a transaction too large for memory (spilled before its commit) go out when gatherMax is
+// reached; any other call on the file (a read, a sync, an overwrite) writes what is gathered
+// first.
 const (
 	frameVFSName = "spookat-frames"
 	frameHeader  = 24
+	// gatherMax bounds what a frameFile holds before writing it: a commit of the visitors'
+	// path is a few dozen pages; a purge's or a migration's large one goes out in pieces.
+	gatherMax = 1 << 20
 )
 
 func init() {
@@ -30,8 +38,9 @@ func init() {
 	})
 }
 
-// framesWhole counts frames written with their header in one call, for tests.
-var framesWhole atomic.Int64
+// framesWhole counts frames written with their header in one call, and frameWrites the
+// calls that wrote gathered frames, for tests.
+var framesWhole, frameWrites atomic.Int64
 
 // frameURI opens path through the spookat-frames VFS.
 func frameURI(path string) (string, error) { return vfsURI(path, frameVFSName) }
@@ -74,41 +83,58 @@ func vfsURI(path, name string) (string, error) {
 
 type frameFile struct {
 	vfs.File
-	held   bool
-	hdrAt  int64
-	hdr    [frameHeader]byte
-	joined []byte
+	// gathered holds whole frames (and at its end maybe a header waiting for its page) not
+	// yet written, which belong at gatheredAt.
+	gathered   []byte
+	gatheredAt int64
+	frames     int64 // whole frames in gathered
+	headerLast bool  // gathered ends with a header whose page has not come
 }
 
 func (f *frameFile) Unwrap() vfs.File { return f.File }
 
-// flush writes a header still held.
+// flush writes what is gathered.
 func (f *frameFile) flush() error {
-	if !f.held {
+	if len(f.gathered) == 0 {
 		return nil
 	}
-	f.held = false
-	_, err := f.File.WriteAt(f.hdr[:], f.hdrAt)
+	b, frames := f.gathered, f.frames
+	f.gathered, f.frames, f.headerLast = f.gathered[:0], 0, false
+	_, err := f.File.WriteAt(b, f.gatheredAt)
+	if err == nil {
+		framesWhole.Add(frames)
+		frameWrites.Add(1)
+	}
 	return err
 }
 
 func (f *frameFile) WriteAt(p []byte, off int64) (int, error) {
-	if f.held && off == f.hdrAt+frameHeader {
-		f.held = false
-		f.joined = append(append(f.joined[:0], f.hdr[:]...), p...)
-		n, err := f.File.WriteAt(f.joined, f.hdrAt)
-		if err == nil {
-			framesWhole.Add(1)
+	end := f.gatheredAt + int64(len(f.gathered))
+	switch {
+	case f.headerLast && off == end:
+		// The page of the header gathered last: the frame is whole. A commit's frame ends
+		// the commit: write it all before SQLite makes it visible.
+		f.gathered = append(f.gathered, p...)
+		f.frames++
+		f.headerLast = false
+		hdr := f.gathered[len(f.gathered)-len(p)-frameHeader:]
+		if commit := binary.BigEndian.Uint32(hdr[4:8]) != 0; commit || len(f.gathered) >= gatherMax {
+			if err := f.flush(); err != nil {
+				return 0, err
+			}
 		}
-		return max(n-frameHeader, 0), err
+		return len(p), nil
+	case len(p) == frameHeader && !f.headerLast && (len(f.gathered) == 0 || off == end):
+		// A frame's header: p is SQLite's memory, which may change before the page comes.
+		if len(f.gathered) == 0 {
+			f.gatheredAt = off
+		}
+		f.gathered = append(f.gathered, p...)
+		f.headerLast = true
+		return len(p), nil
 	}
 	if err := f.flush(); err != nil {
 		return 0, err
-	}
-	if len(p) == frameHeader {
-		copy(f.hdr[:], p) // p is SQLite's memory: it may change before the page comes
-		f.held, f.hdrAt = true, off
-		return len(p), nil
 	}
 	return f.File.WriteAt(p, off)
 }

@@ -10,7 +10,7 @@ import (
 	"spookat/schema/testkit"
 )
 
-// The writer's WAL frames go out in one write each, and a copy of the files taken before any
+// The writer's WAL frames go out a commit in one write, and a copy of the files taken before any
 // checkpoint (what a power cut after the OS wrote them would leave) recovers every message
 // from the WAL. The directory's name needs escaping in the URI the writer opens.
 func TestFramesWrittenWhole(t *testing.T) {
@@ -18,7 +18,7 @@ func TestFramesWrittenWhole(t *testing.T) {
 	s := openTest(t, dir, Options{CheckpointEvery: time.Hour, WALPages: -1})
 	defer s.Close()
 	site := addSite(t, s)
-	whole0, frames0 := framesWhole.Load(), s.WALStats().Frames
+	whole0, writes0, frames0 := framesWhole.Load(), frameWrites.Load(), s.WALStats().Frames
 	const n = 300
 	for i := range n {
 		submit(t, s, MessageRequest{SiteID: site.ID, TokenHash: fmt.Appendf(nil, "v%d", i%7), Author: "visitor",
@@ -31,6 +31,12 @@ func TestFramesWrittenWhole(t *testing.T) {
 	if whole := framesWhole.Load() - whole0; whole != frames {
 		t.Fatalf("%d frames appended, %d written with their header in one write", frames, whole)
 	}
+	// Each message is a commit of its own (submit waits for its ack): its frames go out in one
+	// write, and the search index's commits add a few.
+	t.Logf("%d frames in %d writes for %d commits", frames, frameWrites.Load()-writes0, n)
+	if writes := frameWrites.Load() - writes0; writes > n+5 || writes*2 > frames {
+		t.Fatalf("%d frames of %d commits went out in %d writes, want one a commit", frames, n, writes)
+	}
 
 	cut := t.TempDir()
 	for _, suffix := range []string{"", "-wal"} {
@@ -40,6 +46,56 @@ func TestFramesWrittenWhole(t *testing.T) {
 	}
 	if got := countMessages(t, filepath.Join(cut, FileName)); got != n {
 		t.Fatalf("the WAL copied before a checkpoint holds %d messages, want %d", got, n)
+	}
+}
+
+// A commit larger than gatherMax goes out in pieces, every frame whole, and a copy of the
+// files taken before any checkpoint holds it all; a reader sees it once committed.
+func TestLargeCommitGatheredInPieces(t *testing.T) {
+	dir := t.TempDir()
+	s := openTest(t, dir, Options{CheckpointEvery: time.Hour, WALPages: -1})
+	defer s.Close()
+	whole0, writes0, frames0 := framesWhole.Load(), frameWrites.Load(), s.WALStats().Frames
+	const rows = 1000 // 4 MB of pages, four times gatherMax
+	err := s.Write(t.Context(), func(tx *Tx) error {
+		if err := tx.Exec(`CREATE TABLE big (b BLOB)`); err != nil {
+			return err
+		}
+		return tx.Exec(`WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ?)
+			INSERT INTO big SELECT randomblob(3900) FROM n`, rows)
+	})
+	testkit.NoErr(t, err)
+	frames, writes := s.WALStats().Frames-frames0, frameWrites.Load()-writes0
+	t.Logf("%d frames in %d writes", frames, writes)
+	if whole := framesWhole.Load() - whole0; whole != frames {
+		t.Fatalf("%d frames appended, %d written whole", frames, whole)
+	}
+	if min := frames * (4096 + frameHeader) / gatherMax; writes < min || writes > 2*min+2 {
+		t.Fatalf("%d frames in %d writes, want about %d (gatherMax a write)", frames, writes, min)
+	}
+	count := func(path string) int {
+		c, err := OpenConn(path, 0)
+		testkit.NoErr(t, err)
+		defer c.Close()
+		st, _, err := c.Prepare(`SELECT count(*) FROM big`)
+		testkit.NoErr(t, err)
+		defer st.Close()
+		if !st.Step() {
+			t.Fatal(st.Err())
+		}
+		return st.ColumnInt(0)
+	}
+	if n := count(filepath.Join(dir, FileName)); n != rows {
+		t.Fatalf("a reader sees %d rows, want %d", n, rows)
+	}
+	cut := t.TempDir()
+	for _, suffix := range []string{"", "-wal"} {
+		b, err := os.ReadFile(filepath.Join(dir, FileName+suffix))
+		testkit.NoErr(t, err)
+		testkit.NoErr(t, os.WriteFile(filepath.Join(cut, FileName+suffix), b, 0o600))
+	}
+	if n := count(filepath.Join(cut, FileName)); n != rows {
+		t.Fatalf("the copied WAL holds %d rows, want %d", n, rows)
 	}
 }
 
