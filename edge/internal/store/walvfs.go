@@ -18,7 +18,7 @@ import (
 // difference: a commit's frames are visible to readers (here or in another process, such as
 // Litestream or the sqlite3 shell) only once SQLite has published the WAL index, after the
 // commit frame's write returned, and SQLite calls nothing else on the WAL in between. Frames
-// of a transaction too large for memory (spilled before its commit) go out when gatherMax is
+// of a large transaction (spilled before its commit) go out each time gatherMax is
 // reached; any other call on the file (a read, a sync, an overwrite) writes what is gathered
 // first.
 const (
@@ -26,7 +26,7 @@ const (
 	frameHeader  = 24
 	// gatherMax bounds what a frameFile holds before writing it: a commit of the visitors'
 	// path is a few dozen pages; a purge's or a migration's large one goes out in pieces.
-	gatherMax = 1 << 20
+	gatherMax = 256 << 10
 )
 
 func init() {

@@ -56,7 +56,7 @@ func TestLargeCommitGatheredInPieces(t *testing.T) {
 	s := openTest(t, dir, Options{CheckpointEvery: time.Hour, WALPages: -1})
 	defer s.Close()
 	whole0, writes0, frames0 := framesWhole.Load(), frameWrites.Load(), s.WALStats().Frames
-	const rows = 1000 // 4 MB of pages, four times gatherMax
+	const rows = 1000 // 4 MB of pages, sixteen times gatherMax
 	err := s.Write(t.Context(), func(tx *Tx) error {
 		if err := tx.Exec(`CREATE TABLE big (b BLOB)`); err != nil {
 			return err
