@@ -2,6 +2,7 @@ package frames
 
 import (
 	"encoding/json"
+	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -63,5 +64,39 @@ func BenchmarkAck(b *testing.B) {
 	buf := make([]byte, 0, 256)
 	for b.Loop() {
 		buf = Ack(buf[:0], "0b6f0c1e-5d2a-4d43-9a55-2f1c7c4b9d10", 123456789, 98765, 1700000000123)
+	}
+}
+
+// AppendTime writes what time's RFC 3339 layout writes: at every day's first and last
+// millisecond from 1970 to 2200 (leap years, centuries, 2000), at random instants up to
+// year 9999, and on both sides of the fast path's bounds.
+func TestAppendTimeAgreesWithTime(t *testing.T) {
+	want := func(ms int64) string {
+		return `"` + time.UnixMilli(ms).UTC().Format("2006-01-02T15:04:05.000Z07:00") + `"`
+	}
+	check := func(ms int64) {
+		t.Helper()
+		if got := string(AppendTime(nil, ms)); got != want(ms) {
+			t.Fatalf("AppendTime(%d) = %s, want %s", ms, got, want(ms))
+		}
+	}
+	end := time.Date(2200, 1, 1, 0, 0, 0, 0, time.UTC).UnixMilli()
+	for day := int64(0); day*86_400_000 < end; day++ {
+		check(day * 86_400_000)
+		check(day*86_400_000 + 86_399_999)
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for range 200_000 {
+		check(rng.Int64N(maxFastMs))
+	}
+	for _, ms := range []int64{-1, -86_400_001, 0, 951_782_400_000, maxFastMs - 1, maxFastMs, maxFastMs + 1} {
+		check(ms)
+	}
+}
+
+func BenchmarkAppendTime(b *testing.B) {
+	buf := make([]byte, 0, 64)
+	for b.Loop() {
+		buf = AppendTime(buf[:0], 1700000000123)
 	}
 }
