@@ -2,6 +2,7 @@ package store
 
 import (
 	"errors"
+	"sync"
 
 	"github.com/ncruces/go-sqlite3"
 
@@ -116,21 +117,69 @@ func (tx *Tx) insertMessage(m *MessageRequest, res *MessageResult) (Committed, e
 // No RETURNING: SQLite would stage the returned row in a temporary table first; the change
 // count and last rowid say the same for less.
 func (tx *Tx) insertRow(m *MessageRequest, id, conversationID int64, source schema.Source) error {
-	st, err := tx.stmts.get(`INSERT INTO messages (id, conversation_id, author, name, text, source, client_id, internal, created_at, file_id, kind)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (conversation_id, source, client_id) DO NOTHING`)
+	sql, literal := insertSQL(m.Author, source, m.Kind)
+	st, err := tx.stmts.get(sql)
 	if err != nil {
 		return err
 	}
 	defer st.ClearBindings()
-	if err := errors.Join(
-		st.BindInt64(1, id), st.BindInt64(2, conversationID), st.BindText(3, string(m.Author)),
-		st.BindText(4, m.Name), st.BindText(5, m.Text), st.BindText(6, string(source)),
-		bindOptionalText(st, 7, m.ClientID), st.BindBool(8, m.Internal), st.BindInt64(9, tx.now),
-		bindFileID(st, 10, m.File), st.BindText(11, string(m.Kind)),
-	); err != nil {
+	if literal {
+		err = errors.Join(
+			st.BindInt64(1, id), st.BindInt64(2, conversationID), st.BindText(4, m.Name), st.BindText(5, m.Text),
+			bindOptionalText(st, 7, m.ClientID), st.BindBool(8, m.Internal), st.BindInt64(9, tx.now), bindFileID(st, 10, m.File))
+	} else {
+		err = errors.Join(
+			st.BindInt64(1, id), st.BindInt64(2, conversationID), st.BindText(3, string(m.Author)),
+			st.BindText(4, m.Name), st.BindText(5, m.Text), st.BindText(6, string(source)),
+			bindOptionalText(st, 7, m.ClientID), st.BindBool(8, m.Internal), st.BindInt64(9, tx.now),
+			bindFileID(st, 10, m.File), st.BindText(11, string(m.Kind)))
+	}
+	if err != nil {
 		return err
 	}
 	return st.Exec()
+}
+
+// The message INSERT. Its author, source and kind come from a few words (schema's), so the
+// statement the writer runs has them written in as literals, one statement for each of the
+// few combinations that occur: every text bound is a copy into SQLite's memory, and these
+// three were half of them. A word that is not plainly [a-z_] (never, today) is bound instead.
+const insertBound = `INSERT INTO messages (id, conversation_id, author, name, text, source, client_id, internal, created_at, file_id, kind)
+		VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11) ON CONFLICT (conversation_id, source, client_id) DO NOTHING`
+
+type insertWords struct {
+	author schema.Author
+	source schema.Source
+	kind   schema.MessageKind
+}
+
+var insertSQLs sync.Map // insertWords → string
+
+// insertSQL is the INSERT for a message of these words, and whether they are literals in it.
+func insertSQL(author schema.Author, source schema.Source, kind schema.MessageKind) (string, bool) {
+	k := insertWords{author, source, kind}
+	if sql, ok := insertSQLs.Load(k); ok {
+		return sql.(string), true
+	}
+	if !plainWord(string(author)) || !plainWord(string(source)) || !plainWord(string(kind)) {
+		return insertBound, false
+	}
+	sql := `INSERT INTO messages (id, conversation_id, author, name, text, source, client_id, internal, created_at, file_id, kind)
+		VALUES (?1, ?2, '` + string(author) + `', ?4, ?5, '` + string(source) + `', ?7, ?8, ?9, ?10, '` + string(kind) + `')
+		ON CONFLICT (conversation_id, source, client_id) DO NOTHING`
+	insertSQLs.Store(k, sql)
+	return sql, true
+}
+
+// plainWord reports whether s is lower-case letters and underscores only (and so a safe
+// SQL literal between single quotes).
+func plainWord(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; (c < 'a' || c > 'z') && c != '_' {
+			return false
+		}
+	}
+	return true
 }
 
 func bindOptionalText(st *sqlite3.Stmt, i int, s string) error {

@@ -311,3 +311,48 @@ func TestMigrationCopiesTheDatabaseFirst(t *testing.T) {
 		t.Errorf("%d copies kept, want %d: %v", len(copies), keepPreMigration, copies)
 	}
 }
+
+// A message's author, source and kind are written into its INSERT as literals when they are
+// plain words, and bound otherwise; either way the row holds them as given, and a resend
+// is found by the same idempotency key.
+func TestInsertWordsLiteralOrBound(t *testing.T) {
+	for _, tc := range []struct {
+		author  schema.Author
+		kind    schema.MessageKind
+		literal bool
+	}{
+		{schema.AuthorVisitor, "", true},
+		{schema.AuthorOperator, schema.KindTranscript, true},
+		{"o'brien", "", false},
+		{schema.AuthorVisitor, "x');--", false},
+		{"Visitor", "", false},
+	} {
+		t.Run(string(tc.author)+"/"+string(tc.kind), func(t *testing.T) {
+			if _, literal := insertSQL(tc.author, schema.SourceWidget, tc.kind); literal != tc.literal {
+				t.Fatalf("literal = %v, want %v", literal, tc.literal)
+			}
+			s := openTest(t, t.TempDir(), Options{})
+			defer s.Close()
+			site := addSite(t, s)
+			req := MessageRequest{SiteID: site.ID, TokenHash: []byte("tok"), Author: tc.author, Kind: tc.kind,
+				Source: schema.SourceWidget, Name: "Ann", Text: "hi", ClientID: "c1"}
+			first := submit(t, s, req)
+			if again := submit(t, s, req); !again.Duplicate || again.MessageID != first.MessageID {
+				t.Fatalf("resend = %+v, first = %+v", again, first)
+			}
+			var author, source, kind, name string
+			err := s.Read(t.Context(), func(q Querier) error {
+				st, err := q.Stmt(`SELECT author, source, kind, name FROM messages WHERE id = ?`)
+				if err != nil {
+					return err
+				}
+				_, err = queryRow(st, []any{first.MessageID}, &author, &source, &kind, &name)
+				return err
+			})
+			testkit.NoErr(t, err)
+			if author != string(tc.author) || source != string(schema.SourceWidget) || kind != string(tc.kind) || name != "Ann" {
+				t.Fatalf("stored %q %q %q %q", author, source, kind, name)
+			}
+		})
+	}
+}
