@@ -38,13 +38,8 @@ func TestFramesWrittenWhole(t *testing.T) {
 		t.Fatalf("%d frames of %d commits went out in %d writes, want one a commit", frames, n, writes)
 	}
 
-	cut := t.TempDir()
-	for _, suffix := range []string{"", "-wal"} {
-		b, err := os.ReadFile(filepath.Join(dir, FileName+suffix))
-		testkit.NoErr(t, err)
-		testkit.NoErr(t, os.WriteFile(filepath.Join(cut, FileName+suffix), b, 0o600))
-	}
-	if got := countMessages(t, filepath.Join(cut, FileName)); got != n {
+	cut := copyFiles(t, dir)
+	if got := countRows(t, filepath.Join(cut, FileName), "messages"); got != n {
 		t.Fatalf("the WAL copied before a checkpoint holds %d messages, want %d", got, n)
 	}
 }
@@ -73,40 +68,36 @@ func TestLargeCommitGatheredInPieces(t *testing.T) {
 	if min := frames * (4096 + frameHeader) / gatherMax; writes < min || writes > 2*min+2 {
 		t.Fatalf("%d frames in %d writes, want about %d (gatherMax a write)", frames, writes, min)
 	}
-	count := func(path string) int {
-		c, err := OpenConn(path, 0)
-		testkit.NoErr(t, err)
-		defer c.Close()
-		st, _, err := c.Prepare(`SELECT count(*) FROM big`)
-		testkit.NoErr(t, err)
-		defer st.Close()
-		if !st.Step() {
-			t.Fatal(st.Err())
-		}
-		return st.ColumnInt(0)
-	}
-	if n := count(filepath.Join(dir, FileName)); n != rows {
+	if n := countRows(t, filepath.Join(dir, FileName), "big"); n != rows {
 		t.Fatalf("a reader sees %d rows, want %d", n, rows)
 	}
+	cut := copyFiles(t, dir)
+	if n := countRows(t, filepath.Join(cut, FileName), "big"); n != rows {
+		t.Fatalf("the copied WAL holds %d rows, want %d", n, rows)
+	}
+}
+
+// copyFiles copies the database and its WAL as they are (what a power cut after the OS wrote
+// them would leave) into a new directory, and returns it.
+func copyFiles(t *testing.T, dir string) string {
+	t.Helper()
 	cut := t.TempDir()
 	for _, suffix := range []string{"", "-wal"} {
 		b, err := os.ReadFile(filepath.Join(dir, FileName+suffix))
 		testkit.NoErr(t, err)
 		testkit.NoErr(t, os.WriteFile(filepath.Join(cut, FileName+suffix), b, 0o600))
 	}
-	if n := count(filepath.Join(cut, FileName)); n != rows {
-		t.Fatalf("the copied WAL holds %d rows, want %d", n, rows)
-	}
+	return cut
 }
 
-// countMessages opens the database file at path (with whatever WAL lies beside it) and
-// counts its messages.
-func countMessages(t *testing.T, path string) int {
+// countRows opens the database file at path (with whatever WAL lies beside it) and counts
+// the rows of table.
+func countRows(t *testing.T, path, table string) int {
 	t.Helper()
 	c, err := OpenConn(path, 0)
 	testkit.NoErr(t, err)
 	defer c.Close()
-	st, _, err := c.Prepare(`SELECT count(*) FROM messages`)
+	st, _, err := c.Prepare(`SELECT count(*) FROM ` + table)
 	testkit.NoErr(t, err)
 	defer st.Close()
 	if !st.Step() {

@@ -50,7 +50,7 @@ func TestCheckpointWritesBackInSlices(t *testing.T) {
 	b, err := os.ReadFile(filepath.Join(dir, FileName))
 	testkit.NoErr(t, err)
 	testkit.NoErr(t, os.WriteFile(filepath.Join(cut, FileName), b, 0o600))
-	if got := countMessages(t, filepath.Join(cut, FileName)); got != n {
+	if got := countRows(t, filepath.Join(cut, FileName), "messages"); got != n {
 		t.Fatalf("the database file after the checkpoint holds %d messages, want %d", got, n)
 	}
 }
