@@ -318,7 +318,9 @@ func Reason(err error) string {
 		return "tls: the server does not speak TLS"
 	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
 		return "connection closed before an answer"
-	case strings.Contains(err.Error(), "malformed HTTP"): // net/http has no type for it
+	case strings.Contains(err.Error(), "malformed HTTP"), strings.Contains(err.Error(), "readLoopPeekFailLocked"):
+		// net/http has no type for either: an answer that is not HTTP, or bytes that came
+		// before the request was sent (a service that greets first, as NATS and SMTP do).
 		return "the server does not speak HTTP"
 	default:
 		return "connection failed"

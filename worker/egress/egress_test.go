@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -222,41 +223,52 @@ func TestRedirectNotFollowed(t *testing.T) {
 }
 
 // TestReasonHidesWhatCameBack: a non-HTTP service on the target port (NATS answers with its
-// INFO line) must not have its banner, nor the URL, in the reason.
+// INFO line) must not have its banner, nor the URL, in the reason; whether its greeting
+// reaches the client before or after the request went out (a race on a real network: net/http
+// reports the two differently), the reason is the same.
 func TestReasonHidesWhatCameBack(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	testkit.NoErr(t, err)
-	defer ln.Close()
-	go func() {
-		for {
-			conn, err := ln.Accept()
-			if err != nil {
-				return
+	for _, greetFirst := range []bool{true, false} {
+		t.Run(fmt.Sprintf("greets first %v", greetFirst), func(t *testing.T) {
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			testkit.NoErr(t, err)
+			defer ln.Close()
+			go func() {
+				for {
+					conn, err := ln.Accept()
+					if err != nil {
+						return
+					}
+					r := bufio.NewReader(conn)
+					if !greetFirst {
+						_, _ = r.ReadString('\n') // the request line, then the banner
+					}
+					_, _ = conn.Write([]byte(`INFO {"server_id":"NSECRET","version":"2.15.3"}` + "\r\n"))
+					_, _ = r.ReadString('\n')
+					conn.Close()
+				}
+			}()
+			c := egress.Client(nil, 5*time.Second, true)
+			_, err = c.Post("http://"+ln.Addr().String()+"/api/webhooks/1/T0KEN", "application/json", strings.NewReader("{}"))
+			if err == nil {
+				t.Fatal("a NATS port answered like an HTTP server")
 			}
-			_, _ = conn.Write([]byte(`INFO {"server_id":"NSECRET","version":"2.15.3"}` + "\r\n"))
-			_, _ = bufio.NewReader(conn).ReadString('\n')
-			conn.Close()
-		}
-	}()
+			got := egress.Reason(err)
+			if got != "the server does not speak HTTP" {
+				t.Errorf("reason %q (err %v)", got, err)
+			}
+			for _, bad := range []string{"INFO", "NSECRET", "T0KEN", "webhooks"} {
+				if strings.Contains(got, bad) {
+					t.Fatalf("reason %q holds %q (err %v)", got, bad, err)
+				}
+			}
+		})
+	}
 	c := egress.Client(nil, 5*time.Second, true)
-	_, err = c.Post("http://"+ln.Addr().String()+"/api/webhooks/1/T0KEN", "application/json", strings.NewReader("{}"))
-	if err == nil {
-		t.Fatal("a NATS port answered like an HTTP server")
-	}
-	got := egress.Reason(err)
-	if got != "the server does not speak HTTP" {
-		t.Errorf("reason %q (err %v)", got, err)
-	}
-	for _, bad := range []string{"INFO", "NSECRET", "T0KEN", "webhooks"} {
-		if strings.Contains(got, bad) {
-			t.Fatalf("reason %q holds %q (err %v)", got, bad, err)
-		}
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Nanosecond)
 	defer cancel()
 	<-ctx.Done()
-	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+ln.Addr().String()+"/x", nil)
-	_, err = c.Do(req)
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "http://127.0.0.1:9/x", nil)
+	_, err := c.Do(req)
 	if got := egress.Reason(err); got != "timeout" {
 		t.Fatalf("reason %q for a deadline, want timeout", got)
 	}
