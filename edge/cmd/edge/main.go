@@ -27,6 +27,7 @@ import (
 	"spookat/edge/internal/server"
 	"spookat/schema"
 	"spookat/worker"
+	"spookat/worker/egress"
 )
 
 func main() {
@@ -127,6 +128,7 @@ func serve(args []string) error {
 		return fmt.Errorf("-sync must be normal or full, not %q", *syncMode)
 	}
 	log := newLogger(*logLevel)
+	egress.StdLog(log) // net/http's own lines, about webhook targets among others
 	if *pprofAddr != "" {
 		go func() { log.Error("pprof", "err", http.ListenAndServe(*pprofAddr, nil)) }()
 	}

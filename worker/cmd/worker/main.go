@@ -27,6 +27,7 @@ import (
 
 	"spookat/schema"
 	"spookat/worker"
+	"spookat/worker/egress"
 )
 
 // credsWorkerID reads the worker id a credentials file was issued for (its JWT's name, see
@@ -88,6 +89,7 @@ func run(args []string) error {
 		level = slog.LevelDebug
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	egress.StdLog(log) // net/http's own lines, about delivery targets among others
 	cfg.Logger = log
 	if os.Getenv("GOGC") == "" {
 		// Deliveries allocate a lot of short-lived garbage (HTTP, JSON) and memory is cheap
