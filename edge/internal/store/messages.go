@@ -123,16 +123,11 @@ func (tx *Tx) insertRow(m *MessageRequest, id, conversationID int64, source sche
 		return err
 	}
 	defer st.ClearBindings()
-	if literal {
-		err = errors.Join(
-			st.BindInt64(1, id), st.BindInt64(2, conversationID), st.BindText(4, m.Name), st.BindText(5, m.Text),
-			bindOptionalText(st, 7, m.ClientID), st.BindBool(8, m.Internal), st.BindInt64(9, tx.now), bindFileID(st, 10, m.File))
-	} else {
-		err = errors.Join(
-			st.BindInt64(1, id), st.BindInt64(2, conversationID), st.BindText(3, string(m.Author)),
-			st.BindText(4, m.Name), st.BindText(5, m.Text), st.BindText(6, string(source)),
-			bindOptionalText(st, 7, m.ClientID), st.BindBool(8, m.Internal), st.BindInt64(9, tx.now),
-			bindFileID(st, 10, m.File), st.BindText(11, string(m.Kind)))
+	err = errors.Join(
+		st.BindInt64(1, id), st.BindInt64(2, conversationID), st.BindText(4, m.Name), st.BindText(5, m.Text),
+		bindOptionalText(st, 7, m.ClientID), st.BindBool(8, m.Internal), st.BindInt64(9, tx.now), bindFileID(st, 10, m.File))
+	if err == nil && !literal {
+		err = errors.Join(st.BindText(3, string(m.Author)), st.BindText(6, string(source)), st.BindText(11, string(m.Kind)))
 	}
 	if err != nil {
 		return err
@@ -144,8 +139,14 @@ func (tx *Tx) insertRow(m *MessageRequest, id, conversationID int64, source sche
 // statement the writer runs has them written in as literals, one statement for each of the
 // few combinations that occur: every text bound is a copy into SQLite's memory, and these
 // three were half of them. A word that is not plainly [a-z_] (never, today) is bound instead.
-const insertBound = `INSERT INTO messages (id, conversation_id, author, name, text, source, client_id, internal, created_at, file_id, kind)
-		VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11) ON CONFLICT (conversation_id, source, client_id) DO NOTHING`
+func insertMessageSQL(author, source, kind string) string {
+	return `INSERT INTO messages (id, conversation_id, author, name, text, source, client_id, internal, created_at, file_id, kind)
+		VALUES (?1, ?2, ` + author + `, ?4, ?5, ` + source + `, ?7, ?8, ?9, ?10, ` + kind + `)
+		ON CONFLICT (conversation_id, source, client_id) DO NOTHING`
+}
+
+// insertBound is the INSERT with every word bound.
+var insertBound = insertMessageSQL("?3", "?6", "?11")
 
 type insertWords struct {
 	author schema.Author
@@ -164,9 +165,7 @@ func insertSQL(author schema.Author, source schema.Source, kind schema.MessageKi
 	if !plainWord(string(author)) || !plainWord(string(source)) || !plainWord(string(kind)) {
 		return insertBound, false
 	}
-	sql := `INSERT INTO messages (id, conversation_id, author, name, text, source, client_id, internal, created_at, file_id, kind)
-		VALUES (?1, ?2, '` + string(author) + `', ?4, ?5, '` + string(source) + `', ?7, ?8, ?9, ?10, '` + string(kind) + `')
-		ON CONFLICT (conversation_id, source, client_id) DO NOTHING`
+	sql := insertMessageSQL(`'`+string(author)+`'`, `'`+string(source)+`'`, `'`+string(kind)+`'`)
 	insertSQLs.Store(k, sql)
 	return sql, true
 }
