@@ -5,8 +5,10 @@ import "context"
 // Erasing a person: what ExportPerson would give is deleted in one commit of the writer,
 // with SQLite's secure_delete on (the freed pages and cells are overwritten with zeros) and
 // FTS5's secure-delete (the index entries go at once, not as tombstones over old segments).
-// The caller then removes the attachments' files and empties the WAL (TruncateWAL): only
-// then are the deleted bytes in neither file.
+// The writer runs with secure_delete=FAST otherwise, so the earlier versions of a row (a
+// visitor's previous page, name or email) were zeroed when they were replaced instead of
+// lingering in their page's free space. The caller then removes the attachments' files and
+// empties the WAL (TruncateWAL): only then are the deleted bytes in neither file.
 
 // Erased is what an erasure deleted, and where the person's messages had gone before it.
 type Erased struct {
@@ -62,7 +64,7 @@ func (s *Store) ErasePerson(ctx context.Context, siteID int64, sel PersonSelecto
 		}
 		defer func() {
 			_ = tx.exec(`INSERT INTO messages_fts (messages_fts, rank) VALUES ('secure-delete', 0)`)
-			_ = tx.exec(`PRAGMA secure_delete = OFF`)
+			_ = tx.exec(`PRAGMA secure_delete = FAST`) // the writer's own setting (store.go)
 		}()
 		for _, v := range visitors {
 			var convs []int64

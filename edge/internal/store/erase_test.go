@@ -31,7 +31,10 @@ func TestErasePersonLeavesNoBytes(t *testing.T) {
 	n := 0
 	say := func(visitor, text string) MessageResult {
 		n++
-		return submit(t, s, MessageRequest{SiteID: site.ID, TokenHash: []byte(visitor), Author: schema.AuthorVisitor, Text: text, ClientID: string(rune('a' + n))})
+		// The page the conversation started on (conversation_contexts) is the person's too.
+		page := &schema.VisitorContext{URL: "https://shop.example/" + visitor + "-private-page", At: 1}
+		return submit(t, s, MessageRequest{SiteID: site.ID, TokenHash: []byte(visitor), Author: schema.AuthorVisitor, Text: text,
+			ClientID: string(rune('a' + n)), Context: page})
 	}
 	z := say("zoe", secret)
 	say("zoe", "and "+secret+" again")
@@ -76,12 +79,12 @@ func TestErasePersonLeavesNoBytes(t *testing.T) {
 		}
 		all = append(all, b...)
 	}
-	for _, gone := range []string{"Quagmirezebra", "quagmirezebra", "agmirezebra", "card number", "zoe.unique.address"} {
+	for _, gone := range []string{"Quagmirezebra", "quagmirezebra", "agmirezebra", "card number", "zoe.unique.address", "zoe-private-page"} {
 		if bytes.Contains(all, []byte(gone)) {
 			t.Errorf("%q is still in the database's bytes", gone)
 		}
 	}
-	for _, there := range []string{"Keepsakeotter", "keepsakeotter"} {
+	for _, there := range []string{"Keepsakeotter", "keepsakeotter", "max-private-page"} {
 		if !bytes.Contains(all, []byte(there)) {
 			t.Errorf("%q is not in the bytes: the scan sees nothing", there)
 		}

@@ -188,10 +188,13 @@ func Open(dir string, opts Options) (*Store, error) {
 	// wal_autocheckpoint=0: a checkpoint inside a commit stalls it; the checkpointer
 	// connection does it on a timer instead. cache_size 8 MB: a larger cache makes every
 	// commit slower (SQLite walks the page cache at the end of each write transaction) and a
-	// smaller one misses (bench/comments.md).
+	// smaller one misses (bench/comments.md). secure_delete=FAST: a row updated or deleted
+	// leaves no old copy in the free space of its page (an erasure's words must not outlive
+	// it there; see erase.go), at the cost of zeroing what the page was being written with.
 	if err := w.Exec(`PRAGMA journal_mode=WAL; PRAGMA synchronous=` + sync + `;
 		PRAGMA wal_autocheckpoint=0; PRAGMA journal_size_limit=67108864;
-		PRAGMA busy_timeout=5000; PRAGMA cache_size=-8000; PRAGMA temp_store=MEMORY`); err != nil {
+		PRAGMA busy_timeout=5000; PRAGMA cache_size=-8000; PRAGMA temp_store=MEMORY;
+		PRAGMA secure_delete=FAST`); err != nil {
 		w.Close()
 		return nil, fmt.Errorf("configure %s: %w", s.path, err)
 	}
