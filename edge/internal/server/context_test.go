@@ -56,7 +56,8 @@ func TestPageContext(t *testing.T) {
 	conv := *ack.ConversationID
 	started := func() string {
 		var s string
-		st, _, err := db.Prepare(`SELECT c.context || '|' || v.context FROM conversations c JOIN visitors v ON v.id = c.visitor_id WHERE c.id = ?`)
+		st, _, err := db.Prepare(`SELECT coalesce(cc.context, '') || '|' || v.context FROM conversations c JOIN visitors v ON v.id = c.visitor_id
+			LEFT JOIN conversation_contexts cc ON cc.conversation_id = c.id WHERE c.id = ?`)
 		testkit.NoErr(t, err)
 		defer st.Close()
 		st.BindInt64(1, conv)

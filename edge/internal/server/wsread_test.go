@@ -124,7 +124,7 @@ func TestFramesHoweverTheyArrive(t *testing.T) {
 				page := []byte(`{"type":"page","url":"http://site.test/pricing","title":"Pricing"}`)
 				write(t, v, append(rawFrame(true, 1, page), rawFrame(true, 1, msg("o1", "after the page"))...))
 				a := ack(t, v, "o1")
-				got := edgetest.QueryText(t, db, "SELECT json_extract(context, '$.url') FROM conversations WHERE id = "+strconv.FormatInt(*a.ConversationID, 10))
+				got := edgetest.QueryText(t, db, "SELECT json_extract(context, '$.url') FROM conversation_contexts WHERE conversation_id = "+strconv.FormatInt(*a.ConversationID, 10))
 				if got != "http://site.test/pricing" {
 					t.Fatalf("the conversation's page is %q", got)
 				}

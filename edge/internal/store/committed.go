@@ -74,7 +74,7 @@ type stmtFunc func(sql string) (*sqlite3.Stmt, error)
 func addJobFacts(stmt stmtFunc, c *Committed) error {
 	if c.First && c.Author == schema.AuthorVisitor {
 		var j string
-		if err := queryOne(stmt, `SELECT context FROM conversations WHERE id = ?`, []any{c.ConversationID}, &j); err != nil {
+		if err := queryOne(stmt, `SELECT context FROM conversation_contexts WHERE conversation_id = ?`, []any{c.ConversationID}, &j); err != nil {
 			return err
 		}
 		c.Started = contextFrom(j)

@@ -36,7 +36,11 @@ func (tx *Tx) SetVisitorContext(visitorID int64, c *schema.VisitorContext) error
 	if err := tx.exec(`UPDATE visitors SET context = ? WHERE id = ?`, j, visitorID); err != nil {
 		return err
 	}
-	return tx.exec(`UPDATE conversations SET context = ? WHERE visitor_id = ? AND context = ''`, j, visitorID)
+	if j == "" {
+		return nil
+	}
+	return tx.exec(`INSERT OR IGNORE INTO conversation_contexts (conversation_id, context)
+		SELECT id, ?1 FROM conversations WHERE visitor_id = ?2`, j, visitorID)
 }
 
 // ConversationContext is what the inbox shows beside a conversation about its visitor.
@@ -68,8 +72,9 @@ const maxEarlier = 20
 func (s *Store) ConversationContext(ctx context.Context, cv *ConversationSummary) (ConversationContext, error) {
 	var out ConversationContext
 	err := s.Read(ctx, func(q Querier) error {
-		st, err := q.Stmt(`SELECT v.context, c.context
-			FROM conversations c JOIN visitors v ON v.id = c.visitor_id WHERE c.id = ?`)
+		st, err := q.Stmt(`SELECT v.context, coalesce(cc.context, '')
+			FROM conversations c JOIN visitors v ON v.id = c.visitor_id
+			LEFT JOIN conversation_contexts cc ON cc.conversation_id = c.id WHERE c.id = ?`)
 		if err != nil {
 			return err
 		}

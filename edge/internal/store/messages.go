@@ -226,9 +226,14 @@ func (tx *Tx) visitorConversation(m *MessageRequest, res *MessageResult) error {
 		return err
 	}
 	id := tx.ids.nextConv
-	if err := tx.exec(`INSERT INTO conversations (id, site_id, visitor_id, created_at, updated_at, context) VALUES (?, ?, ?, ?, ?, ?)`,
-		id, m.SiteID, res.VisitorID, tx.now, tx.now, ctx); err != nil {
+	if err := tx.exec(`INSERT INTO conversations (id, site_id, visitor_id, created_at, updated_at) VALUES (?, ?, ?, ?, ?)`,
+		id, m.SiteID, res.VisitorID, tx.now, tx.now); err != nil {
 		return err
+	}
+	if ctx != "" {
+		if err := tx.exec(`INSERT INTO conversation_contexts (conversation_id, context) VALUES (?, ?)`, id, ctx); err != nil {
+			return err
+		}
 	}
 	tx.ids.nextConv++
 	res.ConversationID, res.First = id, true

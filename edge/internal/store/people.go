@@ -168,7 +168,8 @@ func (s *Store) ExportPerson(ctx context.Context, siteID int64, sel PersonSelect
 		if len(out.Visitors) == 0 {
 			return ErrNotFound
 		}
-		cs, err := q.Stmt(`SELECT id, status, created_at, updated_at, rating, rating_comment, context FROM conversations WHERE visitor_id = ? ORDER BY id`)
+		cs, err := q.Stmt(`SELECT c.id, c.status, c.created_at, c.updated_at, c.rating, c.rating_comment, coalesce(cc.context, '')
+			FROM conversations c LEFT JOIN conversation_contexts cc ON cc.conversation_id = c.id WHERE c.visitor_id = ? ORDER BY c.id`)
 		if err != nil {
 			return err
 		}

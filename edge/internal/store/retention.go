@@ -100,10 +100,11 @@ func (s *Store) PurgeExpired(ctx context.Context, now time.Time, after int64, li
 	return p, nil
 }
 
-// deleteConversation deletes a conversation's row and read markers, once deleteMessages has
-// taken its messages.
+// deleteConversation deletes a conversation's row, context and read markers, once
+// deleteMessages has taken its messages.
 func (tx *Tx) deleteConversation(id int64) error {
-	for _, q := range []string{`DELETE FROM conversation_reads WHERE conversation_id = ?`, `DELETE FROM conversations WHERE id = ?`} {
+	for _, q := range []string{`DELETE FROM conversation_reads WHERE conversation_id = ?`,
+		`DELETE FROM conversation_contexts WHERE conversation_id = ?`, `DELETE FROM conversations WHERE id = ?`} {
 		if err := tx.exec(q, id); err != nil {
 			return err
 		}

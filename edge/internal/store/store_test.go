@@ -356,3 +356,62 @@ func TestInsertWordsLiteralOrBound(t *testing.T) {
 		})
 	}
 }
+
+// Migration 23 moves the pages conversations started on out of conversations: a database
+// as version 22 left it keeps each conversation's context, and a conversation without one
+// gets none.
+func TestConversationContextsMigrated(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	migs, err := schema.Migrations()
+	testkit.NoErr(t, err)
+	c, err := OpenConn(filepath.Join(dir, FileName), sqlite3.OPEN_READWRITE|sqlite3.OPEN_CREATE)
+	testkit.NoErr(t, err)
+	for _, m := range migs {
+		if m.Version > 22 {
+			break
+		}
+		testkit.NoErr(t, c.Exec(m.SQL))
+	}
+	testkit.NoErr(t, c.Exec(`PRAGMA user_version = 22;
+		INSERT INTO sites (id, key, name, created_at) VALUES (1, 'st_old', 'old', 1);
+		INSERT INTO visitors (id, site_id, token_hash, created_at, context) VALUES (1, 1, x'01', 1, '{"url":"https://a.example/now","at":2}'),
+			(2, 1, x'02', 1, '');
+		INSERT INTO conversations (id, site_id, visitor_id, created_at, updated_at, context) VALUES
+			(1, 1, 1, 1, 1, '{"url":"https://a.example/start","at":1}'), (2, 1, 2, 1, 1, '')`))
+	testkit.NoErr(t, c.Close())
+
+	s := openTest(t, dir, Options{})
+	defer s.Close()
+	for id, want := range map[int64]string{1: "https://a.example/start", 2: ""} {
+		got, err := s.ConversationContext(ctx, &ConversationSummary{ID: id, SiteID: 1})
+		testkit.NoErr(t, err)
+		if url := ""; got.Started != nil {
+			if url = got.Started.URL; url != want {
+				t.Errorf("conversation %d started on %q, want %q", id, url, want)
+			}
+		} else if want != "" {
+			t.Errorf("conversation %d: no page, want %q", id, want)
+		}
+	}
+	testkit.NoErr(t, s.Read(ctx, func(q Querier) error {
+		st, err := q.Stmt(`SELECT (SELECT count(*) FROM conversation_contexts), (SELECT count(*) FROM pragma_table_info('conversations') WHERE name = 'context')`)
+		if err != nil {
+			return err
+		}
+		defer st.Reset()
+		if !st.Step() || st.ColumnInt(0) != 1 || st.ColumnInt(1) != 0 {
+			t.Errorf("%d contexts, conversations.context still there: %d", st.ColumnInt(0), st.ColumnInt(1))
+		}
+		return nil
+	}))
+	// The visitor without a page reports one: their conversation takes it as where it began.
+	testkit.NoErr(t, s.Write(ctx, func(tx *Tx) error {
+		return tx.SetVisitorContext(2, &schema.VisitorContext{URL: "https://a.example/later", At: 3})
+	}))
+	got, err := s.ConversationContext(ctx, &ConversationSummary{ID: 2, SiteID: 1})
+	testkit.NoErr(t, err)
+	if got.Started == nil || got.Started.URL != "https://a.example/later" || got.Now == nil || got.Now.URL != "https://a.example/later" {
+		t.Errorf("after the page: %+v %+v", got.Started, got.Now)
+	}
+}
