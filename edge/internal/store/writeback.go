@@ -20,7 +20,9 @@ import (
 // a slice at a time (sync_file_range, without waiting: a call that waited held the P too,
 // ~10 % of the wall clock at 10,000 messages/s; bench/path.md, sixth session); the WAL's
 // pages are started the same way before the pass begins. The fdatasyncs SQLite still makes
-// then find most of it written: durability is SQLite's as before.
+// then find most of it written: durability is SQLite's as before. Those fdatasyncs (the
+// WAL's before a pass copies, the database's after) still waited 3–10 ms each, holding the
+// P: they leave it to the others now (offPSync).
 const (
 	writebackVFSName = "spookat-writeback"
 	writebackSlice   = 256 << 10
@@ -28,11 +30,16 @@ const (
 
 func init() {
 	registerWrapper(writebackVFSName, func(f vfs.File, flags vfs.OpenFlag) vfs.File {
-		fd, ok := f.(interface{ Fd() uintptr })
-		if flags&vfs.OPEN_MAIN_DB == 0 || !ok {
+		fd := fileFd(f)
+		switch {
+		case fd < 0:
 			return f
+		case flags&vfs.OPEN_MAIN_DB != 0:
+			return &writebackFile{File: f, lo: -1, offPSync: offPSync{fd: fd}}
+		case flags&vfs.OPEN_WAL != 0:
+			return &syncFile{File: f, offPSync: offPSync{fd: fd}}
 		}
-		return &writebackFile{File: f, fd: int(fd.Fd()), lo: -1}
+		return f
 	})
 }
 
@@ -46,9 +53,9 @@ func writebackURI(path string) (string, error) { return vfsURI(path, writebackVF
 // disk a slice at a time rather than all at its fdatasync.
 type writebackFile struct {
 	vfs.File
-	fd      int
-	lo, hi  int64 // the range written since the last slice went out (lo -1: none)
-	pending int64 // bytes written in it
+	offPSync       // its descriptor (fd) and how it syncs
+	lo, hi   int64 // the range written since the last slice went out (lo -1: none)
+	pending  int64 // bytes written in it
 	// yieldUntil is when the pass under way stops yielding (set by checkpointLoop).
 	yieldUntil time.Time
 	// err is the first error a slice met, for the next Sync: the kernel reports a write
@@ -77,7 +84,7 @@ func (f *writebackFile) Sync(flags vfs.SyncFlag) error {
 		f.err = nil
 		return err
 	}
-	return f.File.Sync(flags)
+	return f.sync(f.File, flags)
 }
 
 // writeBack has the kernel start writing the range dirtied since the last slice.
@@ -149,3 +156,40 @@ func (f *writebackFile) SetPowersafeOverwrite(psow bool) {
 }
 
 func (f *writebackFile) SetPersistWAL(keep bool) { vfsutil.WrapSetPersistWAL(f.File, keep) }
+
+// fileFd is the descriptor of a file the default VFS opened (-1 when it has none).
+func fileFd(f vfs.File) int {
+	if fd, ok := f.(interface{ Fd() uintptr }); ok {
+		return int(fd.Fd())
+	}
+	return -1
+}
+
+// offPSync is how the checkpoint's files sync: through the file itself the first time (the
+// default VFS then syncs a new file's directory too, once), from then on by syncData, which
+// leaves the P to the other goroutines while the disk works. The file's own Sync is not
+// called after syncData: the writer appends to the WAL meanwhile, so a second fdatasync
+// would wait again, holding the P.
+type offPSync struct {
+	fd     int // -1: none (the file's own Sync every time)
+	synced bool
+}
+
+func (o *offPSync) sync(f vfs.File, flags vfs.SyncFlag) error {
+	if o.fd < 0 || !o.synced || !syncOffP {
+		err := f.Sync(flags)
+		o.synced = o.synced || err == nil
+		return err
+	}
+	return syncData(uintptr(o.fd))
+}
+
+// syncFile is the checkpoint connection's WAL, synced by offPSync.
+type syncFile struct {
+	vfs.File
+	offPSync
+}
+
+func (f *syncFile) Unwrap() vfs.File              { return f.File }
+func (f *syncFile) Sync(flags vfs.SyncFlag) error { return f.sync(f.File, flags) }
+func (f *syncFile) SizeHint(size int64) error     { return vfsutil.WrapSizeHint(f.File, size) }

@@ -64,7 +64,7 @@ func TestWritebackErrorReachesSync(t *testing.T) {
 	calls := 0
 	syncRange = func(int, int64, int64) error { calls++; return eio }
 	inner := &recordingFile{}
-	f := &writebackFile{File: inner, lo: -1}
+	f := &writebackFile{File: inner, lo: -1, offPSync: offPSync{fd: -1}} // no descriptor: the syncs are the inner file's
 	page := make([]byte, 4096)
 	for i := range writebackSlice / len(page) {
 		if _, err := f.WriteAt(page, int64(i*len(page))); err != nil {
@@ -91,3 +91,43 @@ type recordingFile struct {
 
 func (r *recordingFile) WriteAt(p []byte, _ int64) (int, error) { return len(p), nil }
 func (r *recordingFile) Sync(vfs.SyncFlag) error                { r.syncs++; return nil }
+
+// The checkpoint's files sync through the file itself the first time (a new WAL's directory is
+// synced with it), and from then on by syncData alone, whose errors reach SQLite.
+func TestCheckpointFilesSyncOffThePAfterTheFirst(t *testing.T) {
+	f, err := os.Create(filepath.Join(t.TempDir(), "spookat.db-wal"))
+	testkit.NoErr(t, err)
+	inner := &recordingFile{}
+	wal := &syncFile{File: inner, offPSync: offPSync{fd: int(f.Fd())}}
+	for i := range 3 {
+		_, err := f.WriteAt([]byte("a frame"), int64(i)*7)
+		testkit.NoErr(t, err)
+		testkit.NoErr(t, wal.Sync(vfs.SYNC_NORMAL))
+	}
+	want := 1
+	if !syncOffP {
+		want = 3
+	}
+	if inner.syncs != want {
+		t.Fatalf("three syncs went through the file %d times, want %d", inner.syncs, want)
+	}
+	testkit.NoErr(t, f.Close())
+	if err := wal.Sync(vfs.SYNC_NORMAL); syncOffP && !errors.Is(err, syscall.EBADF) {
+		t.Fatalf("a sync of a closed descriptor: %v, want %v", err, syscall.EBADF)
+	}
+	// Until the file's own sync has once succeeded, it is the one that syncs.
+	g, err := os.Create(filepath.Join(t.TempDir(), "other.db-wal"))
+	testkit.NoErr(t, err)
+	defer g.Close()
+	failing := &syncFile{File: &failingSyncFile{}, offPSync: offPSync{fd: int(g.Fd())}}
+	for i := range 2 {
+		if err := failing.Sync(vfs.SYNC_NORMAL); !errors.Is(err, syscall.EIO) {
+			t.Fatalf("sync %d of a file whose own sync fails: %v, want %v", i+1, err, syscall.EIO)
+		}
+	}
+}
+
+// failingSyncFile is a vfs.File whose syncs fail.
+type failingSyncFile struct{ vfs.File }
+
+func (failingSyncFile) Sync(vfs.SyncFlag) error { return syscall.EIO }

@@ -1,0 +1,10 @@
+//go:build !linux
+
+package store
+
+import "syscall"
+
+// syncOffP is false elsewhere: SQLite's own sync serves (see offp_linux.go).
+const syncOffP = false
+
+func syncData(fd uintptr) error { return syscall.Fsync(int(fd)) }
