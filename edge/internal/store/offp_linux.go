@@ -16,12 +16,13 @@ func entersyscallblock()
 func exitsyscall()
 
 // fdatasyncOffP is fdatasync(2) made the way syscall.Syscall makes a call, but announced as
-// blocking. Nothing between the two runtime calls may grow the stack.
+// blocking. Nothing between the two runtime calls may grow the stack or need the P: hence
+// RawSyscall6, as in syscall.Syscall (no race or coverage instrumentation inside it).
 //
 //go:nosplit
 func fdatasyncOffP(fd uintptr) syscall.Errno {
 	entersyscallblock()
-	_, _, errno := syscall.RawSyscall(syscall.SYS_FDATASYNC, fd, 0, 0)
+	_, _, errno := syscall.RawSyscall6(syscall.SYS_FDATASYNC, fd, 0, 0, 0, 0, 0)
 	exitsyscall()
 	return errno
 }
