@@ -181,6 +181,15 @@ func runPowerCuts(t *testing.T, mode string, cuts int) {
 	if ok := edgetest.QueryText(t, db, `PRAGMA integrity_check`); ok != "ok" {
 		t.Fatalf("integrity_check: %s", ok)
 	}
+	// The search index came through the cuts whole too (the edge builds a missing or foreign
+	// one again, not a damaged one).
+	sdb, err := store.OpenConn(backing+"/"+store.SearchFileName, sqlite3.OPEN_READWRITE)
+	testkit.NoErr(t, err)
+	defer sdb.Close()
+	if ok := edgetest.QueryText(t, sdb, `PRAGMA integrity_check`); ok != "ok" {
+		t.Fatalf("search.db integrity_check: %s", ok)
+	}
+	testkit.NoErr(t, sdb.Exec(`INSERT INTO messages_fts (messages_fts, rank) VALUES ('integrity-check', 0)`))
 	stored := map[string]bool{}
 	st, _, err := db.Prepare(`SELECT client_id FROM messages WHERE author = 'visitor' AND client_id IS NOT NULL`)
 	testkit.NoErr(t, err)

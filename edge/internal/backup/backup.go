@@ -315,7 +315,7 @@ func Restore(from, dir string, o RestoreOptions) (Manifest, error) {
 		return m, err
 	}
 
-	names := []string{store.FileName, store.FileName + "-wal", store.FileName + "-shm", files.KeyFile, natsauth.DirName, "files", "nats"}
+	names := []string{store.FileName, store.FileName + "-wal", store.FileName + "-shm", store.SearchFileName, store.SearchFileName + "-wal", store.SearchFileName + "-shm", files.KeyFile, natsauth.DirName, "files", "nats"}
 	if force {
 		aside := filepath.Join(dir, "replaced-"+time.Now().UTC().Format("20060102T150405Z"))
 		if err := os.Mkdir(aside, 0o700); err != nil {

@@ -1,10 +1,15 @@
 package store
 
-import "context"
+import (
+	"context"
+	"fmt"
+)
 
 // Erasing a person: what ExportPerson would give is deleted in one commit of the writer,
-// with SQLite's secure_delete on (the freed pages and cells are overwritten with zeros) and
-// FTS5's secure-delete (the index entries go at once, not as tombstones over old segments).
+// with SQLite's secure_delete on (the freed pages and cells are overwritten with zeros); the
+// search index, in its own file, then forgets their words with FTS5's secure-delete (the
+// entries go at once, not as tombstones over old segments) and empties its WAL, and the rows
+// that told it which (search_forget) are deleted, zeroed (searchindex.go).
 // The writer runs with secure_delete=FAST otherwise, so the earlier versions of a row (a
 // visitor's previous page, name or email) were zeroed when they were replaced instead of
 // lingering in their page's free space. The caller then removes the attachments' files and
@@ -40,6 +45,7 @@ func (s *Store) ErasePerson(ctx context.Context, siteID int64, sel PersonSelecto
 		return nil, err
 	}
 	e := &Erased{Delivered: []ErasedDelivery{}}
+	var forgetTo int64 // the search_forget rows of the messages erased (searchindex.go)
 	err := s.WriteDurable(ctx, func(tx *Tx) error {
 		var visitors []int64
 		st, err := tx.Stmt(`SELECT id FROM visitors WHERE ` + personVisitors)
@@ -57,15 +63,10 @@ func (s *Store) ErasePerson(ctx context.Context, siteID int64, sel PersonSelecto
 		if len(visitors) == 0 {
 			return ErrNotFound
 		}
-		for _, q := range []string{`PRAGMA secure_delete = ON`, `INSERT INTO messages_fts (messages_fts, rank) VALUES ('secure-delete', 1)`} {
-			if err := tx.exec(q); err != nil {
-				return err
-			}
+		if err := tx.exec(`PRAGMA secure_delete = ON`); err != nil {
+			return err
 		}
-		defer func() {
-			_ = tx.exec(`INSERT INTO messages_fts (messages_fts, rank) VALUES ('secure-delete', 0)`)
-			_ = tx.exec(`PRAGMA secure_delete = FAST`) // the writer's own setting (store.go)
-		}()
+		defer func() { _ = tx.exec(`PRAGMA secure_delete = FAST`) }() // the writer's own setting (store.go)
 		for _, v := range visitors {
 			var convs []int64
 			cs, err := tx.Stmt(`SELECT id FROM conversations WHERE visitor_id = ?`)
@@ -140,6 +141,9 @@ func (s *Store) ErasePerson(ctx context.Context, siteID int64, sel PersonSelecto
 			e.VisitorIDs = append(e.VisitorIDs, v)
 		}
 		e.Files = len(e.FileKeys)
+		if _, err := tx.QueryRow(`SELECT coalesce(max(seq), 0) FROM search_forget`, nil, &forgetTo); err != nil {
+			return err
+		}
 		if who == nil {
 			return nil
 		}
@@ -147,6 +151,21 @@ func (s *Store) ErasePerson(ctx context.Context, siteID int64, sel PersonSelecto
 		who.SiteID, who.Action = siteID, AuditPersonErased
 		who.Detail = map[string]any{"by": sel.Kind(), "visitors": e.Visitors, "conversations": e.Conversations, "messages": e.Messages}
 		return tx.Audit(*who)
+	})
+	if err != nil {
+		return nil, err
+	}
+	// The search index forgets their words in its own file; then the rows that told it
+	// which go too, zeroed (they held the words).
+	if err := s.forgetApplied(ctx, forgetTo); err != nil {
+		return nil, fmt.Errorf("erased, but the search index has not yet forgotten the words (it will within seconds of running again): %w", err)
+	}
+	err = s.WriteDurable(ctx, func(tx *Tx) error {
+		if err := tx.exec(`PRAGMA secure_delete = ON`); err != nil {
+			return err
+		}
+		defer func() { _ = tx.exec(`PRAGMA secure_delete = FAST`) }()
+		return tx.exec(`DELETE FROM search_forget WHERE seq <= ?`, forgetTo)
 	})
 	if err != nil {
 		return nil, err

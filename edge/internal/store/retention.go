@@ -124,7 +124,7 @@ func (tx *Tx) deleteMessages(conversationID int64, limit int) (n int, keys []str
 	type row struct {
 		msg, file int64
 		key       string
-		indexed   bool // in messages_fts (the rows of message_search)
+		indexed   bool // in the search index (the rows of message_search)
 		site      int64
 		text      string
 	}
@@ -138,9 +138,9 @@ func (tx *Tx) deleteMessages(conversationID int64, limit int) (n int, keys []str
 		return 0, nil, err
 	}
 	for _, r := range rows {
-		if r.indexed && r.msg <= tx.indexed {
-			// An external-content index forgets a row only when told its indexed values.
-			if err := tx.exec(`INSERT INTO messages_fts (messages_fts, rowid, site, text) VALUES ('delete', ?, ?, ?)`, r.msg, r.site, r.text); err != nil {
+		if r.indexed {
+			// The search index forgets it in its own file (searchindex.go).
+			if err := tx.exec(`INSERT INTO search_forget (message, site, text) VALUES (?, ?, ?)`, r.msg, r.site, r.text); err != nil {
 				return 0, nil, err
 			}
 		}

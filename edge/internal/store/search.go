@@ -237,7 +237,7 @@ func (w *matchWalk) walk(rq Querier) error {
 	// decides. The index is walked alone, newest first, and each match looked up: the window
 	// bounds what is walked whatever the filters keep, and the walk stops with the page.
 	match := matchExpr(w.siteID, w.terms)
-	walk, err := rq.Stmt(`SELECT rowid FROM messages_fts WHERE messages_fts MATCH ?1 AND rowid BETWEEN ?2 AND ?3
+	walk, err := rq.Stmt(`SELECT rowid FROM search.messages_fts WHERE messages_fts MATCH ?1 AND rowid BETWEEN ?2 AND ?3
 		ORDER BY rowid DESC LIMIT ?4`)
 	if err != nil {
 		return err

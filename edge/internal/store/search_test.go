@@ -4,9 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+	"unicode"
+
+	"github.com/ncruces/go-sqlite3"
 
 	"spookat/schema"
 	"spookat/schema/testkit"
@@ -55,8 +60,9 @@ func TestMatchExpr(t *testing.T) {
 // conversation's newest match is highlighted, newest first; an operator of another site
 // finds nothing.
 func TestSearch(t *testing.T) {
-	s := openTest(t, t.TempDir(), Options{})
-	defer s.Close()
+	dir := t.TempDir()
+	s := openTest(t, dir, Options{})
+	defer func() { s.Close() }()
 	ctx := context.Background()
 	site, other := addSite(t, s), addSite(t, s)
 	var op, stranger *Operator
@@ -208,11 +214,23 @@ func TestSearch(t *testing.T) {
 		}
 	})
 	t.Run("the index survives a reopen and a rebuild", func(t *testing.T) {
-		if err := s.Write(ctx, func(tx *Tx) error {
-			return tx.exec(`INSERT INTO messages_fts (messages_fts) VALUES ('rebuild')`)
-		}); err != nil {
-			t.Fatal(err)
+		requireIndexAgrees(t, s)
+		testkit.NoErr(t, s.Close())
+		for _, f := range []string{SearchFileName, SearchFileName + "-wal", SearchFileName + "-shm"} {
+			_ = os.Remove(filepath.Join(dir, f)) // a restored data directory has none
 		}
+		s = openTest(t, dir, Options{})
+		testkit.NoErr(t, s.IndexNow(ctx))
+		requireIndexAgrees(t, s)
+		// An index of another copy of the database (a stray row shows whether it was kept).
+		testkit.NoErr(t, s.Write(ctx, func(tx *Tx) error { return tx.exec(`UPDATE search_file SET token = 'another copy'`) }))
+		testkit.NoErr(t, s.Close())
+		c, err := OpenConn(filepath.Join(dir, SearchFileName), sqlite3.OPEN_READWRITE)
+		testkit.NoErr(t, err)
+		testkit.NoErr(t, c.Exec(`INSERT INTO messages_fts (rowid, site, text) VALUES (999999, '1', 'a stray row')`))
+		testkit.NoErr(t, c.Close())
+		s = openTest(t, dir, Options{})
+		requireIndexAgrees(t, s)
 		res, err := s.Search(ctx, op.ID, site.ID, SearchQuery{Text: "damaged"})
 		if err != nil || len(res.Hits) != 1 || res.Hits[0].MessageID != late.MessageID {
 			t.Fatalf("%+v, %v; want message %d", res, err, late.MessageID)
@@ -306,11 +324,70 @@ func TestSearchIndexIntegrity(t *testing.T) {
 	s.Close()
 	s = openTest(t, dir, Options{})
 	defer s.Close()
-	if err := s.Write(context.Background(), func(tx *Tx) error {
-		return tx.exec(`INSERT INTO messages_fts (messages_fts, rank) VALUES ('integrity-check', 1)`)
-	}); err != nil {
+	requireIndexAgrees(t, s)
+}
+
+// requireIndexAgrees brings the search index up to date and checks it against the messages:
+// FTS5's integrity check of search.db, the index's rows are the indexable messages', and each
+// message matches its site and every word of its text.
+func requireIndexAgrees(t *testing.T, s *Store) {
+	t.Helper()
+	ctx := context.Background()
+	testkit.NoErr(t, s.IndexNow(ctx))
+	c, err := OpenConn(s.idx.path, sqlite3.OPEN_READWRITE)
+	testkit.NoErr(t, err)
+	defer c.Close()
+	testkit.NoErr(t, c.BusyTimeout(5*time.Second))
+	if err = c.Exec(`INSERT INTO messages_fts (messages_fts, rank) VALUES ('integrity-check', 0)`); err != nil {
 		t.Fatalf("integrity check: %v", err)
 	}
+	// A contentless index cannot be scanned: its rows are the documents of its words.
+	testkit.NoErr(t, c.Exec(`CREATE VIRTUAL TABLE temp.words USING fts5vocab(main, messages_fts, 'instance')`))
+	st, _, err := c.Prepare(`SELECT DISTINCT doc FROM temp.words`)
+	testkit.NoErr(t, err)
+	var held []int64
+	testkit.NoErr(t, eachRow(st, nil, func() error { held = append(held, st.ColumnInt64(0)); return nil }))
+	st.Close()
+	testkit.NoErr(t, s.Read(ctx, func(q Querier) error {
+		type msg struct {
+			site int64
+			text string
+		}
+		want := map[int64]msg{}
+		st, err := q.Stmt(`SELECT id, site, text FROM message_search`)
+		if err != nil {
+			return err
+		}
+		if err := eachRow(st, nil, func() error { want[st.ColumnInt64(0)] = msg{st.ColumnInt64(1), st.ColumnText(2)}; return nil }); err != nil {
+			return err
+		}
+		for _, id := range held {
+			if _, ok := want[id]; !ok {
+				t.Errorf("the index holds message %d, which is not a message to search", id)
+			}
+		}
+		if len(held) != len(want) {
+			t.Errorf("the index holds %d messages, want %d", len(held), len(want))
+		}
+		match, err := q.Stmt(`SELECT count(*) FROM search.messages_fts WHERE messages_fts MATCH ? AND rowid = ?`)
+		if err != nil {
+			return err
+		}
+		for id, m := range want {
+			expr := fmt.Sprintf(`site : "%d"`, m.site)
+			for _, w := range strings.FieldsFunc(m.text, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) }) {
+				expr += ` AND text : "` + w + `"`
+			}
+			var found int64
+			if _, err := queryRow(match, []any{expr, id}, &found); err != nil {
+				return err
+			}
+			if found != 1 {
+				t.Errorf("message %d (%q) does not match %s", id, m.text, expr)
+			}
+		}
+		return nil
+	}))
 }
 
 // searchStore opens a store with a site and an operator of it (closed with the test).
@@ -361,7 +438,5 @@ func TestSearchIndexFollows(t *testing.T) {
 			t.Errorf("%q: %d hits after its conversation was purged", w, n)
 		}
 	}
-	testkit.NoErr(t, s.Write(ctx, func(tx *Tx) error {
-		return tx.exec(`INSERT INTO messages_fts (messages_fts, rank) VALUES ('integrity-check', 1)`)
-	}))
+	requireIndexAgrees(t, s)
 }

@@ -1,59 +1,614 @@
 package store
 
-import "context"
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
 
-// The search index (messages_fts) follows the messages in batches rather than in each
-// message's own transaction: FTS5 writes a segment of its index at the end of every
-// transaction that touched it and merges them as they pile up, so indexing each commit of
-// a few dozen messages cost the visitor's path about three times what one pass over a
-// thousand does (bench/issue34.md). The writer adds what is new at the end of a commit once
-// indexBatch messages wait, and on its half-second tick whatever waits: a message is
-// searchable within about a second, and the index and its watermark (search_index.through)
-// move in one transaction, so a crash leaves nothing half indexed.
+	"github.com/ncruces/go-sqlite3"
+	"github.com/ncruces/go-sqlite3/util/vfsutil"
+	"github.com/ncruces/go-sqlite3/vfs"
+)
 
-// indexBatch is how many new messages make a commit index them.
-const indexBatch = 2000
+// The search index (messages_fts) lives in a file of its own, search.db beside the database,
+// written by the indexer: a connection and a goroutine of its own. FTS5 merges an index's
+// segments inside the transaction that writes the last of them, and a merge step that reaches
+// a common word writes that word's whole list of messages; in the database that held the
+// commit every visitor's ack waits for, for up to 150 ms once the index had grown (bench/
+// path.md, tenth session). Here the merges hold only the indexer.
+//
+// The indexer follows the messages in passes (FTS5 writes a segment at the end of every
+// transaction that touched the index, so one pass over a thousand messages costs a third of
+// what a few dozen a commit did: bench/issue34.md): on a half-second tick, or sooner when the
+// writer has committed indexBatch messages it has not seen. Each pass reads one snapshot of
+// the database (the new messages, and what retention and erasures deleted since: the
+// search_forget rows) and writes the index and its watermarks in one transaction of
+// search.db, so a crash leaves nothing half indexed. search.db is derived: it is built again
+// from the messages when it is missing or does not belong to the database.
 
-func (s *Store) loadIndexed() error {
-	st, _, err := s.w.Prepare(`SELECT through FROM search_index WHERE id = 1`)
+// SearchFileName is the search index's file in the data directory.
+const SearchFileName = "search.db"
+
+const (
+	// indexBatch is how many new messages make the writer wake the indexer before its tick.
+	indexBatch = 2000
+	indexEvery = 500 * time.Millisecond
+	// indexChunk bounds the rows a pass reads: a catch-up over a whole database goes in steps.
+	indexChunk = 5000
+	// searchVersion is search.db's schema (its PRAGMA user_version); another one is rebuilt.
+	searchVersion = 1
+)
+
+// searchSchema makes search.db. The index is contentless: the text stays in the database,
+// and a message is forgotten by giving its indexed values again ('delete'), which with
+// secure-delete takes its words out of the index's pages at once (an erasure must not leave
+// them behind until a merge). The site is an indexed column so that a query matches one
+// site's rows inside the index; detail=column and no per-row sizes keep it small (the edge
+// checks a phrase's order on the text and orders by recency, not rank); automerge 12 merges
+// less often than the default 4 (bench/issue34.md).
+const searchSchema = `
+CREATE VIRTUAL TABLE messages_fts USING fts5(
+    site, text, content = '',
+    tokenize = 'unicode61 remove_diacritics 2',
+    columnsize = 0, detail = column
+);
+INSERT INTO messages_fts (messages_fts, rank) VALUES ('automerge', 12);
+INSERT INTO messages_fts (messages_fts, rank) VALUES ('secure-delete', 1);
+-- token: the database's search_file token; through: the newest message id the passes have
+-- read; forgot: the newest search_forget row applied.
+CREATE TABLE search_index (
+    id      INTEGER PRIMARY KEY CHECK (id = 1),
+    token   TEXT    NOT NULL,
+    through INTEGER NOT NULL,
+    forgot  INTEGER NOT NULL
+);
+`
+
+// The edge runs on one P (GOMAXPROCS follows its one CPU), and Go lets a goroutine that does
+// not block run 10 ms before it preempts it, without looking at the network meanwhile: an
+// indexer's pass (thousands of messages tokenized, then FTS5 writing and merging segments, up
+// to 150 ms) held every ack and socket read for that long. So the indexer naps for a moment
+// once it has run yieldEvery without blocking, which sends the scheduler through the
+// runnable goroutines and the network poll, at the points it passes often: between rows,
+// and in every read and write of search.db's files (the spookat-index VFS, with a small page
+// cache so that a large merge reads and spills through it).
+const (
+	indexVFSName = "spookat-index"
+	yieldEvery   = time.Millisecond
+	yieldNap     = 20 * time.Microsecond
+)
+
+func init() {
+	registerWrapper(indexVFSName, func(f vfs.File, flags vfs.OpenFlag) vfs.File {
+		if flags&(vfs.OPEN_MAIN_DB|vfs.OPEN_WAL) == 0 {
+			return f
+		}
+		return &yieldFile{File: f}
+	})
+}
+
+// lastYield is when an indexer last yielded (ns since yieldEpoch); shared by the stores of a
+// process, which only makes a test's several indexers yield a little more often.
+var (
+	yieldEpoch = time.Now()
+	lastYield  atomic.Int64
+)
+
+// yieldNow naps when the indexer has run yieldEvery since its last nap.
+func yieldNow() {
+	now := int64(time.Since(yieldEpoch))
+	if now-lastYield.Load() < int64(yieldEvery) {
+		return
+	}
+	time.Sleep(yieldNap)
+	lastYield.Store(int64(time.Since(yieldEpoch)))
+}
+
+// yieldFile is a file of search.db (the database or its WAL) that yields as it is read and
+// written.
+type yieldFile struct{ vfs.File }
+
+func (f *yieldFile) Unwrap() vfs.File { return f.File }
+
+func (f *yieldFile) ReadAt(p []byte, off int64) (int, error) {
+	yieldNow()
+	return f.File.ReadAt(p, off)
+}
+
+func (f *yieldFile) WriteAt(p []byte, off int64) (int, error) {
+	yieldNow()
+	return f.File.WriteAt(p, off)
+}
+
+// The optional parts of a file the VFS layer asks for by type, passed on.
+
+func (f *yieldFile) SharedMemory() vfs.SharedMemory  { return vfsutil.WrapSharedMemory(f.File) }
+func (f *yieldFile) MemoryMapper() vfs.MemoryMapper  { return vfsutil.WrapMemoryMapper(f.File) }
+func (f *yieldFile) LockState() vfs.LockLevel        { return vfsutil.WrapLockState(f.File) }
+func (f *yieldFile) PowersafeOverwrite() bool        { return vfsutil.WrapPowersafeOverwrite(f.File) }
+func (f *yieldFile) PersistWAL() bool                { return vfsutil.WrapPersistWAL(f.File) }
+func (f *yieldFile) SizeHint(size int64) error       { return vfsutil.WrapSizeHint(f.File, size) }
+func (f *yieldFile) HasMoved() (bool, error)         { return vfsutil.WrapHasMoved(f.File) }
+func (f *yieldFile) SetPowersafeOverwrite(psow bool) { vfsutil.WrapSetPowersafeOverwrite(f.File, psow) }
+func (f *yieldFile) SetPersistWAL(keep bool)         { vfsutil.WrapSetPersistWAL(f.File, keep) }
+
+// indexer keeps search.db up to date with the database.
+type indexer struct {
+	path string
+	db   *sqlite3.Conn // search.db: read and written only by run (and open)
+	src  *sqlite3.Conn // the database, read-only: only run uses it
+	log  *slog.Logger
+
+	kick chan struct{}
+	stop chan struct{}
+	done chan struct{}
+
+	// seen and applied are through and forgot for the writer: it wakes the indexer when
+	// indexBatch messages wait and deletes the applied search_forget rows.
+	seen, applied atomic.Int64
+	// passes, failed and busy (ns) are for /metrics.
+	passes, failed, busy atomic.Int64
+
+	token string // the database's search_file token, as search.db has it
+
+	mu      sync.Mutex
+	through int64         // committed in search.db
+	forgot  int64         // committed in search.db
+	passed  chan struct{} // closed and replaced after every pass
+	err     error         // the last pass's, nil once one succeeds
+}
+
+// openIndexer opens search.db in dir for the store's database (its ids loaded).
+func (s *Store) openIndexer(dir string) (*indexer, error) {
+	var maxForget int64
+	var token string
+	st, _, err := s.w.Prepare(`SELECT (SELECT coalesce(max(seq), 0) FROM sqlite_sequence WHERE name = 'search_forget'), (SELECT token FROM search_file)`)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	defer st.Close()
 	if st.Step() {
-		s.indexed = st.ColumnInt64(0)
+		maxForget, token = st.ColumnInt64(0), st.ColumnText(1)
 	}
-	return st.Err()
+	if err := errors.Join(st.Err(), st.Close()); err != nil {
+		return nil, err
+	}
+	return openIndexer(dir, s.path, token, s.newestMessage(), maxForget)
 }
 
 // newestMessage is the id of the newest message written (or a little above: ids are handed
 // out in blocks, and a restart skips the rest of the block).
 func (s *Store) newestMessage() int64 { return s.ids.nextMsg - 1 }
 
-// indexBehind says whether messages wait for the index.
-func (s *Store) indexBehind() bool { return !s.opts.noSearch && s.newestMessage() > s.indexed }
-
-// indexNew indexes, in tx, the messages above s.indexed when enough wait or the tick asked
-// for it; it returns the new watermark (0: nothing done), which is s.indexed once tx commits.
-func (s *Store) indexNew(tx *Tx) (int64, error) {
-	to := s.newestMessage()
-	if !s.indexBehind() || (to-s.indexed < indexBatch && !s.indexDue) {
-		return 0, nil
+// openIndexer opens search.db in dir for the database at dbPath, whose search_file token is
+// token, newest message id at most newest and newest search_forget row maxForget: an index
+// of another token, or that claims more, was built for another copy of the database and is
+// built again.
+func openIndexer(dir, dbPath, token string, newest, maxForget int64) (*indexer, error) {
+	x := &indexer{
+		path:   dir + string(os.PathSeparator) + SearchFileName,
+		log:    slog.Default().With("part", "search index"),
+		kick:   make(chan struct{}, 1),
+		stop:   make(chan struct{}),
+		done:   make(chan struct{}),
+		passed: make(chan struct{}),
 	}
-	if err := tx.exec(`INSERT INTO messages_fts (rowid, site, text) SELECT id, site, text FROM message_search WHERE id > ? AND id <= ?`, s.indexed, to); err != nil {
-		return 0, err
+	for try := 0; ; try++ {
+		err := x.openDB(token)
+		if err == nil && x.token != token {
+			err = errors.New("it was built for another database (search_file's token)")
+		}
+		if err == nil && (x.through > newest || x.forgot > maxForget) {
+			err = fmt.Errorf("it holds messages through %d and forgot through %d, the database has %d and %d", x.through, x.forgot, newest, maxForget)
+		}
+		if err == nil {
+			break
+		}
+		if x.db != nil {
+			x.db.Close()
+			x.db = nil
+		}
+		if try > 0 {
+			return nil, fmt.Errorf("open %s: %w", x.path, err)
+		}
+		x.log.Warn("building the search index again", "file", x.path, "why", err.Error())
+		for _, p := range []string{x.path, x.path + "-wal", x.path + "-shm"} {
+			if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return nil, err
+			}
+		}
 	}
-	if err := tx.exec(`UPDATE search_index SET through = ? WHERE id = 1`, to); err != nil {
-		return 0, err
+	x.seen.Store(x.through)
+	x.applied.Store(x.forgot)
+	src, err := sqlite3.OpenFlags(dbPath, sqlite3.OPEN_READONLY)
+	if err == nil {
+		err = src.BusyTimeout(5 * time.Second)
 	}
-	return to, nil
+	if err != nil {
+		x.db.Close()
+		if src != nil {
+			src.Close()
+		}
+		return nil, fmt.Errorf("open the indexer's reader: %w", err)
+	}
+	x.src = src
+	return x, nil
 }
 
-// IndexNow brings the search index up to date at once rather than within the second (tests,
-// and whoever needs a search to see a message just written).
-func (s *Store) IndexNow(ctx context.Context) error {
-	return s.Write(ctx, func(*Tx) error {
-		s.indexDue = true // read by indexNew at the end of this commit, on the writer's goroutine
+func (x *indexer) openDB(token string) error {
+	f, err := os.OpenFile(x.path, os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return err
+	}
+	f.Close()
+	uri, err := vfsURI(x.path, indexVFSName)
+	if err != nil {
+		return err
+	}
+	if x.db, err = sqlite3.Open(uri); err != nil {
+		return err
+	}
+	if err := setupConn(x.db); err != nil {
+		return err
+	}
+	// secure_delete=ON: a page freed by a merge or a forget is zeroed, so an erased person's
+	// words leave no copy in the file's free pages.
+	if err := x.db.Exec(`PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA busy_timeout=5000;
+		PRAGMA secure_delete=ON; PRAGMA journal_size_limit=16777216; PRAGMA cache_size=-1024`); err != nil {
+		return err
+	}
+	if err := chmodExisting(0o600, x.path+"-wal", x.path+"-shm"); err != nil {
+		return err
+	}
+	var version int64
+	if err := x.scalar(`PRAGMA user_version`, &version); err != nil {
+		return err
+	}
+	if version == 0 {
+		err := x.db.Exec(`BEGIN IMMEDIATE;` + searchSchema + fmt.Sprintf(`PRAGMA user_version=%d;`, searchVersion))
+		if err == nil {
+			var st *sqlite3.Stmt
+			if st, _, err = x.db.Prepare(`INSERT INTO search_index (id, token, through, forgot) VALUES (1, ?, 0, 0)`); err == nil {
+				err = errors.Join(execStmt(st, token), st.Close())
+			}
+		}
+		if err == nil {
+			err = x.db.Exec(`COMMIT`)
+		}
+		if err != nil {
+			return fmt.Errorf("create: %w", err)
+		}
+	} else if version != searchVersion {
+		return fmt.Errorf("its schema is version %d, this edge's %d", version, searchVersion)
+	}
+	st, _, err := x.db.Prepare(`SELECT token, through, forgot FROM search_index WHERE id = 1`)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	if !st.Step() {
+		return errors.Join(errors.New("no watermark row"), st.Err())
+	}
+	x.token, x.through, x.forgot = st.ColumnText(0), st.ColumnInt64(1), st.ColumnInt64(2)
+	return st.Err()
+}
+
+func (x *indexer) scalar(sql string, dest *int64) error {
+	st, _, err := x.db.Prepare(sql)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	if st.Step() {
+		*dest = st.ColumnInt64(0)
+	}
+	return st.Err()
+}
+
+func (x *indexer) close() error {
+	var errs []error
+	if x.src != nil {
+		errs = append(errs, x.src.Close())
+	}
+	if x.db != nil {
+		errs = append(errs, x.db.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// run makes passes until stop is closed, then closes its connections.
+func (x *indexer) run() {
+	defer close(x.done)
+	t := time.NewTicker(indexEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-x.stop:
+			return
+		case <-t.C:
+		case <-x.kick:
+		}
+		for {
+			t0 := time.Now()
+			more, err := x.pass()
+			x.busy.Add(int64(time.Since(t0)))
+			x.passes.Add(1)
+			if err != nil {
+				x.failed.Add(1)
+			}
+			x.mu.Lock()
+			if err != nil && x.err == nil {
+				x.log.Error("search index pass failed; retrying on the next tick", "err", err.Error())
+			}
+			x.err = err
+			close(x.passed)
+			x.passed = make(chan struct{})
+			x.mu.Unlock()
+			if !more || err != nil {
+				break
+			}
+			select {
+			case <-x.stop:
+				return
+			default:
+			}
+		}
+	}
+}
+
+// SearchIndexStats is what the indexer did since Open.
+type SearchIndexStats struct {
+	Passes, Failed int64
+	Busy           time.Duration // time in passes
+	// Behind is how far the newest message id is past what the index has read (ids are
+	// handed out in blocks: after a restart it counts the block's unused rest too).
+	Behind int64
+}
+
+// SearchIndexStats reports the indexer's passes and lag.
+func (s *Store) SearchIndexStats() SearchIndexStats {
+	x := s.idx
+	return SearchIndexStats{Passes: x.passes.Load(), Failed: x.failed.Load(), Busy: time.Duration(x.busy.Load()),
+		Behind: max(0, s.newestCommitted.Load()-x.seen.Load())}
+}
+
+// wake asks for a pass now (it never blocks).
+func (x *indexer) wake() {
+	select {
+	case x.kick <- struct{}{}:
+	default:
+	}
+}
+
+// waitFor returns once ok holds of the committed watermarks, after as many passes as that
+// takes (the last pass's error when one fails).
+func (x *indexer) waitFor(ctx context.Context, ok func(through, forgot int64) bool) error {
+	for {
+		x.mu.Lock()
+		done, passed, err := ok(x.through, x.forgot), x.passed, x.err
+		x.mu.Unlock()
+		if done {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("search index: %w", err)
+		}
+		x.wake()
+		select {
+		case <-passed:
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-x.done:
+			return ErrClosed
+		}
+	}
+}
+
+type indexRow struct {
+	id, site int64
+	text     string
+}
+
+type forgetRow struct {
+	seq, message, site int64
+	text               string
+}
+
+// pass brings the index up to one snapshot of the database (more: the snapshot has more
+// rows than a pass takes).
+func (x *indexer) pass() (more bool, err error) {
+	x.mu.Lock()
+	through, forgot := x.through, x.forgot
+	x.mu.Unlock()
+
+	forgets, rows, newest, err := x.read(through, forgot)
+	if err != nil {
+		return false, err
+	}
+	// A pass that could not take every forget in sight indexes nothing: a message deleted
+	// after the last pass that indexed rows had been read by it when its id is at most
+	// through, so its forget applies; one deleted before was never indexed (see forget).
+	forgetsOnly := len(forgets) == indexChunk
+	newThrough, newForgot := through, forgot
+	if !forgetsOnly {
+		switch {
+		case len(rows) == indexChunk:
+			newThrough, more = rows[len(rows)-1].id, true
+		case newest > through:
+			newThrough = newest
+		}
+	} else {
+		more = true
+	}
+	if len(forgets) > 0 {
+		newForgot = forgets[len(forgets)-1].seq
+	}
+	if newThrough == through && newForgot == forgot {
+		return false, nil
+	}
+	if err := x.write(through, forgets, rows, forgetsOnly, newThrough, newForgot); err != nil {
+		return false, err
+	}
+	if len(forgets) > 0 {
+		// The forgotten words' old pages are in the file or the WAL until a checkpoint
+		// copies and empties it; readers in the middle of a search may keep it from
+		// finishing, and the next pass with forgets tries again.
+		_ = x.db.Exec(`PRAGMA wal_checkpoint(TRUNCATE)`)
+	}
+	x.mu.Lock()
+	x.through, x.forgot = newThrough, newForgot
+	x.mu.Unlock()
+	x.seen.Store(newThrough)
+	x.applied.Store(newForgot)
+	return more, nil
+}
+
+// read takes, in one snapshot of the database, the forgets above forgot, the indexable
+// messages above through and the newest message id.
+func (x *indexer) read(through, forgot int64) (forgets []forgetRow, rows []indexRow, newest int64, err error) {
+	if err := x.src.Exec(`BEGIN`); err != nil {
+		return nil, nil, 0, err
+	}
+	defer func() {
+		if e := x.src.Exec(`COMMIT`); err == nil {
+			err = e
+		}
+	}()
+	st, _, err := x.src.Prepare(`SELECT seq, message, site, text FROM search_forget WHERE seq > ? ORDER BY seq LIMIT ?`)
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	err = eachRow(st, []any{forgot, indexChunk}, func() error {
+		yieldNow()
+		forgets = append(forgets, forgetRow{st.ColumnInt64(0), st.ColumnInt64(1), st.ColumnInt64(2), st.ColumnText(3)})
 		return nil
 	})
+	st.Close()
+	if err != nil || len(forgets) == indexChunk {
+		return forgets, nil, 0, err
+	}
+	st, _, err = x.src.Prepare(`SELECT id, site, text FROM message_search WHERE id > ? ORDER BY id LIMIT ?`)
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	err = eachRow(st, []any{through, indexChunk}, func() error {
+		yieldNow()
+		rows = append(rows, indexRow{st.ColumnInt64(0), st.ColumnInt64(1), st.ColumnText(2)})
+		return nil
+	})
+	st.Close()
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	st, _, err = x.src.Prepare(`SELECT coalesce(max(id), 0) FROM messages`)
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	if st.Step() {
+		newest = st.ColumnInt64(0)
+	}
+	err = errors.Join(st.Err(), st.Close())
+	return forgets, rows, newest, err
+}
+
+// write applies a pass in one transaction of search.db.
+func (x *indexer) write(through int64, forgets []forgetRow, rows []indexRow, forgetsOnly bool, newThrough, newForgot int64) (err error) {
+	if err := x.db.Exec(`BEGIN IMMEDIATE`); err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			_ = x.db.Exec(`ROLLBACK`)
+		}
+	}()
+	if len(forgets) > 0 {
+		del, _, err := x.db.Prepare(`INSERT INTO messages_fts (messages_fts, rowid, site, text) VALUES ('delete', ?, ?, ?)`)
+		if err != nil {
+			return err
+		}
+		for _, f := range forgets {
+			yieldNow()
+			// Only what a pass indexed: 'delete' with values the index does not hold for
+			// that row would damage it.
+			if f.message > through {
+				continue
+			}
+			if err = execStmt(del, f.message, f.site, f.text); err != nil {
+				break
+			}
+		}
+		if e := del.Close(); err == nil {
+			err = e
+		}
+		if err != nil {
+			return err
+		}
+	}
+	if !forgetsOnly && len(rows) > 0 {
+		ins, _, err := x.db.Prepare(`INSERT INTO messages_fts (rowid, site, text) VALUES (?, ?, ?)`)
+		if err != nil {
+			return err
+		}
+		for _, r := range rows {
+			yieldNow()
+			if err = execStmt(ins, r.id, r.site, r.text); err != nil {
+				break
+			}
+		}
+		if e := ins.Close(); err == nil {
+			err = e
+		}
+		if err != nil {
+			return err
+		}
+	}
+	up, _, err := x.db.Prepare(`UPDATE search_index SET through = ?, forgot = ? WHERE id = 1`)
+	if err != nil {
+		return err
+	}
+	err = execStmt(up, newThrough, newForgot)
+	if e := up.Close(); err == nil {
+		err = e
+	}
+	if err != nil {
+		return err
+	}
+	return x.db.Exec(`COMMIT`)
+}
+
+// execStmt runs a statement that returns no rows.
+func execStmt(st *sqlite3.Stmt, args ...any) error {
+	if err := bind(st, args); err != nil {
+		return err
+	}
+	return st.Exec()
+}
+
+// IndexNow brings the search index up to every message committed and forgotten before it
+// was called rather than within the second (tests, and whoever needs a search to see a
+// message just written).
+func (s *Store) IndexNow(ctx context.Context) error {
+	if s.opts.noSearch {
+		return nil
+	}
+	var newest, forget int64
+	if err := s.Write(ctx, func(tx *Tx) error {
+		_, err := tx.QueryRow(`SELECT (SELECT coalesce(max(id), 0) FROM messages), (SELECT coalesce(max(seq), 0) FROM search_forget)`, nil, &newest, &forget)
+		return err
+	}); err != nil {
+		return err
+	}
+	return s.idx.waitFor(ctx, func(through, forgot int64) bool { return through >= newest && forgot >= forget })
+}
+
+// forgetApplied waits until the indexer has applied the search_forget rows through seq.
+func (s *Store) forgetApplied(ctx context.Context, seq int64) error {
+	if s.opts.noSearch {
+		return nil
+	}
+	return s.idx.waitFor(ctx, func(_, forgot int64) bool { return forgot >= seq })
 }

@@ -69,7 +69,7 @@ type Options struct {
 	// Default 2,500.
 	WindowRate float64
 
-	// noSearch leaves messages_fts alone: the benchmarks' A/B of the index's cost.
+	// noSearch runs no indexer: the benchmarks' A/B of the index's cost.
 	noSearch bool
 }
 
@@ -102,10 +102,13 @@ type Store struct {
 	ckptTrunc chan chan error // TruncateWAL asks for a TRUNCATE checkpoint
 
 	persistedWatermark int64
-	// indexed is the newest message id the search index holds; indexDue asks the commit under
-	// way to bring it up to date however few messages wait (searchindex.go).
-	indexed  int64
-	indexDue bool
+	// idx keeps the search index in search.db (searchindex.go); forgetTrimmed is the
+	// newest search_forget row the writer has deleted once idx applied it.
+	idx           *indexer
+	forgetTrimmed int64
+	// newestCommitted is newestMessage after the last commit, for readers off the writer.
+	newestCommitted atomic.Int64
+	trimDue         bool // the commit under way deletes the applied search_forget rows
 	// watermark is the job publisher's, handed over by SetWatermark (-1: none yet).
 	watermark     atomic.Int64
 	persistedCuts []int64 // outbox_cuts above the watermark at open
@@ -216,11 +219,11 @@ func Open(dir string, opts Options) (*Store, error) {
 		w.Close()
 		return nil, err
 	}
-	if err := s.loadIndexed(); err != nil {
+	if err := s.loadIDs(); err != nil {
 		w.Close()
 		return nil, err
 	}
-	if err := s.loadIDs(); err != nil {
+	if s.idx, err = s.openIndexer(dir); err != nil {
 		w.Close()
 		return nil, err
 	}
@@ -231,7 +234,7 @@ func Open(dir string, opts Options) (*Store, error) {
 	}
 	s.readers = make(chan *reader, opts.Readers)
 	for range opts.Readers {
-		r, err := openReader(s.path)
+		r, err := openReader(s.path, s.idx.path)
 		if err != nil {
 			s.closeConns()
 			return nil, err
@@ -258,6 +261,11 @@ func Open(dir string, opts Options) (*Store, error) {
 	}
 	go s.writeLoop()
 	go s.checkpointLoop()
+	if !opts.noSearch {
+		go s.idx.run()
+	} else {
+		close(s.idx.done)
+	}
 	return s, nil
 }
 
@@ -456,6 +464,8 @@ func (s *Store) Close() error {
 	s.mu.Unlock()
 	close(s.stop)
 	<-s.done
+	close(s.idx.stop)
+	<-s.idx.done
 	// A clean stop: every id given out is committed, so the next start may begin right after
 	// them instead of at the limits (no gap in the ids after a restart).
 	_ = s.w.Exec(fmt.Sprintf(`UPDATE id_limits SET messages = %d, conversations = %d, running = 0 WHERE id = 1`, s.ids.nextMsg, s.ids.nextConv))
@@ -473,6 +483,9 @@ func (s *Store) closeConns() error {
 	}
 	if s.ckpt != nil {
 		errs = append(errs, s.ckpt.Close())
+	}
+	if s.idx != nil {
+		errs = append(errs, s.idx.close())
 	}
 	s.wstmts.close()
 	errs = append(errs, s.w.Close())
@@ -612,7 +625,9 @@ type reader struct {
 	stmts stmtCache
 }
 
-func openReader(path string) (*reader, error) {
+// openReader opens a reader of the database at path with the search index at search
+// attached as "search" (searchindex.go).
+func openReader(path, search string) (*reader, error) {
 	c, err := sqlite3.OpenFlags(path, sqlite3.OPEN_READONLY)
 	if err != nil {
 		return nil, fmt.Errorf("open reader: %w", err)
@@ -624,6 +639,15 @@ func openReader(path string) (*reader, error) {
 	if err := setupConn(c); err != nil {
 		c.Close()
 		return nil, err
+	}
+	st, _, err := c.Prepare(`ATTACH DATABASE ? AS search`)
+	if err == nil {
+		err = execStmt(st, search)
+		st.Close()
+	}
+	if err != nil {
+		c.Close()
+		return nil, fmt.Errorf("attach the search index: %w", err)
 	}
 	return &reader{conn: c, stmts: stmtCache{conn: c}}, nil
 }

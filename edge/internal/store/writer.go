@@ -183,8 +183,8 @@ func (s *Store) writeLoop() {
 		s.queue = s.spare[:0]
 		s.mu.Unlock()
 		persistWatermark := (tick || stopping) && s.watermarkMoved()
-		s.indexDue = (tick || stopping) && s.indexBehind()
-		if len(batch) > 0 || persistWatermark || s.indexDue {
+		s.trimDue = (tick || stopping) && s.idx.applied.Load() > s.forgetTrimmed
+		if len(batch) > 0 || persistWatermark || s.trimDue {
 			s.commit(batch, persistWatermark)
 			s.walCheckpoint()
 		}
@@ -323,7 +323,7 @@ const convSet = `UPDATE conversations SET last_message_id = ?2, updated_at = ?3,
 
 func (s *Store) runTx(batch []request, start time.Time, persistWatermark bool) (committed []Committed, err error) {
 	now := start.UnixMilli()
-	tx := &Tx{c: s.w, stmts: &s.wstmts, now: now, ids: &s.ids, indexed: s.indexed}
+	tx := &Tx{c: s.w, stmts: &s.wstmts, now: now, ids: &s.ids}
 	msgs, newConvs, durable := 0, 0, false
 	for i := range batch {
 		durable = durable || batch[i].durable
@@ -447,9 +447,12 @@ func (s *Store) runTx(batch []request, start time.Time, persistWatermark bool) (
 			return nil, err
 		}
 	}
-	indexTo, err := s.indexNew(tx)
-	if err != nil {
-		return nil, err
+	trimTo := s.idx.applied.Load()
+	if s.trimDue {
+		// What the search index has forgotten (searchindex.go).
+		if err := tx.exec(`DELETE FROM search_forget WHERE seq <= ?`, trimTo); err != nil {
+			return nil, err
+		}
 	}
 	if err := tx.exec(`COMMIT`); err != nil {
 		return nil, err
@@ -457,8 +460,13 @@ func (s *Store) runTx(batch []request, start time.Time, persistWatermark bool) (
 	if moved {
 		s.persistedWatermark = wm
 	}
-	if indexTo > 0 {
-		s.indexed = indexTo
+	if s.trimDue {
+		s.forgetTrimmed = trimTo
+	}
+	newest := s.newestMessage()
+	s.newestCommitted.Store(newest)
+	if !s.opts.noSearch && newest-s.idx.seen.Load() >= indexBatch {
+		s.idx.wake()
 	}
 	return committed, nil
 }
@@ -486,8 +494,6 @@ type Tx struct {
 	stmts *stmtCache
 	now   int64
 	ids   *ids // the writer's id limits; nil outside a commit of messages
-	// indexed is the newest message id in messages_fts when the commit began (searchindex.go).
-	indexed int64
 }
 
 // Now is the transaction's timestamp in Unix ms.
