@@ -1,6 +1,7 @@
 package worker_test
 
 import (
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 	"spookat/loadgen/mock"
 	"spookat/schema"
 	"spookat/schema/testkit"
+	"spookat/worker"
 )
 
 // TestPerfSlack measures a real bin/worker process against the 50 ms Slack mock: deliveries/s
@@ -38,6 +40,10 @@ func TestPerfSlack(t *testing.T) {
 	for s := int64(1); s <= 100; s++ {
 		e.putSite(schema.SiteDelivery{SiteID: s, SlackToken: "xoxb-" + strconv.FormatInt(s, 10), SlackChannel: "C" + strconv.FormatInt(s, 10)})
 	}
+	// The consumers are the edge's to create; a worker process waits for them.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	testkit.NoErr(t, worker.Provision(ctx, e.js, 1, e.config()))
+	cancel()
 	var jobs []schema.Job
 	for i := 0; i < n; i++ {
 		c := int64(i%convs + 1)
