@@ -75,8 +75,9 @@ CREATE TABLE search_index (
 // to 150 ms) held every ack and socket read for that long. So the indexer naps for a moment
 // once it has run yieldEvery without blocking, which sends the scheduler through the
 // runnable goroutines and the network poll, at the points it passes often: between rows,
-// and in every read and write of search.db's files (the spookat-index VFS, with a small page
-// cache so that a large merge reads and spills through it).
+// and in every read and write of search.db's files (the spookat-index VFS, with a page cache of
+// 64 pages so that FTS5's flushes and merges read and spill through it), and its syncs leave
+// the P to the others.
 const (
 	indexVFSName = "spookat-index"
 	yieldEvery   = time.Millisecond
@@ -88,7 +89,7 @@ func init() {
 		if flags&(vfs.OPEN_MAIN_DB|vfs.OPEN_WAL) == 0 {
 			return f
 		}
-		return &yieldFile{File: f}
+		return &yieldFile{File: f, offPSync: offPSync{fd: fileFd(f)}}
 	})
 }
 
@@ -110,10 +111,15 @@ func yieldNow() {
 }
 
 // yieldFile is a file of search.db (the database or its WAL) that yields as it is read and
-// written.
-type yieldFile struct{ vfs.File }
+// written, and syncs without holding the P after its first sync (offPSync, as the timer's
+// checkpoint does: writeback.go).
+type yieldFile struct {
+	vfs.File
+	offPSync
+}
 
-func (f *yieldFile) Unwrap() vfs.File { return f.File }
+func (f *yieldFile) Unwrap() vfs.File              { return f.File }
+func (f *yieldFile) Sync(flags vfs.SyncFlag) error { return f.sync(f.File, flags) }
 
 func (f *yieldFile) ReadAt(p []byte, off int64) (int, error) {
 	yieldNow()
@@ -258,7 +264,7 @@ func (x *indexer) openDB(token string) error {
 	// secure_delete=ON: a page freed by a merge or a forget is zeroed, so an erased person's
 	// words leave no copy in the file's free pages.
 	if err := x.db.Exec(`PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA busy_timeout=5000;
-		PRAGMA secure_delete=ON; PRAGMA journal_size_limit=16777216; PRAGMA cache_size=-1024`); err != nil {
+		PRAGMA secure_delete=ON; PRAGMA journal_size_limit=16777216; PRAGMA cache_size=-256`); err != nil {
 		return err
 	}
 	if err := chmodExisting(0o600, x.path+"-wal", x.path+"-shm"); err != nil {
