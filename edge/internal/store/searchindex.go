@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/ncruces/go-sqlite3"
-	"github.com/ncruces/go-sqlite3/util/vfsutil"
 	"github.com/ncruces/go-sqlite3/vfs"
 )
 
@@ -89,7 +88,7 @@ func init() {
 		if flags&(vfs.OPEN_MAIN_DB|vfs.OPEN_WAL) == 0 {
 			return f
 		}
-		return &yieldFile{File: f, offPSync: offPSync{fd: fileFd(f)}}
+		return &yieldFile{offPFile{File: f, offPSync: offPSync{fd: fileFd(f)}}}
 	})
 }
 
@@ -111,15 +110,8 @@ func yieldNow() {
 }
 
 // yieldFile is a file of search.db (the database or its WAL) that yields as it is read and
-// written, and syncs without holding the P after its first sync (offPSync, as the timer's
-// checkpoint does: writeback.go).
-type yieldFile struct {
-	vfs.File
-	offPSync
-}
-
-func (f *yieldFile) Unwrap() vfs.File              { return f.File }
-func (f *yieldFile) Sync(flags vfs.SyncFlag) error { return f.sync(f.File, flags) }
+// written, and syncs without holding the P after its first sync (offPFile).
+type yieldFile struct{ offPFile }
 
 func (f *yieldFile) ReadAt(p []byte, off int64) (int, error) {
 	yieldNow()
@@ -130,18 +122,6 @@ func (f *yieldFile) WriteAt(p []byte, off int64) (int, error) {
 	yieldNow()
 	return f.File.WriteAt(p, off)
 }
-
-// The optional parts of a file the VFS layer asks for by type, passed on.
-
-func (f *yieldFile) SharedMemory() vfs.SharedMemory  { return vfsutil.WrapSharedMemory(f.File) }
-func (f *yieldFile) MemoryMapper() vfs.MemoryMapper  { return vfsutil.WrapMemoryMapper(f.File) }
-func (f *yieldFile) LockState() vfs.LockLevel        { return vfsutil.WrapLockState(f.File) }
-func (f *yieldFile) PowersafeOverwrite() bool        { return vfsutil.WrapPowersafeOverwrite(f.File) }
-func (f *yieldFile) PersistWAL() bool                { return vfsutil.WrapPersistWAL(f.File) }
-func (f *yieldFile) SizeHint(size int64) error       { return vfsutil.WrapSizeHint(f.File, size) }
-func (f *yieldFile) HasMoved() (bool, error)         { return vfsutil.WrapHasMoved(f.File) }
-func (f *yieldFile) SetPowersafeOverwrite(psow bool) { vfsutil.WrapSetPowersafeOverwrite(f.File, psow) }
-func (f *yieldFile) SetPersistWAL(keep bool)         { vfsutil.WrapSetPersistWAL(f.File, keep) }
 
 // indexer keeps search.db up to date with the database.
 type indexer struct {

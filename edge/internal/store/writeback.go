@@ -184,6 +184,24 @@ func (o *offPSync) sync(f vfs.File, flags vfs.SyncFlag) error {
 	return syncData(uintptr(o.fd))
 }
 
+// offPFile is a database file (or a WAL) synced by offPSync, its optional parts passed on.
+type offPFile struct {
+	vfs.File
+	offPSync
+}
+
+func (f *offPFile) Unwrap() vfs.File                { return f.File }
+func (f *offPFile) Sync(flags vfs.SyncFlag) error   { return f.sync(f.File, flags) }
+func (f *offPFile) SharedMemory() vfs.SharedMemory  { return vfsutil.WrapSharedMemory(f.File) }
+func (f *offPFile) MemoryMapper() vfs.MemoryMapper  { return vfsutil.WrapMemoryMapper(f.File) }
+func (f *offPFile) LockState() vfs.LockLevel        { return vfsutil.WrapLockState(f.File) }
+func (f *offPFile) PowersafeOverwrite() bool        { return vfsutil.WrapPowersafeOverwrite(f.File) }
+func (f *offPFile) PersistWAL() bool                { return vfsutil.WrapPersistWAL(f.File) }
+func (f *offPFile) SizeHint(size int64) error       { return vfsutil.WrapSizeHint(f.File, size) }
+func (f *offPFile) HasMoved() (bool, error)         { return vfsutil.WrapHasMoved(f.File) }
+func (f *offPFile) SetPowersafeOverwrite(psow bool) { vfsutil.WrapSetPowersafeOverwrite(f.File, psow) }
+func (f *offPFile) SetPersistWAL(keep bool)         { vfsutil.WrapSetPersistWAL(f.File, keep) }
+
 // syncFile is the checkpoint connection's WAL, synced by offPSync.
 type syncFile struct {
 	vfs.File
