@@ -268,6 +268,7 @@ func (e *Edge) openStore(context.Context) error {
 		WALPages:  e.cfg.WALPages,
 		Listeners: listeners,
 		Counters:  counters,
+		Logger:    e.log,
 	})
 	if err != nil {
 		return err

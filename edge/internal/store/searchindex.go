@@ -146,6 +146,7 @@ type indexer struct {
 	through int64         // committed in search.db
 	forgot  int64         // committed in search.db
 	passed  chan struct{} // closed and replaced after every pass
+	npass   int64         // passes made
 	err     error         // the last pass's, nil once one succeeds
 }
 
@@ -163,7 +164,7 @@ func (s *Store) openIndexer(dir string) (*indexer, error) {
 	if err := errors.Join(st.Err(), st.Close()); err != nil {
 		return nil, err
 	}
-	return openIndexer(dir, s.path, token, s.newestMessage(), maxForget)
+	return openIndexer(dir, s.path, token, s.newestMessage(), maxForget, s.opts.Logger)
 }
 
 // newestMessage is the id of the newest message written (or a little above: ids are handed
@@ -174,10 +175,10 @@ func (s *Store) newestMessage() int64 { return s.ids.nextMsg - 1 }
 // token, newest message id at most newest and newest search_forget row maxForget: an index
 // of another token, or that claims more, was built for another copy of the database and is
 // built again.
-func openIndexer(dir, dbPath, token string, newest, maxForget int64) (*indexer, error) {
+func openIndexer(dir, dbPath, token string, newest, maxForget int64, log *slog.Logger) (*indexer, error) {
 	x := &indexer{
 		path:   dir + string(os.PathSeparator) + SearchFileName,
-		log:    slog.Default().With("part", "search index"),
+		log:    log.With("part", "search index"),
 		kick:   make(chan struct{}, 1),
 		stop:   make(chan struct{}),
 		done:   make(chan struct{}),
@@ -331,6 +332,7 @@ func (x *indexer) run() {
 				x.log.Error("search index pass failed; retrying on the next tick", "err", err.Error())
 			}
 			x.err = err
+			x.npass++
 			close(x.passed)
 			x.passed = make(chan struct{})
 			x.mu.Unlock()
@@ -371,16 +373,19 @@ func (x *indexer) wake() {
 }
 
 // waitFor returns once ok holds of the committed watermarks, after as many passes as that
-// takes (the last pass's error when one fails).
+// takes, or the error of a pass begun after the call.
 func (x *indexer) waitFor(ctx context.Context, ok func(through, forgot int64) bool) error {
+	x.mu.Lock()
+	first := x.npass + 1 // the pass under way may have read its snapshot before the call
+	x.mu.Unlock()
 	for {
 		x.mu.Lock()
-		done, passed, err := ok(x.through, x.forgot), x.passed, x.err
+		done, passed, err, n := ok(x.through, x.forgot), x.passed, x.err, x.npass
 		x.mu.Unlock()
 		if done {
 			return nil
 		}
-		if err != nil {
+		if err != nil && n > first {
 			return fmt.Errorf("search index: %w", err)
 		}
 		x.wake()

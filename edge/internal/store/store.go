@@ -11,6 +11,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"sort"
@@ -68,6 +69,9 @@ type Options struct {
 	// WindowRate is the arrival rate (requests a second) from which CommitWindow applies.
 	// Default 2,500.
 	WindowRate float64
+
+	// Logger hears the search indexer's failures and rebuilds (default: slog's default).
+	Logger *slog.Logger
 
 	// noSearch runs no indexer: the benchmarks' A/B of the index's cost.
 	noSearch bool
@@ -152,6 +156,9 @@ func Open(dir string, opts Options) (*Store, error) {
 	}
 	if opts.CheckpointEvery <= 0 {
 		opts.CheckpointEvery = time.Second
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
 	}
 	if opts.WALPages == 0 {
 		opts.WALPages = 16384 // a longer WAL copies a page rewritten by many commits once: bench/path.md
