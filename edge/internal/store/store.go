@@ -230,6 +230,7 @@ func Open(dir string, opts Options) (*Store, error) {
 		w.Close()
 		return nil, err
 	}
+	s.newestCommitted.Store(s.newestMessage())
 	if s.idx, err = s.openIndexer(dir); err != nil {
 		w.Close()
 		return nil, err
