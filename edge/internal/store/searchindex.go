@@ -307,7 +307,7 @@ func (x *indexer) close() error {
 	return errors.Join(errs...)
 }
 
-// run makes passes until stop is closed, then closes its connections.
+// run makes passes until stop is closed (Close then closes its connections).
 func (x *indexer) run() {
 	defer close(x.done)
 	t := time.NewTicker(indexEvery)
@@ -516,59 +516,57 @@ func (x *indexer) write(through int64, forgets []forgetRow, rows []indexRow, for
 			_ = x.db.Exec(`ROLLBACK`)
 		}
 	}()
-	if len(forgets) > 0 {
-		del, _, err := x.db.Prepare(`INSERT INTO messages_fts (messages_fts, rowid, site, text) VALUES ('delete', ?, ?, ?)`)
-		if err != nil {
-			return err
-		}
+	err = execEach(x.db, `INSERT INTO messages_fts (messages_fts, rowid, site, text) VALUES ('delete', ?, ?, ?)`, func(run func(...any) error) error {
 		for _, f := range forgets {
 			yieldNow()
 			// Only what a pass indexed: 'delete' with values the index does not hold for
 			// that row would damage it.
-			if f.message > through {
-				continue
-			}
-			if err = execStmt(del, f.message, f.site, f.text); err != nil {
-				break
-			}
-		}
-		if e := del.Close(); err == nil {
-			err = e
-		}
-		if err != nil {
-			return err
-		}
-	}
-	if !forgetsOnly && len(rows) > 0 {
-		ins, _, err := x.db.Prepare(`INSERT INTO messages_fts (rowid, site, text) VALUES (?, ?, ?)`)
-		if err != nil {
-			return err
-		}
-		for _, r := range rows {
-			yieldNow()
-			if err = execStmt(ins, r.id, r.site, r.text); err != nil {
-				break
+			if f.message <= through {
+				if err := run(f.message, f.site, f.text); err != nil {
+					return err
+				}
 			}
 		}
-		if e := ins.Close(); err == nil {
-			err = e
-		}
-		if err != nil {
-			return err
-		}
-	}
-	up, _, err := x.db.Prepare(`UPDATE search_index SET through = ?, forgot = ? WHERE id = 1`)
+		return nil
+	})
 	if err != nil {
 		return err
 	}
-	err = execStmt(up, newThrough, newForgot)
-	if e := up.Close(); err == nil {
-		err = e
+	if !forgetsOnly {
+		err = execEach(x.db, `INSERT INTO messages_fts (rowid, site, text) VALUES (?, ?, ?)`, func(run func(...any) error) error {
+			for _, r := range rows {
+				yieldNow()
+				if err := run(r.id, r.site, r.text); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
 	}
+	err = execEach(x.db, `UPDATE search_index SET through = ?, forgot = ? WHERE id = 1`, func(run func(...any) error) error {
+		return run(newThrough, newForgot)
+	})
 	if err != nil {
 		return err
 	}
 	return x.db.Exec(`COMMIT`)
+}
+
+// execEach prepares sql on c and hands each a function that runs it with arguments.
+func execEach(c *sqlite3.Conn, sql string, each func(run func(...any) error) error) (err error) {
+	st, _, err := c.Prepare(sql)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if e := st.Close(); err == nil {
+			err = e
+		}
+	}()
+	return each(func(args ...any) error { return execStmt(st, args...) })
 }
 
 // execStmt runs a statement that returns no rows.

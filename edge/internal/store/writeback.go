@@ -35,7 +35,7 @@ func init() {
 		case fd < 0:
 			return f
 		case flags&vfs.OPEN_MAIN_DB != 0:
-			return &writebackFile{File: f, lo: -1, offPSync: offPSync{fd: fd}}
+			return &writebackFile{offPFile: offPFile{File: f, offPSync: offPSync{fd: fd}}, lo: -1}
 		case flags&vfs.OPEN_WAL != 0:
 			return &syncFile{File: f, offPSync: offPSync{fd: fd}}
 		}
@@ -52,8 +52,7 @@ func writebackURI(path string) (string, error) { return vfsURI(path, writebackVF
 // writebackFile is the checkpoint connection's database file: what it writes goes to the
 // disk a slice at a time rather than all at its fdatasync.
 type writebackFile struct {
-	vfs.File
-	offPSync       // its descriptor (fd) and how it syncs
+	offPFile       // the file, its descriptor and how it syncs
 	lo, hi   int64 // the range written since the last slice went out (lo -1: none)
 	pending  int64 // bytes written in it
 	// yieldUntil is when the pass under way stops yielding (set by checkpointLoop).
@@ -63,8 +62,6 @@ type writebackFile struct {
 	// would have taken it.
 	err error
 }
-
-func (f *writebackFile) Unwrap() vfs.File { return f.File }
 
 func (f *writebackFile) WriteAt(p []byte, off int64) (int, error) {
 	n, err := f.File.WriteAt(p, off)
@@ -139,24 +136,6 @@ func writeRange(fd int, off, n int64, yieldUntil time.Time) error {
 // passYield is how long a pass of the timer's checkpoint yields after its slices.
 const passYield = 50 * time.Millisecond
 
-// SharedMemory, MemoryMapper, LockState, PowersafeOverwrite, PersistWAL, SizeHint and
-// HasMoved are the optional parts of a database file the VFS layer asks for by type: passed
-// on to the file wrapped.
-
-func (f *writebackFile) SharedMemory() vfs.SharedMemory { return vfsutil.WrapSharedMemory(f.File) }
-func (f *writebackFile) MemoryMapper() vfs.MemoryMapper { return vfsutil.WrapMemoryMapper(f.File) }
-func (f *writebackFile) LockState() vfs.LockLevel       { return vfsutil.WrapLockState(f.File) }
-func (f *writebackFile) PowersafeOverwrite() bool       { return vfsutil.WrapPowersafeOverwrite(f.File) }
-func (f *writebackFile) PersistWAL() bool               { return vfsutil.WrapPersistWAL(f.File) }
-func (f *writebackFile) SizeHint(size int64) error      { return vfsutil.WrapSizeHint(f.File, size) }
-func (f *writebackFile) HasMoved() (bool, error)        { return vfsutil.WrapHasMoved(f.File) }
-
-func (f *writebackFile) SetPowersafeOverwrite(psow bool) {
-	vfsutil.WrapSetPowersafeOverwrite(f.File, psow)
-}
-
-func (f *writebackFile) SetPersistWAL(keep bool) { vfsutil.WrapSetPersistWAL(f.File, keep) }
-
 // fileFd is the descriptor of a file the default VFS opened (-1 when it has none).
 func fileFd(f vfs.File) int {
 	if fd, ok := f.(interface{ Fd() uintptr }); ok {
@@ -184,7 +163,9 @@ func (o *offPSync) sync(f vfs.File, flags vfs.SyncFlag) error {
 	return syncData(uintptr(o.fd))
 }
 
-// offPFile is a database file (or a WAL) synced by offPSync, its optional parts passed on.
+// offPFile is a database file (or a WAL) synced by offPSync. SharedMemory, MemoryMapper,
+// LockState, PowersafeOverwrite, PersistWAL, SizeHint and HasMoved are the optional parts of a
+// database file the VFS layer asks for by type: passed on to the file wrapped.
 type offPFile struct {
 	vfs.File
 	offPSync

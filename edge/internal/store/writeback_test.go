@@ -64,7 +64,7 @@ func TestWritebackErrorReachesSync(t *testing.T) {
 	calls := 0
 	syncRange = func(int, int64, int64) error { calls++; return eio }
 	inner := &recordingFile{}
-	f := &writebackFile{File: inner, lo: -1, offPSync: offPSync{fd: -1}} // no descriptor: the syncs are the inner file's
+	f := &writebackFile{offPFile: offPFile{File: inner, offPSync: offPSync{fd: -1}}, lo: -1} // no descriptor: the syncs are the inner file's
 	page := make([]byte, 4096)
 	for i := range writebackSlice / len(page) {
 		if _, err := f.WriteAt(page, int64(i*len(page))); err != nil {
