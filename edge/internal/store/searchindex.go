@@ -141,6 +141,8 @@ type indexer struct {
 	passes, failed, busy atomic.Int64
 
 	token string // the database's search_file token, as search.db has it
+	// truncateOwed: forgets were applied and search.db's WAL not emptied since (run's).
+	truncateOwed bool
 
 	mu      sync.Mutex
 	through int64         // committed in search.db
@@ -420,9 +422,10 @@ func (x *indexer) pass() (more bool, err error) {
 	if err != nil {
 		return false, err
 	}
-	// A pass that could not take every forget in sight indexes nothing: a message deleted
-	// after the last pass that indexed rows had been read by it when its id is at most
-	// through, so its forget applies; one deleted before was never indexed (see forget).
+	// A pass that could not take every forget in sight indexes nothing. Then a forget in
+	// sight was not in sight of the last pass that indexed rows: its message was deleted
+	// after that pass's snapshot, so that pass (or an earlier one) read it if its id is at
+	// most through, and no pass did if not (write applies it accordingly).
 	forgetsOnly := len(forgets) == indexChunk
 	newThrough, newForgot := through, forgot
 	if !forgetsOnly {
@@ -439,23 +442,32 @@ func (x *indexer) pass() (more bool, err error) {
 		newForgot = forgets[len(forgets)-1].seq
 	}
 	if newThrough == through && newForgot == forgot {
+		x.emptyWAL()
 		return false, nil
 	}
 	if err := x.write(through, forgets, rows, forgetsOnly, newThrough, newForgot); err != nil {
 		return false, err
 	}
-	if len(forgets) > 0 {
-		// The forgotten words' old pages are in the file or the WAL until a checkpoint
-		// copies and empties it; readers in the middle of a search may keep it from
-		// finishing, and the next pass with forgets tries again.
-		_ = x.db.Exec(`PRAGMA wal_checkpoint(TRUNCATE)`)
-	}
+	// The forgotten words' old pages are in the file or the WAL until a checkpoint copies
+	// and empties it. A search under way may keep it from finishing within the busy
+	// timeout: the next passes try again.
+	x.truncateOwed = x.truncateOwed || len(forgets) > 0
+	x.emptyWAL()
 	x.mu.Lock()
 	x.through, x.forgot = newThrough, newForgot
 	x.mu.Unlock()
 	x.seen.Store(newThrough)
 	x.applied.Store(newForgot)
 	return more, nil
+}
+
+// emptyWAL copies search.db's WAL into it and empties it when forgets were applied since it
+// last did.
+func (x *indexer) emptyWAL() {
+	if x.truncateOwed {
+		_, _, err := x.db.WALCheckpoint("main", sqlite3.CHECKPOINT_TRUNCATE)
+		x.truncateOwed = err != nil
+	}
 }
 
 // read takes, in one snapshot of the database, the forgets above forgot, the indexable
