@@ -237,7 +237,7 @@ func Open(dir string, opts Options) (*Store, error) {
 	}
 	// Synced whatever -sync says: a cut right after this start must still find it set.
 	if err := w.Exec(`PRAGMA synchronous=FULL; UPDATE id_limits SET running = 1 WHERE id = 1; PRAGMA synchronous=` + sync); err != nil {
-		w.Close()
+		s.closeConns() // the indexer's too
 		return nil, err
 	}
 	s.readers = make(chan *reader, opts.Readers)
