@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -439,4 +440,42 @@ func TestSearchIndexFollows(t *testing.T) {
 		}
 	}
 	requireIndexAgrees(t, s)
+}
+
+// The forget rule holds whatever the passes' sizes and timing: messages written and purged
+// while the indexer runs in passes of three rows (some passes only forgetting, some reading
+// rows retention deletes right after) leave the index holding exactly the messages.
+func TestSearchIndexForgetsAcrossSmallPasses(t *testing.T) {
+	ctx := context.Background()
+	s := openTest(t, t.TempDir(), Options{searchChunk: 3})
+	defer s.Close()
+	site := addSite(t, s)
+	testkit.NoErr(t, s.Write(ctx, func(tx *Tx) error { _, err := tx.SetRetention(site.Key, 1); return err }))
+	rng := rand.New(rand.NewPCG(35, 11))
+	purged := 0
+	for round := range 25 {
+		var convs []int64
+		for i := range 8 {
+			r := submit(t, s, MessageRequest{SiteID: site.ID, TokenHash: []byte(fmt.Sprintf("visitor-%d", rng.IntN(12))), Author: schema.AuthorVisitor,
+				Text: fmt.Sprintf("round%d walrus number%d", round, i), ClientID: fmt.Sprint(round, "-", i)})
+			convs = append(convs, r.ConversationID)
+			if rng.IntN(4) == 0 {
+				s.idx.wake()
+			}
+		}
+		// Expire a few of this round's conversations (and whatever earlier messages they hold).
+		for _, c := range convs[:rng.IntN(4)] {
+			testkit.NoErr(t, s.Write(ctx, func(tx *Tx) error { return tx.exec(`UPDATE conversations SET updated_at = 0 WHERE id = ?`, c) }))
+		}
+		p, err := s.PurgeExpired(ctx, time.Now(), 0, 100)
+		testkit.NoErr(t, err)
+		purged += p.Messages
+	}
+	if purged == 0 {
+		t.Fatal("nothing was purged: the test did not test forgetting")
+	}
+	requireIndexAgrees(t, s)
+	if st := s.SearchIndexStats(); st.Failed != 0 || st.Behind != 0 {
+		t.Fatalf("indexer %+v: want no failed pass and nothing behind", st)
+	}
 }

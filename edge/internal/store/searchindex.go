@@ -38,6 +38,7 @@ const (
 	indexBatch = 2000
 	indexEvery = 500 * time.Millisecond
 	// indexChunk bounds the rows a pass reads: a catch-up over a whole database goes in steps.
+	// (Options.searchChunk replaces it in tests.)
 	indexChunk = 5000
 	// searchVersion is search.db's schema (its PRAGMA user_version); another one is rebuilt.
 	searchVersion = 1
@@ -141,6 +142,7 @@ type indexer struct {
 	passes, failed, busy atomic.Int64
 
 	token string // the database's search_file token, as search.db has it
+	chunk int    // indexChunk
 	// truncateOwed: forgets were applied and search.db's WAL not emptied since (run's).
 	truncateOwed bool
 
@@ -166,7 +168,11 @@ func (s *Store) openIndexer(dir string) (*indexer, error) {
 	if err := errors.Join(st.Err(), st.Close()); err != nil {
 		return nil, err
 	}
-	return openIndexer(dir, s.path, token, s.newestMessage(), maxForget, s.opts.Logger)
+	x, err := openIndexer(dir, s.path, token, s.newestMessage(), maxForget, s.opts.Logger)
+	if x != nil && s.opts.searchChunk > 0 {
+		x.chunk = s.opts.searchChunk
+	}
+	return x, err
 }
 
 // newestMessage is the id of the newest message written (or a little above: ids are handed
@@ -185,6 +191,7 @@ func openIndexer(dir, dbPath, token string, newest, maxForget int64, log *slog.L
 		stop:   make(chan struct{}),
 		done:   make(chan struct{}),
 		passed: make(chan struct{}),
+		chunk:  indexChunk,
 	}
 	for try := 0; ; try++ {
 		err := x.openDB(token)
@@ -426,11 +433,11 @@ func (x *indexer) pass() (more bool, err error) {
 	// sight was not in sight of the last pass that indexed rows: its message was deleted
 	// after that pass's snapshot, so that pass (or an earlier one) read it if its id is at
 	// most through, and no pass did if not (write applies it accordingly).
-	forgetsOnly := len(forgets) == indexChunk
+	forgetsOnly := len(forgets) == x.chunk
 	newThrough, newForgot := through, forgot
 	if !forgetsOnly {
 		switch {
-		case len(rows) == indexChunk:
+		case len(rows) == x.chunk:
 			newThrough, more = rows[len(rows)-1].id, true
 		case newest > through:
 			newThrough = newest
@@ -485,20 +492,20 @@ func (x *indexer) read(through, forgot int64) (forgets []forgetRow, rows []index
 	if err != nil {
 		return nil, nil, 0, err
 	}
-	err = eachRow(st, []any{forgot, indexChunk}, func() error {
+	err = eachRow(st, []any{forgot, x.chunk}, func() error {
 		yieldNow()
 		forgets = append(forgets, forgetRow{st.ColumnInt64(0), st.ColumnInt64(1), st.ColumnInt64(2), st.ColumnText(3)})
 		return nil
 	})
 	st.Close()
-	if err != nil || len(forgets) == indexChunk {
+	if err != nil || len(forgets) == x.chunk {
 		return forgets, nil, 0, err
 	}
 	st, _, err = x.src.Prepare(`SELECT id, site, text FROM message_search WHERE id > ? ORDER BY id LIMIT ?`)
 	if err != nil {
 		return nil, nil, 0, err
 	}
-	err = eachRow(st, []any{through, indexChunk}, func() error {
+	err = eachRow(st, []any{through, x.chunk}, func() error {
 		yieldNow()
 		rows = append(rows, indexRow{st.ColumnInt64(0), st.ColumnInt64(1), st.ColumnText(2)})
 		return nil

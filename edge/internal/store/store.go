@@ -75,6 +75,8 @@ type Options struct {
 
 	// noSearch runs no indexer: the benchmarks' A/B of the index's cost.
 	noSearch bool
+	// searchChunk replaces indexChunk (tests: passes of a few rows).
+	searchChunk int
 }
 
 // Store is the SQLite file with its single writer.
