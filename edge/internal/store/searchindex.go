@@ -80,7 +80,7 @@ CREATE TABLE search_index (
 // the P to the others.
 const (
 	indexVFSName = "spookat-index"
-	yieldEvery   = time.Millisecond
+	yieldEvery   = 250 * time.Microsecond
 	yieldNap     = 20 * time.Microsecond
 )
 
