@@ -160,13 +160,7 @@ func (s *Store) ErasePerson(ctx context.Context, siteID int64, sel PersonSelecto
 	if err := s.forgetApplied(ctx, forgetTo); err != nil {
 		return nil, fmt.Errorf("erased, but the search index has not yet forgotten the words (it will within seconds of running again): %w", err)
 	}
-	err = s.WriteDurable(ctx, func(tx *Tx) error {
-		if err := tx.exec(`PRAGMA secure_delete = ON`); err != nil {
-			return err
-		}
-		defer func() { _ = tx.exec(`PRAGMA secure_delete = FAST`) }()
-		return tx.exec(`DELETE FROM search_forget WHERE seq <= ?`, forgetTo)
-	})
+	err = s.WriteDurable(ctx, func(tx *Tx) error { return tx.deleteForgotten(forgetTo) })
 	if err != nil {
 		return nil, err
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -158,14 +159,8 @@ type indexer struct {
 func (s *Store) openIndexer(dir string) (*indexer, error) {
 	var maxForget int64
 	var token string
-	st, _, err := s.w.Prepare(`SELECT (SELECT coalesce(max(seq), 0) FROM sqlite_sequence WHERE name = 'search_forget'), (SELECT token FROM search_file)`)
-	if err != nil {
-		return nil, err
-	}
-	if st.Step() {
-		maxForget, token = st.ColumnInt64(0), st.ColumnText(1)
-	}
-	if err := errors.Join(st.Err(), st.Close()); err != nil {
+	if _, err := queryConn(s.w, `SELECT (SELECT coalesce(max(seq), 0) FROM sqlite_sequence WHERE name = 'search_forget'), (SELECT token FROM search_file)`,
+		nil, &maxForget, &token); err != nil {
 		return nil, err
 	}
 	x, err := openIndexer(dir, s.path, token, s.newestMessage(), maxForget, s.opts.Logger)
@@ -185,7 +180,7 @@ func (s *Store) newestMessage() int64 { return s.ids.nextMsg - 1 }
 // built again.
 func openIndexer(dir, dbPath, token string, newest, maxForget int64, log *slog.Logger) (*indexer, error) {
 	x := &indexer{
-		path:   dir + string(os.PathSeparator) + SearchFileName,
+		path:   filepath.Join(dir, SearchFileName),
 		log:    log.With("part", "search index"),
 		kick:   make(chan struct{}, 1),
 		stop:   make(chan struct{}),
@@ -236,11 +231,9 @@ func openIndexer(dir, dbPath, token string, newest, maxForget int64, log *slog.L
 }
 
 func (x *indexer) openDB(token string) error {
-	f, err := os.OpenFile(x.path, os.O_CREATE|os.O_RDWR, 0o600)
-	if err != nil {
+	if err := makePrivate(filepath.Dir(x.path), x.path); err != nil {
 		return err
 	}
-	f.Close()
 	uri, err := vfsURI(x.path, indexVFSName)
 	if err != nil {
 		return err
@@ -261,16 +254,13 @@ func (x *indexer) openDB(token string) error {
 		return err
 	}
 	var version int64
-	if err := x.scalar(`PRAGMA user_version`, &version); err != nil {
+	if _, err := queryConn(x.db, `PRAGMA user_version`, nil, &version); err != nil {
 		return err
 	}
 	if version == 0 {
 		err := x.db.Exec(`BEGIN IMMEDIATE;` + searchSchema + fmt.Sprintf(`PRAGMA user_version=%d;`, searchVersion))
 		if err == nil {
-			var st *sqlite3.Stmt
-			if st, _, err = x.db.Prepare(`INSERT INTO search_index (id, token, through, forgot) VALUES (1, ?, 0, 0)`); err == nil {
-				err = errors.Join(execStmt(st, token), st.Close())
-			}
+			err = execConn(x.db, `INSERT INTO search_index (id, token, through, forgot) VALUES (1, ?, 0, 0)`, token)
 		}
 		if err == nil {
 			err = x.db.Exec(`COMMIT`)
@@ -281,28 +271,11 @@ func (x *indexer) openDB(token string) error {
 	} else if version != searchVersion {
 		return fmt.Errorf("its schema is version %d, this edge's %d", version, searchVersion)
 	}
-	st, _, err := x.db.Prepare(`SELECT token, through, forgot FROM search_index WHERE id = 1`)
-	if err != nil {
-		return err
+	found, err := queryConn(x.db, `SELECT token, through, forgot FROM search_index WHERE id = 1`, nil, &x.token, &x.through, &x.forgot)
+	if err == nil && !found {
+		err = errors.New("no watermark row")
 	}
-	defer st.Close()
-	if !st.Step() {
-		return errors.Join(errors.New("no watermark row"), st.Err())
-	}
-	x.token, x.through, x.forgot = st.ColumnText(0), st.ColumnInt64(1), st.ColumnInt64(2)
-	return st.Err()
-}
-
-func (x *indexer) scalar(sql string, dest *int64) error {
-	st, _, err := x.db.Prepare(sql)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	if st.Step() {
-		*dest = st.ColumnInt64(0)
-	}
-	return st.Err()
+	return err
 }
 
 func (x *indexer) close() error {
@@ -514,14 +487,7 @@ func (x *indexer) read(through, forgot int64) (forgets []forgetRow, rows []index
 	if err != nil {
 		return nil, nil, 0, err
 	}
-	st, _, err = x.src.Prepare(`SELECT coalesce(max(id), 0) FROM messages`)
-	if err != nil {
-		return nil, nil, 0, err
-	}
-	if st.Step() {
-		newest = st.ColumnInt64(0)
-	}
-	err = errors.Join(st.Err(), st.Close())
+	_, err = queryConn(x.src, `SELECT coalesce(max(id), 0) FROM messages`, nil, &newest)
 	return forgets, rows, newest, err
 }
 
@@ -565,10 +531,7 @@ func (x *indexer) write(through int64, forgets []forgetRow, rows []indexRow, for
 			return err
 		}
 	}
-	err = execEach(x.db, `UPDATE search_index SET through = ?, forgot = ? WHERE id = 1`, func(run func(...any) error) error {
-		return run(newThrough, newForgot)
-	})
-	if err != nil {
+	if err := execConn(x.db, `UPDATE search_index SET through = ?, forgot = ? WHERE id = 1`, newThrough, newForgot); err != nil {
 		return err
 	}
 	return x.db.Exec(`COMMIT`)
@@ -586,6 +549,26 @@ func execEach(c *sqlite3.Conn, sql string, each func(run func(...any) error) err
 		}
 	}()
 	return each(func(args ...any) error { return execStmt(st, args...) })
+}
+
+// execConn prepares sql on c, runs it once with args and finishes it.
+func execConn(c *sqlite3.Conn, sql string, args ...any) error {
+	return execEach(c, sql, func(run func(...any) error) error { return run(args...) })
+}
+
+// queryConn prepares sql on c, scans its first row into dest (found: there was one) and
+// finishes it.
+func queryConn(c *sqlite3.Conn, sql string, args []any, dest ...any) (found bool, err error) {
+	st, _, err := c.Prepare(sql)
+	if err != nil {
+		return false, err
+	}
+	defer func() {
+		if e := st.Close(); err == nil {
+			err = e
+		}
+	}()
+	return queryRow(st, args, dest...)
 }
 
 // execStmt runs a statement that returns no rows.
@@ -611,6 +594,21 @@ func (s *Store) IndexNow(ctx context.Context) error {
 		return err
 	}
 	return s.idx.waitFor(ctx, func(through, forgot int64) bool { return through >= newest && forgot >= forget })
+}
+
+// deleteForgotten deletes the search_forget rows through seq, which the indexer has applied.
+// They hold deleted messages' text (an erasure's among them, whether the erasure or the
+// writer's tick comes first), so they are zeroed: secure_delete ON for this statement, then
+// the writer's own FAST again (store.go).
+func (tx *Tx) deleteForgotten(seq int64) error {
+	if err := tx.exec(`PRAGMA secure_delete = ON`); err != nil {
+		return err
+	}
+	err := tx.exec(`DELETE FROM search_forget WHERE seq <= ?`, seq)
+	if e := tx.exec(`PRAGMA secure_delete = FAST`); err == nil {
+		err = e
+	}
+	return err
 }
 
 // forgetApplied waits until the indexer has applied the search_forget rows through seq.

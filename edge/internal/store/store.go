@@ -650,12 +650,7 @@ func openReader(path, search string) (*reader, error) {
 		c.Close()
 		return nil, err
 	}
-	st, _, err := c.Prepare(`ATTACH DATABASE ? AS search`)
-	if err == nil {
-		err = execStmt(st, search)
-		st.Close()
-	}
-	if err != nil {
+	if err := execConn(c, `ATTACH DATABASE ? AS search`, search); err != nil {
 		c.Close()
 		return nil, fmt.Errorf("attach the search index: %w", err)
 	}

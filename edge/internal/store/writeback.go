@@ -37,7 +37,7 @@ func init() {
 		case flags&vfs.OPEN_MAIN_DB != 0:
 			return &writebackFile{offPFile: offPFile{File: f, offPSync: offPSync{fd: fd}}, lo: -1}
 		case flags&vfs.OPEN_WAL != 0:
-			return &syncFile{File: f, offPSync: offPSync{fd: fd}}
+			return &offPFile{File: f, offPSync: offPSync{fd: fd}}
 		}
 		return f
 	})
@@ -144,11 +144,11 @@ func fileFd(f vfs.File) int {
 	return -1
 }
 
-// offPSync is how the checkpoint's files sync: through the file itself the first time (the
-// default VFS then syncs a new file's directory too, once), from then on by syncData, which
-// leaves the P to the other goroutines while the disk works. The file's own Sync is not
-// called after syncData: the writer appends to the WAL meanwhile, so a second fdatasync
-// would wait again, holding the P.
+// offPSync is how the timer checkpoint's and the search index's files sync: through the file
+// itself the first time (the default VFS then syncs a new file's directory too, once), from
+// then on by syncData, which leaves the P to the other goroutines while the disk works. The
+// file's own Sync is not called after syncData: the writer may append to the WAL meanwhile,
+// so a second fdatasync would wait again, holding the P.
 type offPSync struct {
 	fd     int // -1: none (the file's own Sync every time)
 	synced bool
@@ -163,7 +163,7 @@ func (o *offPSync) sync(f vfs.File, flags vfs.SyncFlag) error {
 	return syncData(uintptr(o.fd))
 }
 
-// offPFile is a database file (or a WAL) synced by offPSync. SharedMemory, MemoryMapper,
+// offPFile is a database file or a WAL synced by offPSync. SharedMemory, MemoryMapper,
 // LockState, PowersafeOverwrite, PersistWAL, SizeHint and HasMoved are the optional parts of a
 // database file the VFS layer asks for by type: passed on to the file wrapped.
 type offPFile struct {
@@ -182,13 +182,3 @@ func (f *offPFile) SizeHint(size int64) error       { return vfsutil.WrapSizeHin
 func (f *offPFile) HasMoved() (bool, error)         { return vfsutil.WrapHasMoved(f.File) }
 func (f *offPFile) SetPowersafeOverwrite(psow bool) { vfsutil.WrapSetPowersafeOverwrite(f.File, psow) }
 func (f *offPFile) SetPersistWAL(keep bool)         { vfsutil.WrapSetPersistWAL(f.File, keep) }
-
-// syncFile is the checkpoint connection's WAL, synced by offPSync.
-type syncFile struct {
-	vfs.File
-	offPSync
-}
-
-func (f *syncFile) Unwrap() vfs.File              { return f.File }
-func (f *syncFile) Sync(flags vfs.SyncFlag) error { return f.sync(f.File, flags) }
-func (f *syncFile) SizeHint(size int64) error     { return vfsutil.WrapSizeHint(f.File, size) }

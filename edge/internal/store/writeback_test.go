@@ -98,7 +98,7 @@ func TestCheckpointFilesSyncOffThePAfterTheFirst(t *testing.T) {
 	f, err := os.Create(filepath.Join(t.TempDir(), "spookat.db-wal"))
 	testkit.NoErr(t, err)
 	inner := &recordingFile{}
-	wal := &syncFile{File: inner, offPSync: offPSync{fd: int(f.Fd())}}
+	wal := &offPFile{File: inner, offPSync: offPSync{fd: int(f.Fd())}}
 	for i := range 3 {
 		_, err := f.WriteAt([]byte("a frame"), int64(i)*7)
 		testkit.NoErr(t, err)
@@ -119,7 +119,7 @@ func TestCheckpointFilesSyncOffThePAfterTheFirst(t *testing.T) {
 	g, err := os.Create(filepath.Join(t.TempDir(), "other.db-wal"))
 	testkit.NoErr(t, err)
 	defer g.Close()
-	failing := &syncFile{File: &failingSyncFile{}, offPSync: offPSync{fd: int(g.Fd())}}
+	failing := &offPFile{File: &failingSyncFile{}, offPSync: offPSync{fd: int(g.Fd())}}
 	for i := range 2 {
 		if err := failing.Sync(vfs.SYNC_NORMAL); !errors.Is(err, syscall.EIO) {
 			t.Fatalf("sync %d of a file whose own sync fails: %v, want %v", i+1, err, syscall.EIO)

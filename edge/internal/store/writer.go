@@ -449,16 +449,7 @@ func (s *Store) runTx(batch []request, start time.Time, persistWatermark bool) (
 	}
 	trimTo := s.idx.applied.Load()
 	if s.trimDue {
-		// What the search index has forgotten (searchindex.go): the rows hold deleted
-		// messages' text (an erasure's too, should this tick come first), so zeroed.
-		if err := tx.exec(`PRAGMA secure_delete = ON`); err != nil {
-			return nil, err
-		}
-		err := tx.exec(`DELETE FROM search_forget WHERE seq <= ?`, trimTo)
-		if e := tx.exec(`PRAGMA secure_delete = FAST`); err == nil { // the writer's own setting
-			err = e
-		}
-		if err != nil {
+		if err := tx.deleteForgotten(trimTo); err != nil {
 			return nil, err
 		}
 	}
