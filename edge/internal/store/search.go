@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"slices"
-	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -141,19 +140,19 @@ func parseQuery(text string) ([]searchTerm, error) {
 	return terms, nil
 }
 
-// matchExpr is the FTS5 expression of terms, on the text column, and the site's term before
-// them. The index keeps which column a word is in, not where (detail=column): a phrase is
-// asked for word by word, and textMatches checks the order on the text. A word being typed
+// matchExpr is the FTS5 expression of terms, with the site's term (siteTerm) before them.
+// The index keeps which messages have a word, not where (detail=none): a phrase is asked for
+// word by word, and textMatches checks the order on the text. A word being typed
 // (the last, a prefix) is left to textMatches too: FTS5 answers a prefix by merging the
 // lists of every word that starts with it before it returns the first match — "the" is
 // most of the index, and a million messages took 90 ms — where whole words are read
 // lazily, newest first. Without a whole word, the walk reads the site's newest messages.
 func matchExpr(siteID int64, terms []searchTerm) string {
-	quoted := []string{`site : "` + strconv.FormatInt(siteID, 10) + `"`}
+	quoted := []string{`"` + siteTerm(siteID) + `"`}
 	for _, t := range terms {
 		for i, w := range t.rawWords {
 			if !(t.prefix && i == len(t.rawWords)-1) {
-				quoted = append(quoted, `text : "`+w+`"`)
+				quoted = append(quoted, `"`+w+`"`)
 			}
 		}
 	}

@@ -19,23 +19,23 @@ import (
 )
 
 func TestMatchExpr(t *testing.T) {
-	const site = `site : "7"`
+	const site = `"0site7"`
 	for _, c := range []struct{ in, want, err string }{
 		// A word being typed is checked on the text, not asked of the index.
 		{"refund", site, ""},
-		{"refund ", site + ` AND text : "refund"`, ""},
-		{"where is my ord", site + ` AND text : "where" AND text : "is" AND text : "my"`, ""},
-		{`"my order" late`, site + ` AND text : "my" AND text : "order"`, ""},
-		{`"my order"`, site + ` AND text : "my" AND text : "order"`, ""},
-		{`"my ord`, site + ` AND text : "my"`, ""},
+		{"refund ", site + ` AND "refund"`, ""},
+		{"where is my ord", site + ` AND "where" AND "is" AND "my"`, ""},
+		{`"my order" late`, site + ` AND "my" AND "order"`, ""},
+		{`"my order"`, site + ` AND "my" AND "order"`, ""},
+		{`"my ord`, site + ` AND "my"`, ""},
 		// A last word under three letters is a word, not a prefix.
-		{"re", site + ` AND text : "re"`, ""},
-		{"where is my or", site + ` AND text : "where" AND text : "is" AND text : "my" AND text : "or"`, ""},
-		{`"my or`, site + ` AND text : "my" AND text : "or"`, ""},
-		{"éco ", site + ` AND text : "éco"`, ""},
+		{"re", site + ` AND "re"`, ""},
+		{"where is my or", site + ` AND "where" AND "is" AND "my" AND "or"`, ""},
+		{`"my or`, site + ` AND "my" AND "or"`, ""},
+		{"éco ", site + ` AND "éco"`, ""},
 		// Syntax in the input is text: operators, columns, quotes, stars.
-		{`site:1 OR NOT x* (yes) `, site + ` AND text : "site" AND text : "1" AND text : "OR" AND text : "NOT" AND text : "x" AND text : "yes"`, ""},
-		{`ab"cde`, site + ` AND text : "ab"`, ""},
+		{`site:1 OR NOT x* (yes) `, site + ` AND "site" AND "1" AND "OR" AND "NOT" AND "x" AND "yes"`, ""},
+		{`ab"cde`, site + ` AND "ab"`, ""},
 		{`- * ""  `, "", "Type a word"},
 		{"", "", "Type a word"},
 		{"a b c d e f g h i", "", "at most 8"},
@@ -228,11 +228,41 @@ func TestSearch(t *testing.T) {
 		testkit.NoErr(t, s.Close())
 		c, err := OpenConn(filepath.Join(dir, SearchFileName), sqlite3.OPEN_READWRITE)
 		testkit.NoErr(t, err)
-		testkit.NoErr(t, c.Exec(`INSERT INTO messages_fts (rowid, site, text) VALUES (999999, '1', 'a stray row')`))
+		testkit.NoErr(t, c.Exec(`INSERT INTO messages_fts (rowid, text) VALUES (999999, '0site1 a stray row')`))
 		testkit.NoErr(t, c.Close())
 		s = openTest(t, dir, Options{})
 		requireIndexAgrees(t, s)
 		res, err := s.Search(ctx, op.ID, site.ID, SearchQuery{Text: "damaged"})
+		if err != nil || len(res.Hits) != 1 || res.Hits[0].MessageID != late.MessageID {
+			t.Fatalf("%+v, %v; want message %d", res, err, late.MessageID)
+		}
+		// An index of this database in the schema of an older edge (version 1: the site in
+		// a column of its own, detail=column), with a stray row.
+		var token string
+		testkit.NoErr(t, s.Read(ctx, func(q Querier) error {
+			st, err := q.Stmt(`SELECT token FROM search_file`)
+			if err == nil {
+				_, err = queryRow(st, nil, &token)
+			}
+			return err
+		}))
+		testkit.NoErr(t, s.Close())
+		for _, f := range []string{SearchFileName, SearchFileName + "-wal", SearchFileName + "-shm"} {
+			if err := os.Remove(filepath.Join(dir, f)); err != nil && !os.IsNotExist(err) {
+				t.Fatal(err)
+			}
+		}
+		c, err = OpenConn(filepath.Join(dir, SearchFileName), sqlite3.OPEN_READWRITE|sqlite3.OPEN_CREATE)
+		testkit.NoErr(t, err)
+		testkit.NoErr(t, c.Exec(`CREATE VIRTUAL TABLE messages_fts USING fts5(site, text, content = '', columnsize = 0, detail = column);
+			CREATE TABLE search_index (id INTEGER PRIMARY KEY, token TEXT NOT NULL, through INTEGER NOT NULL, forgot INTEGER NOT NULL);
+			INSERT INTO messages_fts (rowid, site, text) VALUES (999999, '1', 'a stray row');
+			PRAGMA user_version = 1`))
+		testkit.NoErr(t, execConn(c, `INSERT INTO search_index VALUES (1, ?, 0, 0)`, token))
+		testkit.NoErr(t, c.Close())
+		s = openTest(t, dir, Options{})
+		requireIndexAgrees(t, s)
+		res, err = s.Search(ctx, op.ID, site.ID, SearchQuery{Text: "damaged"})
 		if err != nil || len(res.Hits) != 1 || res.Hits[0].MessageID != late.MessageID {
 			t.Fatalf("%+v, %v; want message %d", res, err, late.MessageID)
 		}
@@ -375,9 +405,9 @@ func requireIndexAgrees(t *testing.T, s *Store) {
 			return err
 		}
 		for id, m := range want {
-			expr := fmt.Sprintf(`site : "%d"`, m.site)
+			expr := `"` + siteTerm(m.site) + `"`
 			for _, w := range strings.FieldsFunc(m.text, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) }) {
-				expr += ` AND text : "` + w + `"`
+				expr += ` AND "` + w + `"`
 			}
 			var found int64
 			if _, err := queryRow(match, []any{expr, id}, &found); err != nil {
