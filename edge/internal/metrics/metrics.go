@@ -188,21 +188,25 @@ func (m *Set) Publisher(refused func() int64, full func() bool) {
 }
 
 // SearchIndex exports the search indexer's passes (store.SearchIndexStats): a lag that keeps
-// growing, or failed passes, mean searches miss the newest messages.
-func (m *Set) SearchIndex(stats func() (passes, failed int64, busy time.Duration, behind int64)) {
+// growing, or failed passes, mean searches miss the newest messages; a rebuild, that search.db
+// was found damaged (a disk to look at).
+func (m *Set) SearchIndex(stats func() (passes, failed, rebuilds int64, busy time.Duration, behind int64)) {
 	m.Registry.MustRegister(
 		prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name: "spookat_search_index_passes_total", Help: "Passes of the search indexer (search.db: new messages in, deleted ones out).",
-		}, func() float64 { p, _, _, _ := stats(); return float64(p) }),
+		}, func() float64 { p, _, _, _, _ := stats(); return float64(p) }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name: "spookat_search_index_failed_passes_total", Help: "Passes of the search indexer that failed (the log says why; it tries again on the next tick).",
-		}, func() float64 { _, f, _, _ := stats(); return float64(f) }),
+		}, func() float64 { _, f, _, _, _ := stats(); return float64(f) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "spookat_search_index_rebuilds_total", Help: "Times a pass found search.db damaged and the indexer replaced it with an empty one, filled again from the messages.",
+		}, func() float64 { _, _, r, _, _ := stats(); return float64(r) }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name: "spookat_search_index_seconds_total", Help: "Time the search indexer's passes took (its own goroutine and file: commits go on meanwhile).",
-		}, func() float64 { _, _, b, _ := stats(); return b.Seconds() }),
+		}, func() float64 { _, _, _, b, _ := stats(); return b.Seconds() }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "spookat_search_index_behind", Help: "Message ids between the newest message and what the search index has read (about a second's worth normally; it counts unused ids after a restart).",
-		}, func() float64 { _, _, _, b := stats(); return float64(b) }))
+		}, func() float64 { _, _, _, _, b := stats(); return float64(b) }))
 }
 
 // WAL exports the SQLite WAL's size and the writer's own checkpoints (see store.WALStats):

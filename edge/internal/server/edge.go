@@ -292,9 +292,9 @@ func (e *Edge) openStore(context.Context) error {
 		w := st.WALStats()
 		return w.TimerPasses, w.TimerBusy
 	})
-	m.SearchIndex(func() (int64, int64, time.Duration, int64) {
+	m.SearchIndex(func() (int64, int64, int64, time.Duration, int64) {
 		x := st.SearchIndexStats()
-		return x.Passes, x.Failed, x.Busy, x.Behind
+		return x.Passes, x.Failed, x.Rebuilds, x.Busy, x.Behind
 	})
 	return nil
 }

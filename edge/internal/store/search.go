@@ -194,6 +194,9 @@ func (s *Store) Search(ctx context.Context, operatorID, siteID int64, q SearchQu
 			return nil
 		}
 		if err := w.walk(rq); err != nil {
+			if damaged(err) { // search.db's, or the messages' pages it led to: the indexer checks its own
+				s.idx.suspect()
+			}
 			return err
 		}
 		if q.Before == 0 {

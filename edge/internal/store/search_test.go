@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -432,6 +433,106 @@ func searchStore(t *testing.T) (*Store, *Site, *Operator) {
 		return err
 	}))
 	return s, site, op
+}
+
+// A search.db whose pages are damaged while the edge runs is built again by the indexer as
+// soon as a pass finds it (not left to an SRE), and the readers, attached to the old file,
+// search the new one.
+func TestSearchIndexDamagedRebuilds(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	s := openTest(t, dir, Options{})
+	site := addSite(t, s)
+	var op *Operator
+	testkit.NoErr(t, s.Write(ctx, func(tx *Tx) (err error) {
+		op, err = tx.AddOperator("ann@example.com", "Ann", "correct horse battery", []string{site.Key})
+		return err
+	}))
+	for i := range 30 {
+		submit(t, s, MessageRequest{SiteID: site.ID, TokenHash: []byte(fmt.Sprintf("%032d", i%5)), Author: schema.AuthorVisitor,
+			Text: fmt.Sprintf("walrus number %d", i), ClientID: fmt.Sprint("w", i)})
+	}
+	requireIndexAgrees(t, s)
+	testkit.NoErr(t, s.Close())
+
+	// Every page but the first (the schema) and the watermark's: the file opens, and FTS5
+	// finds garbage where its records were.
+	path := filepath.Join(dir, SearchFileName)
+	c, err := OpenConn(path, sqlite3.OPEN_READWRITE)
+	testkit.NoErr(t, err)
+	var keep, pages int64
+	_, err = queryConn(c, `SELECT (SELECT rootpage FROM sqlite_schema WHERE name = 'search_index'), (SELECT page_count FROM pragma_page_count)`, nil, &keep, &pages)
+	testkit.NoErr(t, err)
+	testkit.NoErr(t, c.Close())
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	testkit.NoErr(t, err)
+	garbage := bytes.Repeat([]byte{0xa5}, 4096)
+	for p := int64(2); p <= pages; p++ {
+		if p != keep {
+			_, err = f.WriteAt(garbage, (p-1)*4096)
+			testkit.NoErr(t, err)
+		}
+	}
+	testkit.NoErr(t, f.Close())
+
+	s = openTest(t, dir, Options{})
+	defer s.Close()
+	fresh := submit(t, s, MessageRequest{SiteID: site.ID, TokenHash: []byte("new-visitor"), Author: schema.AuthorVisitor, Text: "a fresh walrus", ClientID: "n"})
+	// The pass that finds the damage may come before this call (the start's) or answer it.
+	if err := s.IndexNow(ctx); err != nil && !damaged(err) {
+		t.Fatal(err)
+	}
+	testkit.NoErr(t, s.IndexNow(ctx))
+	if n := s.SearchIndexStats().Rebuilds; n != 1 {
+		t.Fatalf("%d rebuilds, want 1", n)
+	}
+	requireIndexAgrees(t, s)
+	res, err := s.Search(ctx, op.ID, site.ID, SearchQuery{Text: "walrus "})
+	testkit.NoErr(t, err)
+	if len(res.Hits) != 6 || res.Hits[0].MessageID != fresh.MessageID {
+		t.Fatalf("%+v; want the 6 conversations, the fresh walrus first", res.Hits)
+	}
+}
+
+// Damage a pass does not read (the old segments' pages: a pass writes new ones) is found by
+// the search that runs into it; the indexer then checks search.db and builds it again.
+func TestSearchIndexDamageFoundBySearch(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	s := openTest(t, dir, Options{})
+	site := addSite(t, s)
+	var op *Operator
+	testkit.NoErr(t, s.Write(ctx, func(tx *Tx) (err error) {
+		op, err = tx.AddOperator("ann@example.com", "Ann", "correct horse battery", []string{site.Key})
+		return err
+	}))
+	for i := range 30 {
+		submit(t, s, MessageRequest{SiteID: site.ID, TokenHash: []byte(fmt.Sprintf("%032d", i%5)), Author: schema.AuthorVisitor,
+			Text: fmt.Sprintf("walrus number %d", i), ClientID: fmt.Sprint("w", i)})
+	}
+	requireIndexAgrees(t, s)
+	testkit.NoErr(t, s.Close())
+
+	// Every segment's pages (FTS5's rows above 10), not its structure record.
+	c, err := OpenConn(filepath.Join(dir, SearchFileName), sqlite3.OPEN_READWRITE)
+	testkit.NoErr(t, err)
+	testkit.NoErr(t, c.Exec(`UPDATE messages_fts_data SET block = unhex(replace(hex(zeroblob(length(block))), '0', 'A')) WHERE id > 10`))
+	testkit.NoErr(t, c.Close())
+
+	s = openTest(t, dir, Options{})
+	defer s.Close()
+	testkit.NoErr(t, s.IndexNow(ctx)) // nothing new: the pass reads no segment
+	if _, err := s.Search(ctx, op.ID, site.ID, SearchQuery{Text: "walrus "}); !damaged(err) {
+		t.Fatalf("the search: %v; want the damage found", err)
+	}
+	testkit.WaitFor(t, "the indexer to build search.db again", 5*time.Second, func() bool { return s.SearchIndexStats().Rebuilds == 1 })
+	testkit.NoErr(t, s.IndexNow(ctx))
+	requireIndexAgrees(t, s)
+	res, err := s.Search(ctx, op.ID, site.ID, SearchQuery{Text: "walrus "})
+	testkit.NoErr(t, err)
+	if len(res.Hits) != 5 {
+		t.Fatalf("%+v; want the 5 conversations", res.Hits)
+	}
 }
 
 // The index follows the messages a moment later: a message no commit indexed is searchable

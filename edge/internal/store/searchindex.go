@@ -142,8 +142,13 @@ type indexer struct {
 	// seen and applied are through and forgot for the writer: it wakes the indexer when
 	// indexBatch messages wait and deletes the applied search_forget rows.
 	seen, applied atomic.Int64
-	// passes, failed and busy (ns) are for /metrics.
-	passes, failed, busy atomic.Int64
+	// passes, failed, busy (ns) and rebuilds are for /metrics.
+	passes, failed, busy, rebuilds atomic.Int64
+	// suspected: a search found damage; the next pass checks search.db (checkDamage).
+	suspected atomic.Bool
+	// gen counts the files search.db has been: a reader attached to an older one (removed
+	// by a rebuild while the edge runs) attaches the new one before its next read.
+	gen atomic.Int64
 
 	token string // the database's search_file token, as search.db has it
 	chunk int    // indexChunk
@@ -210,10 +215,8 @@ func openIndexer(dir, dbPath, token string, newest, maxForget int64, log *slog.L
 			return nil, fmt.Errorf("open %s: %w", x.path, err)
 		}
 		x.log.Warn("building the search index again", "file", x.path, "why", err.Error())
-		for _, p := range []string{x.path, x.path + "-wal", x.path + "-shm"} {
-			if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
-				return nil, err
-			}
+		if err := x.remove(); err != nil {
+			return nil, err
 		}
 	}
 	x.seen.Store(x.through)
@@ -231,6 +234,51 @@ func openIndexer(dir, dbPath, token string, newest, maxForget int64, log *slog.L
 	}
 	x.src = src
 	return x, nil
+}
+
+// remove deletes search.db and its WAL and shared memory (x.db closed).
+func (x *indexer) remove() error {
+	for _, p := range []string{x.path, x.path + "-wal", x.path + "-shm"} {
+		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+	}
+	return nil
+}
+
+// damaged reports whether err says search.db's pages or FTS5's records in them are not what
+// they must be: a rebuild is the cure, as a retry is not.
+func damaged(err error) bool {
+	return errors.Is(err, sqlite3.CORRUPT) || errors.Is(err, sqlite3.NOTADB)
+}
+
+// rebuild replaces a damaged search.db, while the edge runs, with an empty one that the
+// next passes fill from the messages (searches find the older ones as they go). Readers
+// attached to the old file attach the new one before their next read (gen).
+func (x *indexer) rebuild(why error) error {
+	x.log.Warn("building the search index again", "file", x.path, "why", why.Error())
+	x.rebuilds.Add(1)
+	if x.db != nil {
+		x.db.Close()
+		x.db = nil
+	}
+	if err := x.remove(); err != nil {
+		return err
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if err := x.openDB(x.token); err != nil {
+		if x.db != nil {
+			x.db.Close()
+			x.db = nil // the next pass tries again
+		}
+		return err
+	}
+	x.seen.Store(x.through)
+	x.applied.Store(x.forgot)
+	x.truncateOwed = false
+	x.gen.Add(1)
+	return nil
 }
 
 func (x *indexer) openDB(token string) error {
@@ -311,6 +359,11 @@ func (x *indexer) run() {
 			x.passes.Add(1)
 			if err != nil {
 				x.failed.Add(1)
+				if damaged(err) {
+					if rerr := x.rebuild(err); rerr != nil {
+						err = fmt.Errorf("%w; building it again: %w", err, rerr)
+					}
+				}
 			}
 			x.mu.Lock()
 			if err != nil && x.err == nil {
@@ -337,6 +390,8 @@ func (x *indexer) run() {
 type SearchIndexStats struct {
 	Passes, Failed int64
 	Busy           time.Duration // time in passes
+	// Rebuilds counts the times a damaged search.db was replaced while the edge ran.
+	Rebuilds int64
 	// Behind is how far the newest message id is past what the index has read (ids are
 	// handed out in blocks: after a restart it counts the block's unused rest too).
 	Behind int64
@@ -346,7 +401,27 @@ type SearchIndexStats struct {
 func (s *Store) SearchIndexStats() SearchIndexStats {
 	x := s.idx
 	return SearchIndexStats{Passes: x.passes.Load(), Failed: x.failed.Load(), Busy: time.Duration(x.busy.Load()),
-		Behind: max(0, s.newestCommitted.Load()-x.seen.Load())}
+		Rebuilds: x.rebuilds.Load(), Behind: max(0, s.newestCommitted.Load()-x.seen.Load())}
+}
+
+// suspect asks the next pass, now, to check search.db for damage a search ran into: a
+// pass reads only what it writes and merges, and would not find damage in older segments.
+func (x *indexer) suspect() {
+	x.suspected.Store(true)
+	x.wake()
+}
+
+// checkDamage runs SQLite's and FTS5's checks of search.db (it reads the whole index) and
+// returns what they found, or nil.
+func (x *indexer) checkDamage() error {
+	var verdict string
+	if _, err := queryConn(x.db, `PRAGMA quick_check(1)`, nil, &verdict); err != nil {
+		return err
+	}
+	if verdict != "ok" {
+		return fmt.Errorf("%w: quick_check: %s", sqlite3.CORRUPT, verdict)
+	}
+	return x.db.Exec(`INSERT INTO messages_fts (messages_fts, rank) VALUES ('integrity-check', 0)`)
 }
 
 // wake asks for a pass now (it never blocks).
@@ -397,6 +472,17 @@ type forgetRow struct {
 // pass brings the index up to one snapshot of the database (more: the snapshot has more
 // rows than a pass takes).
 func (x *indexer) pass() (more bool, err error) {
+	if x.db == nil {
+		if err := x.rebuild(errors.New("the last rebuild did not finish")); err != nil {
+			return false, err
+		}
+	}
+	if x.suspected.Swap(false) {
+		if err := x.checkDamage(); err != nil {
+			return false, fmt.Errorf("a search found damage: %w", err)
+		}
+		x.log.Info("a search failed on damaged pages, and search.db's checks found none: spookat.db's pages may be the damaged ones (ops/RUNBOOK.md)")
+	}
 	x.mu.Lock()
 	through, forgot := x.through, x.forgot
 	x.mu.Unlock()

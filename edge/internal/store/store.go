@@ -633,6 +633,9 @@ func stablePlans(c *sqlite3.Conn) error {
 type reader struct {
 	conn  *sqlite3.Conn
 	stmts stmtCache
+	gen   int64 // the indexer's gen when search.db was attached
+	// detached: a re-attach failed half way (search.db is not attached).
+	detached bool
 }
 
 // openReader opens a reader of the database at path with the search index at search
@@ -675,6 +678,19 @@ func (s *Store) Read(ctx context.Context, fn func(q Querier) error) error {
 		return ErrClosed
 	}
 	defer func() { s.readers <- r }()
+	if gen := s.idx.gen.Load(); gen != r.gen {
+		// search.db was built again: this connection still reads the removed file.
+		if !r.detached {
+			if err := execConn(r.conn, `DETACH DATABASE search`); err != nil {
+				return fmt.Errorf("detach the old search index: %w", err)
+			}
+			r.detached = true
+		}
+		if err := execConn(r.conn, `ATTACH DATABASE ? AS search`, s.idx.path); err != nil {
+			return fmt.Errorf("attach the search index: %w", err)
+		}
+		r.gen, r.detached = gen, false
+	}
 	q := Querier{cache: &r.stmts}
 	defer q.resetAll()
 	return fn(q)
