@@ -8,3 +8,12 @@ import "syscall"
 const syncOffP = false
 
 func syncData(fd uintptr) error { return syscall.Fsync(int(fd)) }
+
+// processCPU is the CPU time the process has used, in ns.
+func processCPU() int64 {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return ru.Utime.Nano() + ru.Stime.Nano()
+}

@@ -86,6 +86,10 @@ const (
 	indexVFSName = "spookat-index"
 	yieldEvery   = 250 * time.Microsecond
 	yieldNap     = 20 * time.Microsecond
+	// yieldIdleNap is how long a nap must last to have waited on the timer; yieldIdleRun how
+	// much longer the indexer then runs before its next nap.
+	yieldIdleNap = 500 * time.Microsecond
+	yieldIdleRun = 3 * time.Millisecond
 )
 
 func init() {
@@ -105,13 +109,24 @@ var (
 )
 
 // yieldNow naps when the indexer has run yieldEvery since its last nap.
+//
+// A nap while nothing else wants the core lasts a whole millisecond: Go's network poller
+// waits on a timer shorter than that for a millisecond. On an idle box (a rebuild at night,
+// an upgrade's) that would leave the indexer a fifth of the core, so a nap that lasted long
+// while the process used little CPU lets the indexer run yieldIdleRun longer before the next:
+// a message arriving meanwhile, on a box that was idle, waits that much at most.
 func yieldNow() {
 	now := int64(time.Since(yieldEpoch))
 	if now-lastYield.Load() < int64(yieldEvery) {
 		return
 	}
+	cpu := processCPU()
 	time.Sleep(yieldNap)
-	lastYield.Store(int64(time.Since(yieldEpoch)))
+	end := int64(time.Since(yieldEpoch))
+	if slept := end - now; slept > int64(yieldIdleNap) && processCPU()-cpu < slept/4 {
+		end += int64(yieldIdleRun)
+	}
+	lastYield.Store(end)
 }
 
 // yieldFile is a file of search.db (the database or its WAL) that yields as it is read and
