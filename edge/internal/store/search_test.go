@@ -435,16 +435,13 @@ func searchStore(t *testing.T) (*Store, *Site, *Operator) {
 	return s, site, op
 }
 
-// A search.db whose pages are damaged while the edge runs is built again by the indexer as
-// soon as a pass finds it (not left to an SRE), and the readers, attached to the old file,
-// search the new one.
-func TestSearchIndexDamagedRebuilds(t *testing.T) {
-	ctx := context.Background()
-	dir := t.TempDir()
+// indexedWalruses leaves in a data directory 30 messages of a site's 5 conversations with
+// "walrus" in each, indexed, the store closed.
+func indexedWalruses(t *testing.T) (dir string, site *Site, op *Operator) {
+	dir = t.TempDir()
 	s := openTest(t, dir, Options{})
-	site := addSite(t, s)
-	var op *Operator
-	testkit.NoErr(t, s.Write(ctx, func(tx *Tx) (err error) {
+	site = addSite(t, s)
+	testkit.NoErr(t, s.Write(context.Background(), func(tx *Tx) (err error) {
 		op, err = tx.AddOperator("ann@example.com", "Ann", "correct horse battery", []string{site.Key})
 		return err
 	}))
@@ -454,6 +451,15 @@ func TestSearchIndexDamagedRebuilds(t *testing.T) {
 	}
 	requireIndexAgrees(t, s)
 	testkit.NoErr(t, s.Close())
+	return dir, site, op
+}
+
+// A search.db whose pages are damaged while the edge runs is built again by the indexer as
+// soon as a pass finds it (not left to an SRE), and the readers, attached to the old file,
+// search the new one.
+func TestSearchIndexDamagedRebuilds(t *testing.T) {
+	ctx := context.Background()
+	dir, site, op := indexedWalruses(t)
 
 	// Every page but the first (the schema) and the watermark's: the file opens, and FTS5
 	// finds garbage where its records were.
@@ -475,7 +481,7 @@ func TestSearchIndexDamagedRebuilds(t *testing.T) {
 	}
 	testkit.NoErr(t, f.Close())
 
-	s = openTest(t, dir, Options{})
+	s := openTest(t, dir, Options{})
 	defer s.Close()
 	fresh := submit(t, s, MessageRequest{SiteID: site.ID, TokenHash: []byte("new-visitor"), Author: schema.AuthorVisitor, Text: "a fresh walrus", ClientID: "n"})
 	// The pass that finds the damage may come before this call (the start's) or answer it.
@@ -498,20 +504,7 @@ func TestSearchIndexDamagedRebuilds(t *testing.T) {
 // the search that runs into it; the indexer then checks search.db and builds it again.
 func TestSearchIndexDamageFoundBySearch(t *testing.T) {
 	ctx := context.Background()
-	dir := t.TempDir()
-	s := openTest(t, dir, Options{})
-	site := addSite(t, s)
-	var op *Operator
-	testkit.NoErr(t, s.Write(ctx, func(tx *Tx) (err error) {
-		op, err = tx.AddOperator("ann@example.com", "Ann", "correct horse battery", []string{site.Key})
-		return err
-	}))
-	for i := range 30 {
-		submit(t, s, MessageRequest{SiteID: site.ID, TokenHash: []byte(fmt.Sprintf("%032d", i%5)), Author: schema.AuthorVisitor,
-			Text: fmt.Sprintf("walrus number %d", i), ClientID: fmt.Sprint("w", i)})
-	}
-	requireIndexAgrees(t, s)
-	testkit.NoErr(t, s.Close())
+	dir, site, op := indexedWalruses(t)
 
 	// Every segment's pages (FTS5's rows above 10), not its structure record.
 	c, err := OpenConn(filepath.Join(dir, SearchFileName), sqlite3.OPEN_READWRITE)
@@ -519,7 +512,7 @@ func TestSearchIndexDamageFoundBySearch(t *testing.T) {
 	testkit.NoErr(t, c.Exec(`UPDATE messages_fts_data SET block = unhex(replace(hex(zeroblob(length(block))), '0', 'A')) WHERE id > 10`))
 	testkit.NoErr(t, c.Close())
 
-	s = openTest(t, dir, Options{})
+	s := openTest(t, dir, Options{})
 	defer s.Close()
 	testkit.NoErr(t, s.IndexNow(ctx)) // nothing new: the pass reads no segment
 	if _, err := s.Search(ctx, op.ID, site.ID, SearchQuery{Text: "walrus "}); !damaged(err) {
