@@ -261,10 +261,25 @@ func (x *indexer) remove() error {
 	return nil
 }
 
-// damaged reports whether err says search.db's pages or FTS5's records in them are not what
-// they must be: a rebuild is the cure, as a retry is not.
+// damaged reports whether err says a database's pages, or FTS5's records in them, are not
+// what they must be: for search.db a rebuild is the cure, as a retry is not.
 func damaged(err error) bool {
 	return errors.Is(err, sqlite3.CORRUPT) || errors.Is(err, sqlite3.NOTADB)
+}
+
+// indexDamaged is a pass's error that is search.db's damage (not spookat.db's, which a pass
+// reads too: building search.db again would not cure that).
+type indexDamaged struct{ err error }
+
+func (e indexDamaged) Error() string { return e.err.Error() }
+func (e indexDamaged) Unwrap() error { return e.err }
+
+// ofIndex marks err as search.db's when it is damage.
+func ofIndex(err error) error {
+	if damaged(err) {
+		return indexDamaged{err}
+	}
+	return err
 }
 
 // rebuild replaces a damaged search.db, while the edge runs, with an empty one that the
@@ -374,7 +389,7 @@ func (x *indexer) run() {
 			x.passes.Add(1)
 			if err != nil {
 				x.failed.Add(1)
-				if damaged(err) {
+				if errors.As(err, new(indexDamaged)) {
 					if rerr := x.rebuild(err); rerr != nil {
 						err = fmt.Errorf("%w; building it again: %w", err, rerr)
 					}
@@ -494,7 +509,7 @@ func (x *indexer) pass() (more bool, err error) {
 	}
 	if x.suspected.Swap(false) {
 		if err := x.checkDamage(); err != nil {
-			return false, fmt.Errorf("a search found damage: %w", err)
+			return false, fmt.Errorf("a search found damage: %w", ofIndex(err))
 		}
 		x.log.Info("a search failed on damaged pages, and search.db's checks found none: spookat.db's pages may be the damaged ones (ops/RUNBOOK.md)")
 	}
@@ -530,7 +545,7 @@ func (x *indexer) pass() (more bool, err error) {
 		return false, nil
 	}
 	if err := x.write(through, forgets, rows, forgetsOnly, newThrough, newForgot); err != nil {
-		return false, err
+		return false, ofIndex(err)
 	}
 	// The forgotten words' old pages are in the file or the WAL until a checkpoint copies
 	// and empties it. A search under way may keep it from finishing within the busy
