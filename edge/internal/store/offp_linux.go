@@ -2,7 +2,7 @@ package store
 
 import (
 	"syscall"
-	"unsafe" // go:linkname, and the clock's Timespec
+	_ "unsafe" // go:linkname
 )
 
 // The runtime's own way into a system call it knows will block: the P goes to another thread
@@ -50,13 +50,14 @@ func syncData(fd uintptr) error {
 	}
 }
 
-// processCPU is the CPU time the process has used, in ns (CLOCK_PROCESS_CPUTIME_ID: one
-// system call, not in the vDSO).
-func processCPU() int64 {
-	var ts syscall.Timespec
-	const clockProcessCPUTimeID = 2
-	if _, _, errno := syscall.RawSyscall(syscall.SYS_CLOCK_GETTIME, clockProcessCPUTimeID, uintptr(unsafe.Pointer(&ts)), 0); errno != 0 {
-		return 0
-	}
-	return ts.Nano()
+// napOffP naps yieldNap in a system call announced as blocking: the P goes at once to another
+// thread, which runs what is ready (the network poll included) or finds nothing and lets the
+// P go, so on an idle process the nap lasts about yieldNap, not the millisecond a timer's
+// takes (yieldNow). The price is two thread switches a nap.
+//
+//go:nosplit
+func napOffP() {
+	entersyscallblock()
+	syscall.RawSyscall(syscall.SYS_SCHED_YIELD, 0, 0, 0)
+	exitsyscall()
 }

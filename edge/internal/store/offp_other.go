@@ -2,18 +2,15 @@
 
 package store
 
-import "syscall"
+import (
+	"syscall"
+	"time"
+)
 
 // syncOffP is false elsewhere: SQLite's own sync serves (see offp_linux.go).
 const syncOffP = false
 
 func syncData(fd uintptr) error { return syscall.Fsync(int(fd)) }
 
-// processCPU is the CPU time the process has used, in ns.
-func processCPU() int64 {
-	var ru syscall.Rusage
-	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
-		return 0
-	}
-	return ru.Utime.Nano() + ru.Stime.Nano()
-}
+// napOffP is a timer's nap elsewhere (see offp_linux.go).
+func napOffP() { time.Sleep(yieldNap) }

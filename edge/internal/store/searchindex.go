@@ -86,10 +86,10 @@ const (
 	indexVFSName = "spookat-index"
 	yieldEvery   = 250 * time.Microsecond
 	yieldNap     = 20 * time.Microsecond
-	// yieldIdleNap is how long a nap must last to have waited on the timer; yieldIdleRun how
-	// much longer the indexer then runs before its next nap.
+	// yieldIdleNap is how long a timer's nap must last to have waited on the timer's
+	// millisecond; yieldBusyNap how long a nap off the P must last to have let others run.
 	yieldIdleNap = 500 * time.Microsecond
-	yieldIdleRun = 3 * time.Millisecond
+	yieldBusyNap = 100 * time.Microsecond
 )
 
 func init() {
@@ -102,30 +102,55 @@ func init() {
 }
 
 // lastYield is when an indexer last yielded (ns since yieldEpoch); shared by the stores of a
-// process, which only makes a test's several indexers yield a little more often.
+// process, which only makes a test's several indexers yield a little more often. napsOffP:
+// the last nap found the process idle (yieldNow); commitCount counts the writers' commits,
+// napCommits is what it was after the last nap; catchingUp: the last pass left more to read.
 var (
-	yieldEpoch = time.Now()
-	lastYield  atomic.Int64
+	catchingUp  atomic.Bool
+	yieldEpoch  = time.Now()
+	lastYield   atomic.Int64
+	napsOffP    atomic.Bool
+	commitCount atomic.Uint64
+	napCommits  atomic.Uint64
 )
 
 // yieldNow naps when the indexer has run yieldEvery since its last nap.
 //
-// A nap while nothing else wants the core lasts a whole millisecond: Go's network poller
-// waits on a timer shorter than that for a millisecond. On an idle box (a rebuild at night,
-// an upgrade's) that would leave the indexer a fifth of the core, so a nap that lasted long
-// while the process used little CPU lets the indexer run yieldIdleRun longer before the next:
-// a message arriving meanwhile, on a box that was idle, waits that much at most.
+// A timer's nap while nothing else wants the core lasts a whole millisecond: Go's network
+// poller waits on a timer shorter than that for a millisecond. On an idle box (a rebuild at
+// night, an upgrade's) that would leave the indexer a fifth of the core. So while the indexer
+// catches up (its last pass left more than a pass takes; in step with the messages it naps on
+// the timer alone, which costs least), after a timer's
+// nap that lasted over yieldIdleNap with no commit meanwhile (no message came in; a commit
+// running is what makes a nap long under load) the indexer naps off the P (napOffP: about
+// yieldNap when idle, for two thread switches), and goes back to the timer once such a nap
+// lasts long or a commit comes (the others have work, and the timer's naps are cheaper
+// under load).
 func yieldNow() {
 	now := int64(time.Since(yieldEpoch))
 	if now-lastYield.Load() < int64(yieldEvery) {
 		return
 	}
-	cpu := processCPU()
-	time.Sleep(yieldNap)
-	end := int64(time.Since(yieldEpoch))
-	if slept := end - now; slept > int64(yieldIdleNap) && processCPU()-cpu < slept/4 {
-		end += int64(yieldIdleRun)
+	if !catchingUp.Load() {
+		time.Sleep(yieldNap)
+		lastYield.Store(int64(time.Since(yieldEpoch)))
+		return
 	}
+	commits := commitCount.Load()
+	offP := napsOffP.Load() && commits == napCommits.Load() // no commit since the last nap
+	if offP {
+		napOffP()
+	} else {
+		time.Sleep(yieldNap)
+	}
+	end := int64(time.Since(yieldEpoch))
+	after := commitCount.Load()
+	if slept := end - now; offP {
+		napsOffP.Store(slept < int64(yieldBusyNap) && after == commits)
+	} else {
+		napsOffP.Store(slept > int64(yieldIdleNap) && after == commits)
+	}
+	napCommits.Store(after)
 	lastYield.Store(end)
 }
 
@@ -385,6 +410,7 @@ func (x *indexer) run() {
 		for {
 			t0 := time.Now()
 			more, err := x.pass()
+			catchingUp.Store(more)
 			x.busy.Add(int64(time.Since(t0)))
 			x.passes.Add(1)
 			if err != nil {
