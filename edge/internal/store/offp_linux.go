@@ -50,10 +50,11 @@ func syncData(fd uintptr) error {
 	}
 }
 
-// napOffP naps yieldNap in a system call announced as blocking: the P goes at once to another
-// thread, which runs what is ready (the network poll included) or finds nothing and lets the
-// P go, so on an idle process the nap lasts about yieldNap, not the millisecond a timer's
-// takes (yieldNow). The price is two thread switches a nap.
+// napOffP gives the core away for a moment (sched_yield) in a system call announced as
+// blocking: the P goes at once to another thread, which runs what is ready (the network poll
+// included) or finds nothing and lets the P go, so on an idle process the nap ends as soon as
+// that thread has looked, not after the millisecond a timer's nap takes (yieldNow). The price
+// is two thread switches a nap.
 //
 //go:nosplit
 func napOffP() {

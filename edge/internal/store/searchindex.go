@@ -120,12 +120,11 @@ var (
 // poller waits on a timer shorter than that for a millisecond. On an idle box (a rebuild at
 // night, an upgrade's) that would leave the indexer a fifth of the core. So while the indexer
 // catches up (its last pass left more than a pass takes; in step with the messages it naps on
-// the timer alone, which costs least), after a timer's
-// nap that lasted over yieldIdleNap with no commit meanwhile (no message came in; a commit
-// running is what makes a nap long under load) the indexer naps off the P (napOffP: about
-// yieldNap when idle, for two thread switches), and goes back to the timer once such a nap
-// lasts long or a commit comes (the others have work, and the timer's naps are cheaper
-// under load).
+// the timer alone, which costs least), a timer's nap that lasted over yieldIdleNap with no
+// commit meanwhile (no message came in; a commit running is what makes a nap long under
+// load) turns the next naps into naps off the P (napOffP: as short as a look at the network
+// when idle, for two thread switches), until one lasts long or a commit comes (the others
+// have work, and the timer's naps are cheaper under load).
 func yieldNow() {
 	now := int64(time.Since(yieldEpoch))
 	if now-lastYield.Load() < int64(yieldEvery) {
