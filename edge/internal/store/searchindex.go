@@ -322,11 +322,7 @@ func (x *indexer) rebuild(why error) error {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if err := x.openDB(x.token); err != nil {
-		if x.db != nil {
-			x.db.Close()
-			x.db = nil // the next pass tries again
-		}
-		return err
+		return err // x.db is nil: the next pass tries again
 	}
 	x.seen.Store(x.through)
 	x.applied.Store(x.forgot)
@@ -335,7 +331,15 @@ func (x *indexer) rebuild(why error) error {
 	return nil
 }
 
-func (x *indexer) openDB(token string) error {
+// openDB opens search.db as x.db, making it first if it is not there, and reads its token
+// and watermarks. On an error x.db is left nil.
+func (x *indexer) openDB(token string) (err error) {
+	defer func() {
+		if err != nil && x.db != nil {
+			x.db.Close()
+			x.db = nil
+		}
+	}()
 	if err := makePrivate(filepath.Dir(x.path), x.path); err != nil {
 		return err
 	}
@@ -466,8 +470,9 @@ func (x *indexer) suspect() {
 	x.wake()
 }
 
-// checkDamage runs SQLite's and FTS5's checks of search.db (it reads the whole index) and
-// returns what they found, or nil.
+// checkDamage runs SQLite's quick_check of search.db, which runs FTS5's own check of the
+// index too (the 'integrity-check' command's; it reads the whole index), and returns what it
+// found, or nil.
 func (x *indexer) checkDamage() error {
 	var verdict string
 	if _, err := queryConn(x.db, `PRAGMA quick_check(1)`, nil, &verdict); err != nil {
@@ -476,7 +481,7 @@ func (x *indexer) checkDamage() error {
 	if verdict != "ok" {
 		return fmt.Errorf("%w: quick_check: %s", sqlite3.CORRUPT, verdict)
 	}
-	return x.db.Exec(`INSERT INTO messages_fts (messages_fts, rank) VALUES ('integrity-check', 0)`)
+	return nil
 }
 
 // wake asks for a pass now (it never blocks).

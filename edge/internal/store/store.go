@@ -653,11 +653,19 @@ func openReader(path, search string) (*reader, error) {
 		c.Close()
 		return nil, err
 	}
-	if err := execConn(c, `ATTACH DATABASE ? AS search`, search); err != nil {
+	if err := attachSearch(c, search); err != nil {
 		c.Close()
-		return nil, fmt.Errorf("attach the search index: %w", err)
+		return nil, err
 	}
 	return &reader{conn: c, stmts: stmtCache{conn: c}}, nil
+}
+
+// attachSearch attaches the search index at path to a reader as "search".
+func attachSearch(c *sqlite3.Conn, path string) error {
+	if err := execConn(c, `ATTACH DATABASE ? AS search`, path); err != nil {
+		return fmt.Errorf("attach the search index: %w", err)
+	}
+	return nil
 }
 
 func (r *reader) close() error {
@@ -686,8 +694,8 @@ func (s *Store) Read(ctx context.Context, fn func(q Querier) error) error {
 			}
 			r.detached = true
 		}
-		if err := execConn(r.conn, `ATTACH DATABASE ? AS search`, s.idx.path); err != nil {
-			return fmt.Errorf("attach the search index: %w", err)
+		if err := attachSearch(r.conn, s.idx.path); err != nil {
+			return err
 		}
 		r.gen, r.detached = gen, false
 	}
