@@ -146,12 +146,13 @@ func parseQuery(text string) ([]searchTerm, error) {
 // (the last, a prefix) is left to textMatches too: FTS5 answers a prefix by merging the
 // lists of every word that starts with it before it returns the first match — "the" is
 // most of the index, and a million messages took 90 ms — where whole words are read
-// lazily, newest first. Without a whole word, the walk reads the site's newest messages.
+// lazily, newest first. A stop word is not in the index (stopWords): textMatches checks it.
+// Without a whole word the index holds, the walk reads the site's newest messages.
 func matchExpr(siteID int64, terms []searchTerm) string {
 	quoted := []string{`"` + siteTerm(siteID) + `"`}
 	for _, t := range terms {
 		for i, w := range t.rawWords {
-			if !(t.prefix && i == len(t.rawWords)-1) {
+			if !(t.prefix && i == len(t.rawWords)-1) && !isStopWord(t.words[i]) {
 				quoted = append(quoted, `"`+w+`"`)
 			}
 		}
@@ -398,12 +399,12 @@ func firstIDAt(q Querier, t, max int64) (int64, error) {
 }
 
 // textMatches says what the index could not: that text has the words of each term of more
-// than one word (a "phrase", or a word like "e-mail") in a row, and a word that starts with
-// the one being typed.
+// than one word (a "phrase", or a word like "e-mail") in a row, a word that starts with the
+// one being typed, and a stop word.
 func textMatches(text string, terms []searchTerm) bool {
 	var words []string
 	for _, t := range terms {
-		if len(t.words) < 2 && !t.prefix {
+		if len(t.words) < 2 && !t.prefix && !isStopWord(t.words[0]) {
 			continue
 		}
 		if words == nil {

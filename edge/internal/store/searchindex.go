@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -43,7 +44,7 @@ const (
 	// (Options.searchChunk replaces it in tests.)
 	indexChunk = 5000
 	// searchVersion is search.db's schema (its PRAGMA user_version); another one is rebuilt.
-	searchVersion = 2
+	searchVersion = 3
 )
 
 // searchSchema makes search.db. The index is contentless: the text stays in the database,
@@ -691,8 +692,17 @@ func (x *indexer) write(through int64, forgets []forgetRow, rows []indexRow, for
 // match to walk past, not a wrong hit: a search's rows are checked against their site.
 func siteTerm(site int64) string { return "0site" + strconv.FormatInt(site, 10) }
 
-// indexedText is what the index holds of a message (and is given again to forget it).
-func indexedText(site int64, text string) string { return siteTerm(site) + " " + text }
+// indexedText is what the index holds of a message (and is given again to forget it): the
+// site's term and the text without its stop words.
+func indexedText(site int64, text string) string {
+	var b strings.Builder
+	b.Grow(len(text) + 16)
+	b.WriteString("0site")
+	b.WriteString(strconv.FormatInt(site, 10))
+	b.WriteByte(' ')
+	writeIndexable(&b, text)
+	return b.String()
+}
 
 // execEach prepares sql on c and hands each a function that runs it with arguments.
 func execEach(c *sqlite3.Conn, sql string, each func(run func(...any) error) error) (err error) {
