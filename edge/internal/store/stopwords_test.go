@@ -61,3 +61,17 @@ func TestIsStopWord(t *testing.T) {
 		}
 	}
 }
+
+// fold's ASCII path gives what the decomposing one does.
+func TestFoldASCII(t *testing.T) {
+	for _, w := range []string{"", "a", "Order", "ORDER", "w00042", "x-Y_z!", "Hello World", "\x7f\x01AbC"} {
+		if got, want := fold(w), foldMarks(w); got != want {
+			t.Errorf("fold(%q) = %q; want %q", w, got, want)
+		}
+	}
+	for _, c := range []struct{ in, want string }{{"Café", "cafe"}, {"ÉCOLE", "ecole"}, {"Straße", "straße"}} {
+		if got := fold(c.in); got != c.want {
+			t.Errorf("fold(%q) = %q; want %q", c.in, got, c.want)
+		}
+	}
+}
