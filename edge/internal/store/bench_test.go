@@ -175,3 +175,24 @@ func benchRecord(b *testing.B, again, rows bool, scatter int) {
 	b.StopTimer()
 	b.ReportMetric(float64((cpuTime()-cpu0).Microseconds())/float64(b.N), "cpu-µs/result")
 }
+
+// BenchmarkWriteAlone: a Write alone in its commit, as at low rates (a publish window's end,
+// a batch of results, an operator's action): one small INSERT, its transaction and the WAL
+// write. cpu-µs/op is the store's cost of one.
+func BenchmarkWriteAlone(b *testing.B) {
+	s, err := Open(b.TempDir(), Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	cpu0 := cpuTime()
+	b.ResetTimer()
+	for i := range b.N {
+		if err := s.Write(ctx, func(tx *Tx) error { return tx.SaveOutboxCut(int64(i + 1)) }); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	b.ReportMetric(float64((cpuTime()-cpu0).Microseconds())/float64(b.N), "cpu-µs/op")
+}

@@ -367,6 +367,14 @@ func (s *Store) runTx(batch []request, start time.Time, persistWatermark bool) (
 	for i := range batch {
 		r := &batch[i]
 		if r.fn != nil {
+			if len(batch) == 1 && !persistWatermark && !s.trimDue {
+				// Alone in its commit: its error rolls the commit back (commit answers it), so
+				// no savepoint, whose journal would copy each page the callback changes.
+				if err := r.fn(tx); err != nil {
+					return nil, err
+				}
+				continue
+			}
 			if ferr := tx.savepoint(r.fn); ferr != nil {
 				r.fnDone <- ferr
 				r.fnDone = nil
@@ -503,15 +511,18 @@ func (tx *Tx) Now() int64 { return tx.now }
 // helpers; prefer Exec/QueryRow).
 func (tx *Tx) Stmt(sql string) (*sqlite3.Stmt, error) { return tx.stmts.get(sql) }
 
+// savepoint runs fn in a savepoint of its own (prepared statements: Conn.Exec would parse
+// each of them again).
 func (tx *Tx) savepoint(fn func(*Tx) error) error {
-	if err := tx.c.Exec(`SAVEPOINT req`); err != nil {
+	if err := tx.exec(`SAVEPOINT req`); err != nil {
 		return err
 	}
 	if err := fn(tx); err != nil {
-		_ = tx.c.Exec(`ROLLBACK TO req; RELEASE req`)
+		_ = tx.exec(`ROLLBACK TO req`)
+		_ = tx.exec(`RELEASE req`)
 		return err
 	}
-	return tx.c.Exec(`RELEASE req`)
+	return tx.exec(`RELEASE req`)
 }
 
 func (tx *Tx) exec(sql string, args ...any) error {
