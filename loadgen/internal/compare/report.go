@@ -267,15 +267,15 @@ func (r *Report) Markdown(chart string) string {
 		}
 		b.WriteString("\n")
 	}
-	b.WriteString("\n| setup | target/s | acked/s | p50 ms | p99 ms | max ms | server CPU % | server µs/msg | worker CPU % | worker µs/msg | server RSS MB | server sched p99 ms | delivered/s | drain s | all delivered | errors | loadgen CPU % |\n")
-	b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	b.WriteString("\n| setup | target/s | acked/s | p50 ms | p99 ms | max ms | server CPU % | server µs/msg | worker CPU % | worker µs/msg | worker µs/post | server RSS MB | server sched p99 ms | delivered/s | drain s | all delivered | errors | loadgen CPU % |\n")
+	b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, res := range r.Results {
 		if res.Report == nil {
 			continue
 		}
 		for _, s := range res.Report.Stairs {
 			e, w := proc0(s, "edge"), proc0(s, "worker")
-			var ecpu, eus, wcpu, wus *float64
+			var ecpu, eus, wcpu, wus, wpost *float64
 			rss := "–"
 			if e != nil {
 				ecpu, eus = e.CPUPercent, e.CPUMicrosPerMsg
@@ -286,6 +286,11 @@ func (r *Report) Markdown(chart string) string {
 			}
 			del, drain, all := "–", "–", "–"
 			if s.Slack != nil {
+				if wcpu != nil && s.Slack.DeliveredRate > 0 {
+					// CPU % of one core is 10⁴ µs a second, over the posts delivered a second.
+					v := *wcpu * 1e4 / s.Slack.DeliveredRate
+					wpost = &v
+				}
 				del = fmt.Sprintf("%.0f", s.Slack.DeliveredRate)
 				drain = fmt.Sprintf("%.1f", s.Slack.DrainSeconds)
 				all = fmt.Sprint(s.Slack.AllDelivered)
@@ -294,13 +299,13 @@ func (r *Report) Markdown(chart string) string {
 			if s.GeneratorBottleneck {
 				note = " (generator-bound)"
 			}
-			fmt.Fprintf(&b, "| %s | %.0f | %.0f | %.2f | %.2f | %.1f | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s%s |\n",
+			fmt.Fprintf(&b, "| %s | %.0f | %.0f | %.2f | %.2f | %.1f | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s%s |\n",
 				res.Setup.Name, s.TargetRate, s.AckedRate, s.Latency.P50, s.Latency.P99, s.Latency.Max,
-				f(ecpu, "%.0f"), f(eus, "%.1f"), f(wcpu, "%.0f"), f(wus, "%.1f"), rss, sched(s),
+				f(ecpu, "%.0f"), f(eus, "%.1f"), f(wcpu, "%.0f"), f(wus, "%.1f"), f(wpost, "%.1f"), rss, sched(s),
 				del, drain, all, stairs.FormatErrors(s.Errors), f(s.Loadgen.CPUPercent, "%.0f"), note)
 		}
 	}
-	b.WriteString("\nThe server is the edge, or in the peer setups the peer's one process. CPU % is of one core; µs/msg is CPU time over the measured window ÷ messages acked in it. In the one-process setups the edge's figure includes the in-process worker and the embedded NATS server.\n")
+	b.WriteString("\nThe server is the edge, or in the peer setups the peer's one process. CPU % is of one core; µs/msg is CPU time over the measured window ÷ messages acked in it; the worker's µs/post is its CPU ÷ the posts delivered (a worker behind its backlog posts fewer than were acked). In the one-process setups the edge's figure includes the in-process worker and the embedded NATS server.\n")
 	if len(r.Ratios) > 0 {
 		b.WriteString("\n## Edge ÷ peer\n\nEach edge setup's figure divided by the peer's at the same stair (below 1: the edge does better). With a worker, \"+ worker\" adds its CPU to the edge's.\n\n")
 		b.WriteString("| edge setup | peer setup | target/s | µs/msg | µs/msg + worker | p99 | RSS |\n|---|---|---:|---:|---:|---:|---:|\n")

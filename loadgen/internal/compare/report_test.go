@@ -107,3 +107,23 @@ func deref(p *float64) any {
 	}
 	return *p
 }
+
+// The worker's cost a post is its CPU over the posts delivered, not the messages acked: a
+// worker behind its backlog posts fewer than were acked.
+func TestWorkerCostAPost(t *testing.T) {
+	s := stair(10000, 40, 70, false)
+	wcpu, wus := 31.0, 31.0 // 31 % of a core over 10,000 acked a second
+	s.Procs = append(s.Procs, stairs.ProcReport{Name: "worker", CPUPercent: &wcpu, CPUMicrosPerMsg: &wus})
+	s.Slack = &stairs.SlackReport{DeliveredRate: 5000}
+	r := &Report{Stairs: []float64{10000}}
+	r.Results = []Result{{Setup: AllSetups[3], Report: &stairs.Report{Stairs: []stairs.StairReport{s}}}}
+	md := r.Markdown("")
+	if !strings.Contains(md, "| 31 | 31.0 | 62.0 | 50 |") {
+		t.Errorf("want the worker's 31 %% as 31.0 µs a message and 62.0 µs a post:\n%s", md)
+	}
+	s.Slack = nil // no Slack setup: no posts
+	r.Results[0].Report.Stairs[0] = s
+	if md := r.Markdown(""); !strings.Contains(md, "| 31 | 31.0 | – | 50 |") {
+		t.Errorf("want no cost a post without Slack:\n%s", md)
+	}
+}
