@@ -697,8 +697,7 @@ func siteTerm(site int64) string { return "0site" + strconv.FormatInt(site, 10) 
 func indexedText(site int64, text string) string {
 	var b strings.Builder
 	b.Grow(len(text) + 16)
-	b.WriteString("0site")
-	b.WriteString(strconv.FormatInt(site, 10))
+	b.WriteString(siteTerm(site))
 	b.WriteByte(' ')
 	writeIndexable(&b, text)
 	return b.String()
