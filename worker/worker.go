@@ -206,6 +206,14 @@ func (c *Config) laneConfigs() []lanes.Config {
 	}
 }
 
+// holdJobs is what one partition of a lane may hold: as JOBS messages, its consumer's
+// MaxAckPending; as jobs (a message is a batch of them), the lane's bound on its memory.
+func holdJobs(inFlight int) int { return max(4*inFlight, 1000) }
+
+// partitionHoldBytes bounds the jobs' bytes one partition holds: 2 MiB is ~2,000 jobs of a
+// long chat message each, and holds the 16 partitions of a lane to 32 MiB of jobs.
+const partitionHoldBytes = 2 << 20
+
 // Provision creates or updates what workers use and may not create themselves (their
 // credentials do not allow it): the THREADS and WORKERS buckets and every lane's job
 // consumers, with the queue's timers from cfg. The edge calls it at start, after the streams.
@@ -217,7 +225,7 @@ func Provision(ctx context.Context, js jetstream.JetStream, replicas int, cfg Co
 		return fmt.Errorf("worker buckets: %w", err)
 	}
 	for _, lc := range cfg.laneConfigs() {
-		maxAckPending := max(4*lc.InFlight, 1000)
+		maxAckPending := holdJobs(lc.InFlight)
 		for i := range schema.JobShards(lc.Lane) {
 			cc := lanes.ConsumerConfig(lc.Lane, i, cfg.AckWait, cfg.PinnedTTL, maxAckPending)
 			if _, err := js.CreateOrUpdateConsumer(ctx, schema.StreamJobs, cc); err != nil {
@@ -340,6 +348,7 @@ func Run(ctx context.Context, nc *nats.Conn, cfg Config) error {
 		lc.MaxAttempts, lc.RetryBase, lc.RetryMax = cfg.MaxAttempts, cfg.RetryBase, cfg.RetryMax
 		lc.AckWait, lc.PullExpiry = cfg.AckWait, cfg.PullExpiry
 		lc.PullBatch = min(max(lc.InFlight/4, 32), 256)
+		lc.HoldJobs, lc.HoldBytes = holdJobs(lc.InFlight), partitionHoldBytes
 		all = append(all, lanes.New(lc, lanes.Env{JS: js, Stream: stream, Sites: siteCache,
 			Senders: senders[lc.Lane], Out: out, M: m, Log: log}, sendCtx))
 	}

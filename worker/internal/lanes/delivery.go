@@ -22,6 +22,7 @@ type delivery struct {
 	touched  time.Time
 	items    []*item
 	left     int         // items not finished
+	size     int         // bytes, counted in the shard's hold
 	started  bool        // an item was sent (or finished)
 	gaveBack bool        // naked: items still in flight then finish without an ack
 	waiters  []*delivery // finished messages whose ack waits for this one's (see done)
@@ -117,6 +118,8 @@ func (s *Partition) ack(d *delivery) []jetstream.Msg {
 func (s *Partition) hold(d *delivery) {
 	s.seen[d.seq] = d
 	s.unacked++
+	s.jobs += len(d.items)
+	s.bytes += d.size
 	if s.byConv == nil {
 		s.byConv = make(map[convKey][]*delivery)
 	}
@@ -128,6 +131,13 @@ func (s *Partition) hold(d *delivery) {
 	}
 }
 
+// full reports whether the partition holds as many jobs, or bytes of them, as it may: its
+// receive then waits (see Lane.receive). Lock held.
+func (s *Partition) full() bool {
+	c := &s.lane.cfg
+	return (c.HoldJobs > 0 && s.jobs >= c.HoldJobs) || (c.HoldBytes > 0 && s.bytes >= c.HoldBytes)
+}
+
 // letGo takes d out of the shard's hands (acked or given back). Lock held.
 func (s *Partition) letGo(d *delivery) {
 	if s.seen[d.seq] != d {
@@ -135,6 +145,11 @@ func (s *Partition) letGo(d *delivery) {
 	}
 	delete(s.seen, d.seq)
 	s.unacked--
+	s.jobs -= len(d.items)
+	s.bytes -= d.size
+	if s.waiting > 0 && !s.full() {
+		s.lane.room.Broadcast()
+	}
 	for _, it := range d.items {
 		k := keyOf(&it.job)
 		l := s.byConv[k]

@@ -37,6 +37,12 @@ type Config struct {
 	AckWait     time.Duration // consumer ack wait; held jobs are kept alive with +WPI
 	PullExpiry  time.Duration // pull request expiry (an idle lane sends one per expiry per shard)
 	PullBatch   int           // messages buffered per shard
+	// A partition stops taking messages while it holds HoldJobs jobs or HoldBytes bytes of
+	// them (see Partition.full): JOBS messages are batches whose size follows the publish
+	// window and the rate, so the consumer's MaxAckPending, a count of messages, does not
+	// bound what a worker keeps in memory while a target is down. 0: no bound.
+	HoldJobs  int
+	HoldBytes int
 }
 
 // Env is what lanes share.
@@ -57,7 +63,7 @@ type Lane struct {
 	targets map[string]*metrics.Target
 	sendCtx context.Context // cancelled when a stop runs out of time
 
-	queuedG, inflightG prometheus.Gauge // this lane's children, looked up once
+	queuedG, inflightG, fullG prometheus.Gauge // this lane's children, looked up once
 
 	mu        sync.Mutex
 	shards    []*Partition
@@ -66,7 +72,8 @@ type Lane struct {
 	inflight  int
 	held      int
 	kaRunning bool
-	tasks     chan task // idle runners wait here
+	tasks     chan task  // idle runners wait here
+	room      *sync.Cond // on mu: a full partition's receive waits here for its hold to shrink
 }
 
 type convKey struct {
@@ -118,6 +125,9 @@ type Partition struct {
 	tainted  bool
 	checking bool
 	unacked  int // JOBS messages held (len(seen))
+	jobs     int // jobs in the messages held, finished or not
+	bytes    int // their size
+	waiting  int // receives waiting for room (0 or 1: one Consume callback at a time)
 	inflight int
 	partial  int  // batches started and not finished
 	handing  bool // releasing: only conversations with a job of a started batch are sent
@@ -134,7 +144,9 @@ type Partition struct {
 func New(cfg Config, env Env, sendCtx context.Context) *Lane {
 	l := &Lane{cfg: cfg, env: env, sendCtx: sendCtx, convs: make(map[convKey]*conv),
 		targets: make(map[string]*metrics.Target), tasks: make(chan task),
-		queuedG: env.M.Queued.WithLabelValues(cfg.Lane), inflightG: env.M.InFlight.WithLabelValues(cfg.Lane)}
+		queuedG: env.M.Queued.WithLabelValues(cfg.Lane), inflightG: env.M.InFlight.WithLabelValues(cfg.Lane),
+		fullG: env.M.Full.WithLabelValues(cfg.Lane)}
+	l.room = sync.NewCond(&l.mu)
 	for t := range env.Senders {
 		l.targets[t] = env.M.For(cfg.Lane, t)
 	}

@@ -97,6 +97,9 @@ func (s *Partition) release(drainTimeout time.Duration) {
 	s.gen++
 	cc := s.cc
 	s.cc = nil
+	if s.waiting > 0 {
+		l.room.Broadcast() // its receive gives its message back and returns, so Drain can end
+	}
 	l.mu.Unlock()
 	timer := time.NewTimer(drainTimeout)
 	defer timer.Stop()
@@ -168,7 +171,7 @@ func (l *Lane) receive(s *Partition, gen int, m jetstream.Msg) {
 		_ = m.Term()
 		return
 	}
-	d := &delivery{shard: s, msg: m, seq: meta.Sequence.Stream, touched: time.Now()}
+	d := &delivery{shard: s, msg: m, seq: meta.Sequence.Stream, touched: time.Now(), size: len(m.Data())}
 	attempts := int(meta.NumDelivered) - 1
 	// Handed out before (its worker may have delivered it and lost the ack: a crash, a
 	// partition handed over mid-batch), or stored before an edge started after a crash or
@@ -195,6 +198,19 @@ func (l *Lane) receive(s *Partition, gen int, m jetstream.Msg) {
 	pin := m.Headers().Get("Nats-Pin-Id")
 
 	l.mu.Lock()
+	// A full partition takes nothing more until what it holds shrinks. Waiting here, in the
+	// Consume callback, stops the pulls too: the client asks for more only as its callback
+	// returns, so JetStream keeps the rest. While tainted it does not wait: the jobs that
+	// clear the taint (an earlier owner's, given back) may be the next to arrive.
+	if s.full() && !s.tainted && s.gen == gen && s.owned {
+		l.fullG.Inc()
+		for s.full() && !s.tainted && s.gen == gen && s.owned {
+			s.waiting++
+			l.room.Wait()
+			s.waiting--
+		}
+		l.fullG.Dec()
+	}
 	if s.gen != gen || !s.owned {
 		l.mu.Unlock()
 		_ = m.Nak() // handed over meanwhile; the next owner takes it

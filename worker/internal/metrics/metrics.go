@@ -19,6 +19,7 @@ type M struct {
 	InFlight    *prometheus.GaugeVec     // lane
 	Queued      *prometheus.GaugeVec     // lane: jobs received and not yet done
 	Partitions  *prometheus.GaugeVec     // lane: partitions this worker owns
+	Full        *prometheus.GaugeVec     // lane: owned partitions not taking jobs: their hold is at its bound
 }
 
 // New registers the collectors on r. Collectors already registered there (a second worker
@@ -45,6 +46,8 @@ func New(r prometheus.Registerer) *M {
 			Help: "Jobs received from JetStream and not yet finished (in flight, waiting their turn or a retry)."}, []string{"lane"}),
 		Partitions: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "spookat_worker_partitions_owned",
 			Help: "Lane partitions this worker owns."}, []string{"lane"}),
+		Full: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "spookat_worker_partitions_full",
+			Help: "Owned partitions that take no more jobs until some of those they hold are done (a target down or slow)."}, []string{"lane"}),
 	}
 	if r == nil {
 		return m
@@ -58,6 +61,7 @@ func New(r prometheus.Registerer) *M {
 	m.InFlight = register(r, m.InFlight)
 	m.Queued = register(r, m.Queued)
 	m.Partitions = register(r, m.Partitions)
+	m.Full = register(r, m.Full)
 	return m
 }
 
