@@ -9,6 +9,7 @@
 #   e.g. bench/side-by-side.sh 10000 /tmp/old/edge bin/edge 4
 #
 # Each binary must be named `edge` (loadgen finds it by name); copy them into two directories.
+# A side's worker (two-process setups) is the `worker` beside its edge, or bin/worker.
 # A_ARGS and B_ARGS (environment) are extra edge arguments of each side, e.g. to A/B a flag
 # with one binary: A_ARGS="-wal-max-pages 4096" B_ARGS="-wal-max-pages 16384". A_ENV and
 # B_ENV are extra environment of each side's edge, e.g. B_ENV="GOGC=100". SETUP is the
@@ -35,7 +36,8 @@ for r in $(seq 1 "$RUNS"); do
     [ "$v" = B ] && bin=$B && args=$B_ARGS && envs=$B_ENV && setup=$B_SETUP
     peer=""; case $setup in peer*) peer=$PEER_DIR ;; esac
     wport=9111; [ "$v" = B ] && wport=9112 # each side's worker its own /metrics
-    env $envs bin/loadgen compare -edge-bin "$bin" -setups "$setup" -stairs "$half" -step "$STEP" -warmup 3s -drain 10s \
+    wbin=$(dirname "$bin")/worker; [ -x "$wbin" ] || wbin=bin/worker
+    env $envs bin/loadgen compare -edge-bin "$bin" -worker-bin "$wbin" -setups "$setup" -stairs "$half" -step "$STEP" -warmup 3s -drain 10s \
       -worker-args "-nats-url {nats} -metrics-addr 127.0.0.1:$wport" \
       -edge-args "$args" -peer-dir "$peer" -dir "$out/$v" -md "$out/$v-$r.md" -out "$out/$v-$r.json" -svg "$out/$v-$r.svg" > "$out/$v-$r.log" 2>&1 &
     pids="$pids $!"
@@ -43,4 +45,7 @@ for r in $(seq 1 "$RUNS"); do
   wait $pids
   a=$(row "$out/A-$r.md" 9 "$A_SETUP"); b=$(row "$out/B-$r.md" 9 "$B_SETUP")
   echo "run $r: A $a µs/msg, p99 $(row "$out/A-$r.md" 6 "$A_SETUP") ms | B $b µs/msg, p99 $(row "$out/B-$r.md" 6 "$B_SETUP") ms | B/A $(awk -v a="$a" -v b="$b" 'BEGIN{printf "%.3f", b/a}')"
+  case $A_SETUP$B_SETUP in *two-process*) # the workers' CPU a post (column 12)
+    echo "       worker µs/post: A $(row "$out/A-$r.md" 12 "$A_SETUP") | B $(row "$out/B-$r.md" 12 "$B_SETUP")" ;;
+  esac
 done
