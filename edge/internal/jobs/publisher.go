@@ -3,8 +3,9 @@
 //
 // The writer hands every commit's messages to the Publisher, which publishes asynchronously
 // (the visitor's ack never waits on NATS). Jobs travel in batches (see schema.HeaderJobs): the
-// publisher collects the jobs of a publish window (Config.Window, or until a batch would pass
-// schema.BatchMaxBytes) and publishes one JOBS message per lane partition for it, so JetStream
+// publisher collects the jobs of a publish window (Config.Window, or Config.WindowJobs jobs, or
+// until a batch would pass schema.BatchMaxBytes) and publishes one JOBS message per lane
+// partition for it, so JetStream
 // stores, delivers, acks and deletes one message for many jobs.
 //
 // Crash rules. Before a window's batches are published, the window's end (its last message
@@ -49,12 +50,17 @@ import (
 // Targets returns the delivery settings of a site, or nil for an unknown site.
 type Targets func(siteID int64) *schema.SiteDelivery
 
-// DefaultWindow is how long a job waits for others of its window: the time Slack and the
-// other targets see a message later, for batches of about Window × rate ÷ partitions jobs.
-// Each batch costs JetStream a store, a delivery, an ack and a delete, and the worker a
-// fetch: at 1,000 messages a second, 50 ms instead of 20 took a sixth off the edge's CPU a
-// message and the worker's a post (bench/path.md, thirteenth session).
-const DefaultWindow = 50 * time.Millisecond
+// DefaultWindow is how long a job waits for others of its window at most: the time Slack and
+// the other targets may see a message later. DefaultWindowJobs closes a window sooner once it
+// holds that many jobs: from ~2,500 messages a second a window is shorter than DefaultWindow,
+// and its batches carry ~32 jobs a partition whatever the rate. Each batch costs JetStream a
+// store, a delivery, an ack and a delete, and the worker a fetch and an ack; below that rate
+// most batches held one or two jobs, and these costs were most of the edge's and the worker's
+// CPU a message (bench/path.md, fourteenth session).
+const (
+	DefaultWindow     = 200 * time.Millisecond
+	DefaultWindowJobs = 512
+)
 
 // Config says what jobs a message gets.
 type Config struct {
@@ -69,6 +75,9 @@ type Config struct {
 	PublicURL string
 	// Window is how long the first job of a window waits for company (0: DefaultWindow).
 	Window time.Duration
+	// WindowJobs closes a window before its time once it holds this many jobs (0:
+	// DefaultWindowJobs).
+	WindowJobs int
 	// SyncLag, when JetStream answers before its data is on disk (syncing every interval),
 	// is how old a watermark must be before the ledger gets it: by then JetStream has synced
 	// the jobs it covers, so a power cut cannot take jobs the persisted watermark passed.
@@ -196,6 +205,9 @@ type line struct {
 func New(cfg Config) *Publisher {
 	if cfg.Window <= 0 {
 		cfg.Window = DefaultWindow
+	}
+	if cfg.WindowJobs <= 0 {
+		cfg.WindowJobs = DefaultWindowJobs
 	}
 	return &Publisher{
 		cfg:      cfg,
@@ -459,6 +471,8 @@ func (p *Publisher) add(c *store.Committed, now time.Time) {
 	p.mu.Unlock()
 	if len(p.replay) > 0 && c.MessageID == p.replay[0] {
 		p.sealReplayed()
+	} else if len(p.replay) == 0 && p.open.jobs >= p.cfg.WindowJobs {
+		p.seal(p.open.through, false)
 	}
 }
 

@@ -167,3 +167,38 @@ func startBroker(t *testing.T, limits schema.StreamLimits) *broker.Broker {
 	t.Cleanup(br.Close)
 	return br
 }
+
+// A window closes once it holds WindowJobs jobs, long before its time; the rest wait for
+// theirs (here, the drain).
+func TestWindowClosesAtItsJobs(t *testing.T) {
+	br := startBroker(t, schema.StreamLimits{})
+	site := &schema.SiteDelivery{SiteID: 1, SlackToken: "xoxb", SlackChannel: "C1"}
+	p := startPublisher(t, br.NC, jobs.Config{
+		Targets: func(int64) *schema.SiteDelivery { return site },
+		Window:  time.Hour, WindowJobs: 4,
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	}, nil)
+	var msgs []store.Committed
+	for id := int64(1); id <= 10; id++ {
+		msgs = append(msgs, store.Committed{MessageID: id, ConversationID: 100 + id, SiteID: 1, Author: "visitor", Text: "hi"})
+	}
+	p.Committed(msgs)
+	windows := func() map[int64]int { // window end → jobs
+		out := map[int64]int{}
+		for _, j := range storedJobs(t, br.NC) {
+			through, _ := schema.BatchThrough(j.BatchID)
+			out[through]++
+		}
+		return out
+	}
+	testkit.WaitFor(t, "two full windows stored", 10*time.Second, func() bool { return len(storedJobs(t, br.NC)) >= 8 })
+	if w := windows(); len(w) != 2 || w[4] != 4 || w[8] != 4 {
+		t.Fatalf("windows (end: jobs) %v, want 4: 4 and 8: 4", w)
+	}
+	if !p.Drain(10 * time.Second) {
+		t.Fatalf("backlog %d not drained", p.Backlog())
+	}
+	if w := windows(); len(w) != 3 || w[10] != 2 {
+		t.Fatalf("windows (end: jobs) %v after the drain, want the last one 10: 2", w)
+	}
+}
