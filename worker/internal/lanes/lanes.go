@@ -74,6 +74,7 @@ type Lane struct {
 	kaRunning bool
 	tasks     chan task  // idle runners wait here
 	room      *sync.Cond // on mu: a full partition's receive waits here for its hold to shrink
+	claim     *claim     // set while a runner's finish kicks: its first send stays with it
 }
 
 type convKey struct {

@@ -16,8 +16,9 @@ import (
 	"spookat/worker/internal/metrics"
 )
 
-// finish records an attempt's outcome. Results are published (and jobs acked) outside the lock.
-func (l *Lane) finish(c *conv, batch []*item, out deliver.Outcome, start time.Time) {
+// finish records an attempt's outcome and returns the first send it started, for the calling
+// runner to make (see dispatch). Results are published (and jobs acked) outside the lock.
+func (l *Lane) finish(c *conv, batch []*item, out deliver.Outcome, start time.Time) (task, bool) {
 	now := time.Now()
 	head := batch[0]
 	tm := l.targets[head.job.Target]
@@ -72,6 +73,8 @@ func (l *Lane) finish(c *conv, batch []*item, out deliver.Outcome, start time.Ti
 		// Handed over while this was in flight: what is left goes back to the next owner.
 		back = l.takeBack(s, slices.Clone(c.items))
 	}
+	var mine claim
+	l.claim = &mine
 	l.kick(c)
 	if c.shard.handing {
 		// Sending a batch's job may have started another batch: its conversations go on too.
@@ -80,6 +83,7 @@ func (l *Lane) finish(c *conv, batch []*item, out deliver.Outcome, start time.Ti
 		}
 	}
 	l.pump()
+	l.claim = nil
 	l.dropIfIdle(c)
 	c.shard.settled()
 	l.mu.Unlock()
@@ -110,6 +114,7 @@ func (l *Lane) finish(c *conv, batch []*item, out deliver.Outcome, start time.Ti
 	case retry != nil:
 		l.env.Out.Publish([]*schema.Result{retry}, nil, nil)
 	}
+	return mine.task, mine.taken
 }
 
 // forget drops a finished item and returns the messages to ack now (see Partition.done). Lock held.

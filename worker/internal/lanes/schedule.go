@@ -65,8 +65,14 @@ type task struct {
 
 // dispatch hands a send to an idle runner, or starts one. Runners live on while there is work
 // (their stacks are already grown to what an HTTP call needs, where a fresh goroutine per send
-// grows its stack each time) and exit after a quiet spell, so an idle lane has none.
+// grows its stack each time) and exit after a quiet spell, so an idle lane has none. A runner
+// finishing a send takes the first send its outcome starts itself (l.claim): handing it to
+// another runner cost a wake-up of that one and a sleep of this one per post. Lock held.
 func (l *Lane) dispatch(t task) {
+	if c := l.claim; c != nil && !c.taken {
+		c.task, c.taken = t, true
+		return
+	}
 	select {
 	case l.tasks <- t:
 	default:
@@ -78,7 +84,10 @@ func (l *Lane) runner(t task) {
 	idle := time.NewTimer(runnerIdle)
 	defer idle.Stop()
 	for {
-		l.send(t.c, t.batch, t.sender, t.site)
+		if next, ok := l.send(t.c, t.batch, t.sender, t.site); ok {
+			t = next
+			continue
+		}
 		idle.Reset(runnerIdle)
 		select {
 		case t = <-l.tasks:
@@ -89,6 +98,12 @@ func (l *Lane) runner(t task) {
 }
 
 const runnerIdle = 20 * time.Second
+
+// claim is where dispatch leaves the first send for the runner that called finish.
+type claim struct {
+	task  task
+	taken bool
+}
 
 // wait parks a conversation without an in-flight slot. Lock held.
 func (l *Lane) wait(c *conv, d time.Duration) {
@@ -116,7 +131,9 @@ func (l *Lane) pump() {
 	}
 }
 
-func (l *Lane) send(c *conv, batch []*item, sender deliver.Sender, site *schema.SiteDelivery) {
+// send makes one attempt and returns the send its runner goes on with, if its outcome started
+// one (see dispatch).
+func (l *Lane) send(c *conv, batch []*item, sender deliver.Sender, site *schema.SiteDelivery) (task, bool) {
 	start := time.Now()
 	deadline := start.Add(l.cfg.SendTimeout)
 	var out deliver.Outcome
@@ -145,7 +162,7 @@ func (l *Lane) send(c *conv, batch []*item, sender deliver.Sender, site *schema.
 			out = sender.Send(l.sendCtx, deadline, site, jobs)
 		}
 	}
-	l.finish(c, batch, out, start)
+	return l.finish(c, batch, out, start)
 }
 
 // backoff is exponential with ±20 % jitter, capped.
