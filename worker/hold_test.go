@@ -19,8 +19,8 @@ import (
 func TestFullPartitionLeavesTheRestInJetStream(t *testing.T) {
 	const (
 		convs    = 40
-		perBatch = 4   // jobs a JOBS message carries
-		batches  = 750 // 3,000 jobs: past the bound, in far fewer messages than MaxAckPending
+		perBatch = 32  // jobs a JOBS message carries
+		batches  = 250 // 8,000 jobs: past the bound, in fewer messages than MaxAckPending
 	)
 	e := newEnv(t, mock.SlackOptions{})
 	e.batched = true
@@ -40,7 +40,7 @@ func TestFullPartitionLeavesTheRestInJetStream(t *testing.T) {
 	testkit.WaitFor(t, "the first post", 10*time.Second, func() bool { return e.slack.Count() == 1 })
 	e.slack.Reset()
 	e.slack.FailNext("CDOWN", 1<<30)
-	bound := float64(max(4*cfg.ChatInFlight, 1000)) // the consumer's MaxAckPending, in jobs
+	bound := float64(max(4*cfg.ChatInFlight, 1000)) // jobs a partition may hold
 
 	sent := map[int64]int{}
 	msgID := int64(1)

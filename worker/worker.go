@@ -206,9 +206,16 @@ func (c *Config) laneConfigs() []lanes.Config {
 	}
 }
 
-// holdJobs is what one partition of a lane may hold: as JOBS messages, its consumer's
-// MaxAckPending; as jobs (a message is a batch of them), the lane's bound on its memory.
+// holdJobs is how many jobs one partition of a lane may hold (a JOBS message is a batch of
+// them): four times the lane's in-flight posts, 2,048 for chat.
 func holdJobs(inFlight int) int { return max(4*inFlight, 1000) }
+
+// partitionMaxAckPending is each job consumer's MaxAckPending: the JOBS messages one worker
+// may hold of a partition, whatever their jobs. It bounds what a worker takes right after it
+// takes a partition over, when the bound in jobs is not applied (lanes.Partition.full):
+// 256 batches of at most schema.BatchMaxBytes, 8 MiB. In steady state the bound in jobs comes
+// first but at the lowest rates (a job a batch: 256 a partition, 4,096 a lane).
+const partitionMaxAckPending = 256
 
 // partitionHoldBytes bounds the jobs' bytes one partition holds: 2 MiB is ~2,000 jobs of a
 // long chat message each, and holds the 16 partitions of a lane to 32 MiB of jobs.
@@ -225,9 +232,8 @@ func Provision(ctx context.Context, js jetstream.JetStream, replicas int, cfg Co
 		return fmt.Errorf("worker buckets: %w", err)
 	}
 	for _, lc := range cfg.laneConfigs() {
-		maxAckPending := holdJobs(lc.InFlight)
 		for i := range schema.JobShards(lc.Lane) {
-			cc := lanes.ConsumerConfig(lc.Lane, i, cfg.AckWait, cfg.PinnedTTL, maxAckPending)
+			cc := lanes.ConsumerConfig(lc.Lane, i, cfg.AckWait, cfg.PinnedTTL, partitionMaxAckPending)
 			if _, err := js.CreateOrUpdateConsumer(ctx, schema.StreamJobs, cc); err != nil {
 				return fmt.Errorf("consumer %s: %w", schema.JobConsumer(lc.Lane, i), err)
 			}
