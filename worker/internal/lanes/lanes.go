@@ -74,7 +74,8 @@ type Lane struct {
 	kaRunning bool
 	tasks     chan task  // idle runners wait here
 	room      *sync.Cond // on mu: a full partition's receive waits here for its hold to shrink
-	claim     *claim     // set while a runner's finish kicks: its first send stays with it
+	claiming  bool       // a runner's finish is kicking: its first send stays with it
+	claimed   claim      // that send, while claiming
 }
 
 type convKey struct {

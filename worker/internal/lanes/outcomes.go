@@ -73,8 +73,7 @@ func (l *Lane) finish(c *conv, batch []*item, out deliver.Outcome, start time.Ti
 		// Handed over while this was in flight: what is left goes back to the next owner.
 		back = l.takeBack(s, slices.Clone(c.items))
 	}
-	var mine claim
-	l.claim = &mine
+	l.claiming = true
 	l.kick(c)
 	if c.shard.handing {
 		// Sending a batch's job may have started another batch: its conversations go on too.
@@ -83,7 +82,8 @@ func (l *Lane) finish(c *conv, batch []*item, out deliver.Outcome, start time.Ti
 		}
 	}
 	l.pump()
-	l.claim = nil
+	mine := l.claimed
+	l.claiming, l.claimed = false, claim{}
 	l.dropIfIdle(c)
 	c.shard.settled()
 	l.mu.Unlock()

@@ -202,13 +202,14 @@ func (l *Lane) receive(s *Partition, gen int, m jetstream.Msg) {
 	// Consume callback, stops the pulls too: the client asks for more only as its callback
 	// returns, so JetStream keeps the rest. While tainted it does not wait: the jobs that
 	// clear the taint (an earlier owner's, given back) may be the next to arrive.
-	if s.full() && !s.tainted && s.gen == gen && s.owned {
+	mustWait := func() bool { return s.full() && !s.tainted && s.gen == gen && s.owned }
+	if mustWait() {
 		l.fullG.Inc()
-		for s.full() && !s.tainted && s.gen == gen && s.owned {
-			s.waiting++
+		s.waiting++
+		for mustWait() {
 			l.room.Wait()
-			s.waiting--
 		}
+		s.waiting--
 		l.fullG.Dec()
 	}
 	if s.gen != gen || !s.owned {

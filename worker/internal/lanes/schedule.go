@@ -66,11 +66,11 @@ type task struct {
 // dispatch hands a send to an idle runner, or starts one. Runners live on while there is work
 // (their stacks are already grown to what an HTTP call needs, where a fresh goroutine per send
 // grows its stack each time) and exit after a quiet spell, so an idle lane has none. A runner
-// finishing a send takes the first send its outcome starts itself (l.claim): handing it to
+// finishing a send takes the first send its outcome starts itself (l.claimed): handing it to
 // another runner cost a wake-up of that one and a sleep of this one per post. Lock held.
 func (l *Lane) dispatch(t task) {
-	if c := l.claim; c != nil && !c.taken {
-		c.task, c.taken = t, true
+	if l.claiming && !l.claimed.taken {
+		l.claimed = claim{t, true}
 		return
 	}
 	select {
