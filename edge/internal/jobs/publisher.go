@@ -5,8 +5,7 @@
 // (the visitor's ack never waits on NATS). Jobs travel in batches (see schema.HeaderJobs): the
 // publisher collects the jobs of a publish window (Config.Window, or Config.WindowJobs jobs, or
 // until a batch would pass schema.BatchMaxBytes) and publishes one JOBS message per lane
-// partition for it, so JetStream
-// stores, delivers, acks and deletes one message for many jobs.
+// partition for it, so JetStream stores, delivers, acks and deletes one message for many jobs.
 //
 // Crash rules. Before a window's batches are published, the window's end (its last message
 // id) is persisted through a normal write of the store (Config.SaveCut); a batch's
