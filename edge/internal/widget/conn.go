@@ -73,7 +73,7 @@ func newConn(ws *fws.Conn) *conn {
 				c.raw = raw
 				c.writeFn = func(fd uintptr) {
 					for {
-						c.wn, c.werr = syscall.Write(int(fd), c.wbuf)
+						c.wn, c.werr = rawWrite(int(fd), c.wbuf)
 						if c.werr != syscall.EINTR {
 							return
 						}

@@ -77,7 +77,7 @@ func newPoller() (*poller, error) {
 	p := &poller{epfd: fd, file: file, raw: raw, events: make([]unix.EpollEvent, 128), buf: make([]byte, pollBuf), socks: map[uint64]*session{}}
 	p.readFn = func(fd uintptr) {
 		for {
-			p.rn, p.rerr = syscall.Read(int(fd), p.buf)
+			p.rn, p.rerr = rawRead(int(fd), p.buf)
 			if p.rerr != syscall.EINTR {
 				return
 			}
@@ -102,7 +102,7 @@ func (p *poller) run() {
 // netpoller, so bytes arriving from here on make it readable again), and epoll had fewer
 // sockets ready than it could give. Else it returns true and run asks again.
 func (p *poller) wait(uintptr) bool {
-	n, err := unix.EpollWait(p.epfd, p.events, 0)
+	n, err := rawEpollNow(p.epfd, p.events)
 	if err == unix.EINTR {
 		return true // ask again: what is ready would not wake the set a second time
 	}
