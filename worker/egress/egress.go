@@ -22,6 +22,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"spookat/worker/internal/rawtcp"
 )
 
 // Examples of valid targets, for error messages that say what to type instead.
@@ -273,7 +275,7 @@ func Client(tr *http.Transport, timeout time.Duration, allowPrivate bool) *http.
 		d.Control = Control
 		tr.Proxy = nil
 	}
-	tr.DialContext = d.DialContext
+	tr.DialContext = rawtcp.Dialer{D: d}.DialContext
 	return &http.Client{
 		Timeout:   timeout,
 		Transport: tr,

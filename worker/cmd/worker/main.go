@@ -28,6 +28,7 @@ import (
 	"spookat/schema"
 	"spookat/worker"
 	"spookat/worker/egress"
+	"spookat/worker/internal/rawtcp"
 )
 
 // credsWorkerID reads the worker id a credentials file was issued for (its JWT's name, see
@@ -156,7 +157,8 @@ func run(args []string) error {
 				log.Warn("NATS connection lost; reconnecting", "err", err)
 			}
 		}),
-		nats.ReconnectHandler(func(nc *nats.Conn) { log.Info("NATS reconnected", "server", nc.ConnectedUrlRedacted()) })}
+		nats.ReconnectHandler(func(nc *nats.Conn) { log.Info("NATS reconnected", "server", nc.ConnectedUrlRedacted()) }),
+		nats.SetCustomDialer(rawtcp.Dialer{D: &net.Dialer{Timeout: nats.DefaultTimeout}})}
 	if *tlsCA != "" {
 		opts = append(opts, nats.RootCAs(*tlsCA), nats.Secure())
 	}

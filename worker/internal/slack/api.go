@@ -11,6 +11,7 @@ import (
 	"github.com/valyala/fasthttp/fasthttpproxy"
 
 	"spookat/schema/fastjson"
+	"spookat/worker/internal/rawtcp"
 )
 
 // api calls chat.postMessage (and reactions.add / reactions.remove, for a conversation's
@@ -44,7 +45,7 @@ func NewHTTP(maxConns int) *fasthttp.Client {
 		MaxConnsPerHost:     maxConns,
 		MaxConnWaitTimeout:  10 * time.Second,
 		MaxIdleConnDuration: 30 * time.Second, // under the usual 60 s idle timeouts of load balancers
-		Dial:                fasthttpproxy.FasthttpProxyHTTPDialerTimeout(5 * time.Second),
+		Dial:                rawtcp.WrapDial(fasthttpproxy.FasthttpProxyHTTPDialerTimeout(5 * time.Second)),
 		// Never retry a post on another connection: a post is not idempotent (the lane
 		// retries it, in order, after classifying the failure).
 		RetryIf: func(*fasthttp.Request) bool { return false },
