@@ -14,25 +14,14 @@ import (
 // 20 µs, and each return has to take the P back. Made raw they are plain calls.
 
 // rawRead is read(2) on a non-blocking descriptor.
-func rawRead(fd int, p []byte) (int, error) {
-	var b unsafe.Pointer
-	if len(p) > 0 {
-		b = unsafe.Pointer(&p[0])
-	}
-	n, _, e := syscall.RawSyscall(syscall.SYS_READ, uintptr(fd), uintptr(b), uintptr(len(p)))
-	if e != 0 {
-		return -1, e
-	}
-	return int(n), nil
-}
+func rawRead(fd int, p []byte) (int, error) { return rawIO(syscall.SYS_READ, fd, p) }
 
 // rawWrite is write(2) on a non-blocking descriptor.
-func rawWrite(fd int, p []byte) (int, error) {
-	var b unsafe.Pointer
-	if len(p) > 0 {
-		b = unsafe.Pointer(&p[0])
-	}
-	n, _, e := syscall.RawSyscall(syscall.SYS_WRITE, uintptr(fd), uintptr(b), uintptr(len(p)))
+func rawWrite(fd int, p []byte) (int, error) { return rawIO(syscall.SYS_WRITE, fd, p) }
+
+// rawIO is read(2) or write(2), as syscall.Read and Write answer (-1 and the errno on error).
+func rawIO(trap uintptr, fd int, p []byte) (int, error) {
+	n, _, e := syscall.RawSyscall(trap, uintptr(fd), uintptr(unsafe.Pointer(unsafe.SliceData(p))), uintptr(len(p)))
 	if e != 0 {
 		return -1, e
 	}

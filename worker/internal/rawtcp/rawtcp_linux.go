@@ -50,6 +50,9 @@ func (c *conn) readOnce(fd uintptr) bool {
 	if e == syscall.EINTR {
 		return c.readOnce(fd)
 	}
+	if e != 0 {
+		n = 0
+	}
 	c.rn, c.rerr = int(n), e
 	return e != syscall.EAGAIN
 }
@@ -80,41 +83,35 @@ func (c *conn) Read(p []byte) (int, error) {
 	c.rmu.Lock()
 	defer c.rmu.Unlock()
 	c.rbuf, c.rn, c.rerr = p, 0, 0
-	err := c.raw.Read(c.readFn)
-	n := c.rn
+	n, err := c.outcome("read", c.raw.Read(c.readFn), c.rn, c.rerr)
 	c.rbuf = nil
-	switch {
-	case err != nil:
-		return 0, c.opError("read", err)
-	case c.rerr != 0:
-		return 0, c.opError("read", os.NewSyscallError("read", c.rerr))
-	case n == 0:
+	if err == nil && n == 0 {
 		return 0, io.EOF
 	}
-	return n, nil
+	return n, err
 }
 
 func (c *conn) Write(p []byte) (int, error) {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
 	c.wbuf, c.wn, c.werr = p, 0, 0
-	err := c.raw.Write(c.writeFn)
-	n := c.wn
+	n, err := c.outcome("write", c.raw.Write(c.writeFn), c.wn, c.werr)
 	c.wbuf = nil
-	switch {
-	case err != nil:
-		return n, c.opError("write", err)
-	case c.werr != 0:
-		return n, c.opError("write", os.NewSyscallError("write", c.werr))
-	}
-	return n, nil
+	return n, err
 }
 
-// opError is the error net.TCPConn would return: net.ErrClosed, os.ErrDeadlineExceeded and
-// the errno stay findable with errors.Is, and a timeout says so through net.Error.
-func (c *conn) opError(op string, err error) error {
+// outcome is what Read or Write answers after its RawConn call: the bytes moved and the
+// error net.TCPConn would return (net.ErrClosed, os.ErrDeadlineExceeded and the errno stay
+// findable with errors.Is, and a timeout says so through net.Error).
+func (c *conn) outcome(op string, err error, n int, errno syscall.Errno) (int, error) {
 	if oe, ok := err.(*net.OpError); ok { // RawConn's own, named raw-read or raw-write
 		err = oe.Err
 	}
-	return &net.OpError{Op: op, Net: "tcp", Source: c.LocalAddr(), Addr: c.RemoteAddr(), Err: err}
+	if err == nil && errno != 0 {
+		err = os.NewSyscallError(op, errno)
+	}
+	if err != nil {
+		return n, &net.OpError{Op: op, Net: "tcp", Source: c.LocalAddr(), Addr: c.RemoteAddr(), Err: err}
+	}
+	return n, nil
 }
