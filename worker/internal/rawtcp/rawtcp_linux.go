@@ -22,11 +22,11 @@ type conn struct {
 	rn      int
 	rerr    syscall.Errno
 	readFn  func(uintptr) bool
+	wmu     sync.Mutex
 	wbuf    []byte
 	wn      int
 	werr    syscall.Errno
 	writeFn func(uintptr) bool
-	wmu     sync.Mutex
 }
 
 // Wrap returns c with raw reads and writes when it is a TCP connection, else c.
