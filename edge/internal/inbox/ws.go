@@ -46,33 +46,53 @@ func (c *opConn) closeWith(code int, reason string) {
 	})
 }
 
+// A batched socket gathers the events that follow a first one for a window. A quiet inbox
+// (an operator answering one chat) gets 25 ms, below what a person notices; an inbox that
+// receives more than busyRate events a second (a team watching many busy sites) doubles its
+// window up to busyWindow, because each window costs a socket write and nobody reads a list
+// that moves that fast in 25 ms steps. It halves back once the rate falls under half of that.
 const (
 	batchWindow    = 25 * time.Millisecond
+	busyWindow     = 100 * time.Millisecond
+	busyRate       = 40 // events a second
 	batchMaxEvents = 256
 	batchMaxBytes  = 256 << 10
 )
 
-// collect makes a JSON array of first and the events that follow it within batchWindow (at
-// most batchMaxEvents or batchMaxBytes), in buf.
-func (c *opConn) collect(buf, first []byte, window *time.Timer) ([]byte, *time.Timer) {
+// nextWindow is the window after a batch of n events gathered in span: the rate is of the
+// events that followed the first, the one that opened the window.
+func nextWindow(span time.Duration, n int) time.Duration {
+	switch rate := float64(n-1) / span.Seconds(); {
+	case rate >= busyRate:
+		return min(2*span, busyWindow)
+	case rate < busyRate/2:
+		return max(span/2, batchWindow)
+	}
+	return span
+}
+
+// collect makes a JSON array of first and the events that follow it within span (at most
+// batchMaxEvents or batchMaxBytes), in buf, and says how many events it holds.
+func (c *opConn) collect(buf, first []byte, window *time.Timer, span time.Duration) ([]byte, *time.Timer, int) {
 	buf = append(append(buf[:0], '['), first...)
 	if window == nil {
-		window = time.NewTimer(batchWindow)
+		window = time.NewTimer(span)
 	} else {
-		window.Reset(batchWindow)
+		window.Reset(span)
 	}
 	defer window.Stop()
-	for n := 1; n < batchMaxEvents && len(buf) < batchMaxBytes; n++ {
+	n := 1
+	for ; n < batchMaxEvents && len(buf) < batchMaxBytes; n++ {
 		select {
 		case b := <-c.out:
 			buf = append(append(buf, ','), b...)
 		case <-window.C:
-			return append(buf, ']'), window
+			return append(buf, ']'), window, n
 		case <-c.gone:
-			return append(buf, ']'), window
+			return append(buf, ']'), window, n
 		}
 	}
-	return append(buf, ']'), window
+	return append(buf, ']'), window, n
 }
 
 // wsUpgrade refuses a plain request and a cross-site upgrade (the cookie would ride along).
@@ -126,12 +146,13 @@ func (h *Handler) ws() fiber.Handler {
 				}
 			}
 		}()
-		// ?batch=1 (the inbox page asks for it): events that come within batchWindow of each
+		// ?batch=1 (the inbox page asks for it): events that come within a window of each
 		// other go out as one frame, a JSON array, so a busy inbox costs the edge one socket
 		// write per window instead of one per message.
 		batch := ws.Query("batch") == "1"
 		var buf []byte
 		var window *time.Timer
+		span, last := batchWindow, time.Time{}
 		ping := time.NewTicker(30 * time.Second)
 		defer ping.Stop()
 		_ = ws.WriteMessage(fws.TextMessage, []byte(`{"type":"ready"}`))
@@ -144,7 +165,12 @@ func (h *Handler) ws() fiber.Handler {
 				return
 			case b := <-c.out:
 				if batch {
-					buf, window = c.collect(buf, b, window)
+					if time.Since(last) > busyWindow { // quiet since the last frame
+						span = batchWindow
+					}
+					var n int
+					buf, window, n = c.collect(buf, b, window, span)
+					span, last = nextWindow(span, n), time.Now()
 					b = buf
 				}
 				_ = ws.SetWriteDeadline(time.Now().Add(10 * time.Second))
