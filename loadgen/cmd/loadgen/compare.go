@@ -39,6 +39,7 @@ func cmdCompare(ctx context.Context, args []string) error {
 		warmup     = fs.Duration("warmup", 2*time.Second, "start of each stair left out of the figures")
 		drain      = fs.Duration("drain", 30*time.Second, "wait for acks and the Slack backlog after a stair at most this long")
 		senders    = fs.Int("senders", 4, "sender goroutines")
+		rounds     = fs.Int("rounds", 1, "run the setups this many times, interleaved (each round in the opposite order), and report each ratio's median over the rounds")
 		out        = fs.String("out", "bench/report.json", "JSON report")
 		md         = fs.String("md", "bench/report.md", "Markdown report")
 		svg        = fs.String("svg", "bench/p99.svg", "SVG chart of p99 against rate")
@@ -127,6 +128,7 @@ func cmdCompare(ctx context.Context, args []string) error {
 		EdgeCPUs:      ec,
 		OtherCPUs:     oc,
 		Sites:         *sites,
+		Rounds:        *rounds,
 		Peer:          peer,
 		Run: stairs.Config{
 			Sockets: *sockets,

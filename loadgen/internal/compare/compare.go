@@ -44,7 +44,11 @@ type Config struct {
 	EdgeCPUs     string   // taskset CPU list for the edge (default "0")
 	OtherCPUs    string   // for worker and mock (default "1")
 	Sites        int
-	Run          stairs.Config // Sockets, Stairs, Step, Warmup, Drain, Tick, Senders, TextBytes
+	// Rounds runs the setups this many times, interleaved (each round in the opposite order
+	// to the one before), so that a ratio between two setups can be taken within a round and
+	// its median over the rounds: this VM's minutes differ more than most changes do.
+	Rounds int
+	Run    stairs.Config // Sockets, Stairs, Step, Warmup, Drain, Tick, Senders, TextBytes
 	// Peer is the server the peer setups run (zero: none, and no peer setups by default).
 	Peer Peer
 	Log  io.Writer
@@ -95,6 +99,16 @@ type Result struct {
 	Logs   string         `json:"logs_dir"`
 	// Skipped: the setup could not run here (Error says why), e.g. a peer that did not install.
 	Skipped bool `json:"skipped,omitempty"`
+	// Round is the result's round (Config.Rounds), from 1; 0 when the compare ran once.
+	Round int `json:"round,omitempty"`
+}
+
+// Label names the result in tables and sentences: its setup, and its round if any.
+func (r Result) Label() string {
+	if r.Round == 0 {
+		return r.Setup.Name
+	}
+	return fmt.Sprintf("%s #%d", r.Setup.Name, r.Round)
 }
 
 // Report is the whole comparison.
@@ -109,6 +123,9 @@ type Report struct {
 	Results   []Result  `json:"results"`
 	Summary   []string  `json:"summary"`
 	Ratios    []Ratio   `json:"edge_over_peer,omitempty"`
+	// Rounds and Medians: with Config.Rounds > 1, the ratios' medians over the rounds.
+	Rounds  int     `json:"rounds,omitempty"`
+	Medians []Ratio `json:"edge_over_peer_median,omitempty"`
 }
 
 func expand(argv []string, vars map[string]string) []string {
@@ -166,25 +183,37 @@ func Compare(ctx context.Context, cfg Config) (*Report, error) {
 		Sites:     cfg.Sites,
 		Generator: SelfPinning(),
 	}
-	for _, s := range setups {
-		if ctx.Err() != nil {
-			break
+	for round := range max(cfg.Rounds, 1) {
+		order := slices.Clone(setups)
+		if round%2 == 1 {
+			slices.Reverse(order)
 		}
-		fmt.Fprintf(cfg.Log, "loadgen: compare: setup %s\n", s.Name)
-		res := runSetup(ctx, cfg, s)
-		if res.Skipped {
-			fmt.Fprintf(cfg.Log, "loadgen: compare: SKIPPED %s: %s\n", s.Name, res.Error)
-		} else if res.Error != "" {
-			fmt.Fprintf(cfg.Log, "loadgen: compare: %s: %s\n", s.Name, res.Error)
-		}
-		rep.Results = append(rep.Results, res)
-		if res.Report != nil && rep.Machine == "" {
-			m := res.Report.Machine
-			rep.Machine = fmt.Sprintf("%d CPUs, %s, kernel %s", m.NumCPU, m.CPUModel, m.Kernel)
+		for _, s := range order {
+			if ctx.Err() != nil {
+				break
+			}
+			res := Result{Setup: s}
+			if cfg.Rounds > 1 {
+				res.Round = round + 1
+				rep.Rounds = cfg.Rounds
+			}
+			fmt.Fprintf(cfg.Log, "loadgen: compare: setup %s\n", res.Label())
+			res = runSetup(ctx, cfg, s, res.Round)
+			if res.Skipped {
+				fmt.Fprintf(cfg.Log, "loadgen: compare: SKIPPED %s: %s\n", res.Label(), res.Error)
+			} else if res.Error != "" {
+				fmt.Fprintf(cfg.Log, "loadgen: compare: %s: %s\n", res.Label(), res.Error)
+			}
+			rep.Results = append(rep.Results, res)
+			if res.Report != nil && rep.Machine == "" {
+				m := res.Report.Machine
+				rep.Machine = fmt.Sprintf("%d CPUs, %s, kernel %s", m.NumCPU, m.CPUModel, m.Kernel)
+			}
 		}
 	}
 	rep.Summary = summarize(rep)
 	rep.Ratios = ratios(rep)
+	rep.Medians = medians(rep.Ratios, rep.Rounds)
 	return rep, ctx.Err()
 }
 
@@ -237,8 +266,10 @@ func (st *starter) stop(res *Result) {
 	}
 }
 
-func runSetup(ctx context.Context, cfg Config, s Setup) (res Result) {
-	res.Setup = s
+// runSetup runs one setup; its data and logs go to a directory of its name in cfg.Dir, the
+// last round's staying there.
+func runSetup(ctx context.Context, cfg Config, s Setup, round int) (res Result) {
+	res.Setup, res.Round = s, round
 	dir := filepath.Join(cfg.Dir, s.Name)
 	os.RemoveAll(dir)
 	data := filepath.Join(dir, "data")

@@ -7,6 +7,7 @@ import (
 	"math"
 	"net"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -89,16 +90,16 @@ func good(s stairs.StairReport, slack bool) bool {
 
 func summarize(r *Report) []string {
 	var out []string
-	byName := map[string]*Result{}
+	byName := map[runKey]*Result{}
 	for i := range r.Results {
 		res := &r.Results[i]
-		byName[res.Setup.Name] = res
+		byName[runKey{res.Setup.Name, res.Round}] = res
 		if res.Skipped {
-			out = append(out, fmt.Sprintf("%s: SKIPPED (%s)", res.Setup.Name, res.Error))
+			out = append(out, fmt.Sprintf("%s: SKIPPED (%s)", res.Label(), res.Error))
 			continue
 		}
 		if res.Report == nil {
-			out = append(out, fmt.Sprintf("%s: no result (%s)", res.Setup.Name, res.Error))
+			out = append(out, fmt.Sprintf("%s: no result (%s)", res.Label(), res.Error))
 			continue
 		}
 		best := 0.0
@@ -112,13 +113,32 @@ func summarize(r *Report) []string {
 			what = "every message delivered, p99 ≤ 50 ms, no errors"
 		}
 		if best > 0 {
-			out = append(out, fmt.Sprintf("%s: highest stair with %s: %.0f/s", res.Setup.Name, what, best))
+			out = append(out, fmt.Sprintf("%s: highest stair with %s: %.0f/s", res.Label(), what, best))
 		} else {
-			out = append(out, fmt.Sprintf("%s: no stair with %s", res.Setup.Name, what))
+			out = append(out, fmt.Sprintf("%s: no stair with %s", res.Label(), what))
 		}
 	}
+	for round := range r.Rounds + 1 {
+		out = append(out, oneOverTwo(byName, round)...)
+		out = append(out, inboxCost(byName, round)...)
+	}
+	if r.Rounds > 1 {
+		out = append(out, inboxMedians(r)...)
+	}
+	return out
+}
+
+// runKey finds a result by its setup and round.
+type runKey struct {
+	setup string
+	round int
+}
+
+// oneOverTwo compares the two-process setups with the one-process ones of the same round.
+func oneOverTwo(byName map[runKey]*Result, round int) []string {
+	var out []string
 	for _, pair := range [][2]string{{"one-process", "two-process"}, {"one-process+slack", "two-process+slack"}} {
-		one, two := byName[pair[0]], byName[pair[1]]
+		one, two := byName[runKey{pair[0], round}], byName[runKey{pair[1], round}]
 		if one == nil || two == nil || one.Report == nil || two.Report == nil {
 			continue
 		}
@@ -146,44 +166,100 @@ func summarize(r *Report) []string {
 				}
 			}
 		}
+		pre := ""
+		if round > 0 {
+			pre = fmt.Sprintf("round %d: ", round)
+		}
 		if len(better) > 0 {
-			out = append(out, fmt.Sprintf("%s is better than %s at %s", pair[1], pair[0], strings.Join(better, "; ")))
+			out = append(out, fmt.Sprintf("%s%s is better than %s at %s", pre, pair[1], pair[0], strings.Join(better, "; ")))
 		}
 		if len(same) > 0 {
-			out = append(out, fmt.Sprintf("%s and %s are within 10 %% at %s", pair[1], pair[0], strings.Join(same, "; ")))
+			out = append(out, fmt.Sprintf("%s%s and %s are within 10 %% at %s", pre, pair[1], pair[0], strings.Join(same, "; ")))
 		}
 		if len(worse) > 0 {
-			out = append(out, fmt.Sprintf("%s is worse than %s at %s", pair[1], pair[0], strings.Join(worse, "; ")))
+			out = append(out, fmt.Sprintf("%s%s is worse than %s at %s", pre, pair[1], pair[0], strings.Join(worse, "; ")))
 		}
 	}
-	out = append(out, inboxCost(byName)...)
 	return out
 }
 
+// inboxStairs calls fn for each stair that the inbox setup w and its setup without inboxes
+// both measured in round, with the edge's CPU a message in each.
+func inboxStairs(byName map[runKey]*Result, w Setup, round int, fn func(with, without stairs.StairReport, us1, us0 float64)) {
+	with, without := byName[runKey{w.Name, round}], byName[runKey{strings.TrimSuffix(w.Name, "+inbox"), round}]
+	if with == nil || without == nil || with.Report == nil || without.Report == nil {
+		return
+	}
+	for _, s1 := range with.Report.Stairs {
+		for _, s0 := range without.Report.Stairs {
+			e1, e0 := proc0(s1, "edge"), proc0(s0, "edge")
+			if s1.TargetRate != s0.TargetRate || e1 == nil || e0 == nil || e1.CPUMicrosPerMsg == nil || e0.CPUMicrosPerMsg == nil {
+				continue
+			}
+			fn(s1, s0, *e1.CPUMicrosPerMsg, *e0.CPUMicrosPerMsg)
+		}
+	}
+}
+
 // inboxCost says what operators watching add to the edge's cost per message, stair by stair.
-func inboxCost(byName map[string]*Result) []string {
+func inboxCost(byName map[runKey]*Result, round int) []string {
 	var out []string
 	for _, w := range InboxSetups {
-		with, without := byName[w.Name], byName[strings.TrimSuffix(w.Name, "+inbox")]
-		if with == nil || without == nil || with.Report == nil || without.Report == nil {
-			continue
-		}
 		var parts []string
-		for _, s1 := range with.Report.Stairs {
-			for _, s0 := range without.Report.Stairs {
-				e1, e0 := proc0(s1, "edge"), proc0(s0, "edge")
-				if s1.TargetRate != s0.TargetRate || e1 == nil || e0 == nil || e1.CPUMicrosPerMsg == nil || e0.CPUMicrosPerMsg == nil {
-					continue
-				}
-				parts = append(parts, fmt.Sprintf("%.0f/s %+.0f %% (%.1f vs %.1f µs/msg, p99 %.2f vs %.2f ms)", s1.TargetRate,
-					100*(*e1.CPUMicrosPerMsg / *e0.CPUMicrosPerMsg - 1), *e1.CPUMicrosPerMsg, *e0.CPUMicrosPerMsg, s1.Latency.P99, s0.Latency.P99))
-			}
-		}
+		inboxStairs(byName, w, round, func(s1, s0 stairs.StairReport, us1, us0 float64) {
+			parts = append(parts, fmt.Sprintf("%.0f/s %+.0f %% (%.1f vs %.1f µs/msg, p99 %.2f vs %.2f ms)", s1.TargetRate,
+				100*(us1/us0-1), us1, us0, s1.Latency.P99, s0.Latency.P99))
+		})
 		if len(parts) > 0 {
-			out = append(out, fmt.Sprintf("%d inboxes watching (%s) cost the edge per message: %s", w.Inboxes, w.Name, strings.Join(parts, "; ")))
+			pre := ""
+			if round > 0 {
+				pre = fmt.Sprintf("round %d: ", round)
+			}
+			out = append(out, fmt.Sprintf("%s%d inboxes watching (%s) cost the edge per message: %s", pre, w.Inboxes, w.Name, strings.Join(parts, "; ")))
 		}
 	}
 	return out
+}
+
+// inboxMedians is each stair's median over the rounds of what the inboxes cost.
+func inboxMedians(r *Report) []string {
+	byName := map[runKey]*Result{}
+	for i := range r.Results {
+		byName[runKey{r.Results[i].Setup.Name, r.Results[i].Round}] = &r.Results[i]
+	}
+	var out []string
+	for _, w := range InboxSetups {
+		costs := map[float64][]float64{}
+		var rates []float64
+		for round := 1; round <= r.Rounds; round++ {
+			inboxStairs(byName, w, round, func(s1, _ stairs.StairReport, us1, us0 float64) {
+				if costs[s1.TargetRate] == nil {
+					rates = append(rates, s1.TargetRate)
+				}
+				costs[s1.TargetRate] = append(costs[s1.TargetRate], us1/us0-1)
+			})
+		}
+		var parts []string
+		for _, rate := range rates {
+			parts = append(parts, fmt.Sprintf("%.0f/s %+.0f %% (of %d rounds)", rate, 100*median(costs[rate]), len(costs[rate])))
+		}
+		if len(parts) > 0 {
+			out = append(out, fmt.Sprintf("median over the rounds: %d inboxes watching (%s) cost the edge per message: %s", w.Inboxes, w.Name, strings.Join(parts, "; ")))
+		}
+	}
+	return out
+}
+
+// median of vs (which it sorts); NaN for none.
+func median(vs []float64) float64 {
+	if len(vs) == 0 {
+		return math.NaN()
+	}
+	slices.Sort(vs)
+	if n := len(vs); n%2 == 0 {
+		return (vs[n/2-1] + vs[n/2]) / 2
+	}
+	return vs[len(vs)/2]
 }
 
 // Ratio is an edge setup's figures over a peer setup's at one stair: below 1 the edge does
@@ -192,6 +268,10 @@ type Ratio struct {
 	Edge string  `json:"edge_setup"`
 	Peer string  `json:"peer_setup"`
 	Rate float64 `json:"target_rate"`
+	// Round: both setups' round (Config.Rounds); 0 in a compare run once and in the medians.
+	Round int `json:"round,omitempty"`
+	// Of: in the medians, how many rounds' ratios the median is of.
+	Of int `json:"of_rounds,omitempty"`
 	// CPU is µs per message, edge ÷ peer; WithWorker adds the worker's to the edge's
 	// (two-process setups).
 	CPU        *float64 `json:"cpu_us_per_msg,omitempty"`
@@ -208,7 +288,8 @@ func ratio(a, b float64) *float64 {
 	return &v
 }
 
-// ratios pairs every edge setup with every peer setup of the same Slack-ness, stair by stair.
+// ratios pairs every edge setup with every peer setup of the same Slack-ness and round, stair
+// by stair.
 func ratios(r *Report) []Ratio {
 	var out []Ratio
 	for _, e := range r.Results {
@@ -216,7 +297,7 @@ func ratios(r *Report) []Ratio {
 			continue
 		}
 		for _, p := range r.Results {
-			if !p.Setup.Peer || p.Report == nil || p.Setup.Slack != e.Setup.Slack {
+			if !p.Setup.Peer || p.Report == nil || p.Setup.Slack != e.Setup.Slack || p.Round != e.Round {
 				continue
 			}
 			for _, se := range e.Report.Stairs {
@@ -224,7 +305,7 @@ func ratios(r *Report) []Ratio {
 					if se.TargetRate != sp.TargetRate {
 						continue
 					}
-					q := Ratio{Edge: e.Setup.Name, Peer: p.Setup.Name, Rate: se.TargetRate, P99: ratio(se.Latency.P99, sp.Latency.P99)}
+					q := Ratio{Edge: e.Setup.Name, Peer: p.Setup.Name, Rate: se.TargetRate, Round: e.Round, P99: ratio(se.Latency.P99, sp.Latency.P99)}
 					ee, pe, w := proc0(se, "edge"), proc0(sp, "edge"), proc0(se, "worker")
 					if ee != nil && pe != nil {
 						q.RSS = ratio(ee.RSSPeakMB, pe.RSSPeakMB)
@@ -239,6 +320,54 @@ func ratios(r *Report) []Ratio {
 				}
 			}
 		}
+	}
+	return out
+}
+
+// medians is, for each edge setup, peer setup and stair, the median of its rounds' ratios
+// (nil when the compare ran once).
+func medians(qs []Ratio, rounds int) []Ratio {
+	if rounds < 2 {
+		return nil
+	}
+	type key struct {
+		edge, peer string
+		rate       float64
+	}
+	var order []key
+	groups := map[key][]Ratio{}
+	for _, q := range qs {
+		k := key{q.Edge, q.Peer, q.Rate}
+		if groups[k] == nil {
+			order = append(order, k)
+		}
+		groups[k] = append(groups[k], q)
+	}
+	var out []Ratio
+	for _, k := range order {
+		g := groups[k]
+		m := Ratio{Edge: k.edge, Peer: k.peer, Rate: k.rate, Of: len(g)}
+		for _, field := range []struct {
+			dst *(*float64)
+			get func(Ratio) *float64
+		}{
+			{&m.CPU, func(q Ratio) *float64 { return q.CPU }},
+			{&m.WithWorker, func(q Ratio) *float64 { return q.WithWorker }},
+			{&m.P99, func(q Ratio) *float64 { return q.P99 }},
+			{&m.RSS, func(q Ratio) *float64 { return q.RSS }},
+		} {
+			var vs []float64
+			for _, q := range g {
+				if v := field.get(q); v != nil {
+					vs = append(vs, *v)
+				}
+			}
+			if len(vs) > 0 {
+				v := median(vs)
+				*field.dst = &v
+			}
+		}
+		out = append(out, m)
 	}
 	return out
 }
@@ -259,7 +388,7 @@ func (r *Report) Markdown(chart string) string {
 	fmt.Fprintf(&b, "- %s; started %s\n", r.Machine, r.StartedAt.Format(time.RFC3339))
 	fmt.Fprintf(&b, "- %d sockets over %d sites, stairs %v msg/s of %s each; generator pinned to %s\n", r.Sockets, r.Sites, r.Stairs, r.Step, r.Generator)
 	for _, res := range r.Results {
-		fmt.Fprintf(&b, "- %s: %s", res.Setup.Name, res.Pinned)
+		fmt.Fprintf(&b, "- %s: %s", res.Label(), res.Pinned)
 		if res.Skipped {
 			fmt.Fprintf(&b, " — **SKIPPED**: %s", res.Error)
 		} else if res.Error != "" {
@@ -300,7 +429,7 @@ func (r *Report) Markdown(chart string) string {
 				note = " (generator-bound)"
 			}
 			fmt.Fprintf(&b, "| %s | %.0f | %.0f | %.2f | %.2f | %.1f | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s%s |\n",
-				res.Setup.Name, s.TargetRate, s.AckedRate, s.Latency.P50, s.Latency.P99, s.Latency.Max,
+				res.Label(), s.TargetRate, s.AckedRate, s.Latency.P50, s.Latency.P99, s.Latency.Max,
 				f(ecpu, "%.0f"), f(eus, "%.1f"), f(wcpu, "%.0f"), f(wus, "%.1f"), f(wpost, "%.1f"), rss, sched(s),
 				del, drain, all, stairs.FormatErrors(s.Errors), f(s.Loadgen.CPUPercent, "%.0f"), note)
 		}
@@ -310,7 +439,19 @@ func (r *Report) Markdown(chart string) string {
 		b.WriteString("\n## Edge ÷ peer\n\nEach edge setup's figure divided by the peer's at the same stair (below 1: the edge does better). With a worker, \"+ worker\" adds its CPU to the edge's.\n\n")
 		b.WriteString("| edge setup | peer setup | target/s | µs/msg | µs/msg + worker | p99 | RSS |\n|---|---|---:|---:|---:|---:|---:|\n")
 		for _, q := range r.Ratios {
-			fmt.Fprintf(&b, "| %s | %s | %.0f | %s | %s | %s | %s |\n", q.Edge, q.Peer, q.Rate,
+			edge, peer := q.Edge, q.Peer
+			if q.Round > 0 {
+				edge, peer = fmt.Sprintf("%s #%d", edge, q.Round), fmt.Sprintf("%s #%d", peer, q.Round)
+			}
+			fmt.Fprintf(&b, "| %s | %s | %.0f | %s | %s | %s | %s |\n", edge, peer, q.Rate,
+				f(q.CPU, "%.2f"), f(q.WithWorker, "%.2f"), f(q.P99, "%.2f"), f(q.RSS, "%.2f"))
+		}
+	}
+	if len(r.Medians) > 0 {
+		fmt.Fprintf(&b, "\n## Edge ÷ peer, the median over %d rounds\n\nEach round ran every setup once, in the opposite order to the round before; a ratio is taken within a round, then its median over the rounds.\n\n", r.Rounds)
+		b.WriteString("| edge setup | peer setup | target/s | rounds | µs/msg | µs/msg + worker | p99 | RSS |\n|---|---|---:|---:|---:|---:|---:|---:|\n")
+		for _, q := range r.Medians {
+			fmt.Fprintf(&b, "| %s | %s | %.0f | %d | %s | %s | %s | %s |\n", q.Edge, q.Peer, q.Rate, q.Of,
 				f(q.CPU, "%.2f"), f(q.WithWorker, "%.2f"), f(q.P99, "%.2f"), f(q.RSS, "%.2f"))
 		}
 	}
@@ -382,7 +523,7 @@ func (r *Report) SVG() string {
 			xy := strings.Split(p, ",")
 			fmt.Fprintf(&b, `<circle cx="%s" cy="%s" r="3" fill="%s"/>`+"\n", xy[0], xy[1], c)
 		}
-		fmt.Fprintf(&b, `<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="%s" stroke-width="2"/><text x="%d" y="%d">%s</text>`+"\n", W-R+10, T+20+18*i, W-R+30, T+20+18*i, c, W-R+34, T+24+18*i, res.Setup.Name)
+		fmt.Fprintf(&b, `<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="%s" stroke-width="2"/><text x="%d" y="%d">%s</text>`+"\n", W-R+10, T+20+18*i, W-R+30, T+20+18*i, c, W-R+34, T+24+18*i, res.Label())
 		i++
 	}
 	b.WriteString("</svg>\n")

@@ -127,3 +127,74 @@ func TestWorkerCostAPost(t *testing.T) {
 		t.Errorf("want no cost a post without Slack:\n%s", md)
 	}
 }
+
+// With rounds, a ratio is taken within a round (never one round's edge over another's peer)
+// and the medians are over the rounds.
+func TestRoundsPairWithinARound(t *testing.T) {
+	peerStair := func(us float64) stairs.StairReport {
+		s := stair(10000, 10, us, false)
+		s.Procs[0].Name = "peer"
+		return s
+	}
+	edge := []float64{30, 40, 33} // the VM's minutes: round 2 slow for both
+	peer := []float64{25, 32, 30}
+	inbox := []float64{33, 46, 36}
+	r := &Report{Stairs: []float64{10000}, Rounds: 3}
+	for i := range 3 {
+		round := i + 1
+		r.Results = append(r.Results,
+			Result{Setup: AllSetups[0], Round: round, Report: &stairs.Report{Stairs: []stairs.StairReport{stair(10000, 10, edge[i], false)}}},
+			Result{Setup: InboxSetups[0], Round: round, Report: &stairs.Report{Stairs: []stairs.StairReport{stair(10000, 10, inbox[i], false)}}},
+			Result{Setup: PeerSetups[1], Round: round, Report: &stairs.Report{Stairs: []stairs.StairReport{peerStair(peer[i])}}})
+	}
+	r.Summary, r.Ratios = summarize(r), ratios(r)
+	r.Medians = medians(r.Ratios, r.Rounds)
+	var plain []Ratio // one-process's (one-process+inbox is paired with the peer too)
+	for _, q := range r.Ratios {
+		if q.Edge == "one-process" {
+			plain = append(plain, q)
+		}
+	}
+	if len(r.Ratios) != 6 || len(plain) != 3 {
+		t.Fatalf("want one ratio a round for each edge setup, got %d: %+v", len(r.Ratios), r.Ratios)
+	}
+	for i, q := range plain {
+		if want := edge[i] / peer[i]; q.Round != i+1 || q.CPU == nil || math.Abs(*q.CPU-want) > 1e-9 {
+			t.Errorf("round %d: got round %d cpu %v, want %.3f", i+1, q.Round, deref(q.CPU), want)
+		}
+	}
+	// 1.2, 1.25, 1.1: the median is 1.2.
+	if len(r.Medians) != 2 || r.Medians[0].Edge != "one-process" || r.Medians[0].Of != 3 || r.Medians[0].CPU == nil || math.Abs(*r.Medians[0].CPU-1.2) > 1e-9 {
+		t.Fatalf("medians: %+v", r.Medians)
+	}
+	md, joined := r.Markdown(""), strings.Join(r.Summary, "\n")
+	for _, want := range []string{
+		"| one-process #2 | 10000 |",
+		"| one-process #2 | peer+group #2 | 10000 | 1.25 |",
+		"## Edge ÷ peer, the median over 3 rounds",
+		"| one-process | peer+group | 10000 | 3 | 1.20 |",
+		"round 2: 50 inboxes watching (one-process+inbox) cost the edge per message: 10000/s +15 %",
+		"median over the rounds: 50 inboxes watching (one-process+inbox) cost the edge per message: 10000/s +10 % (of 3 rounds)",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("markdown lacks %q:\n%s", want, md)
+		}
+	}
+	if !strings.Contains(joined, "one-process #3: highest stair") {
+		t.Errorf("summary:\n%s", joined)
+	}
+}
+
+func TestMedian(t *testing.T) {
+	for _, c := range []struct {
+		vs   []float64
+		want float64
+	}{{[]float64{3, 1, 2}, 2}, {[]float64{4, 1, 3, 2}, 2.5}, {[]float64{7}, 7}} {
+		if got := median(c.vs); got != c.want {
+			t.Errorf("median(%v) = %v, want %v", c.vs, got, c.want)
+		}
+	}
+	if !math.IsNaN(median(nil)) {
+		t.Error("median of nothing is not NaN")
+	}
+}
