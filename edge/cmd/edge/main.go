@@ -127,6 +127,9 @@ func serve(args []string) error {
 	default:
 		return fmt.Errorf("-sync must be normal or full, not %q", *syncMode)
 	}
+	// The flags are good and nothing is open yet: the one moment to start again with the
+	// runtime setting it reads only at its start.
+	keepSysmonAwake()
 	log := newLogger(*logLevel)
 	egress.StdLog(log) // net/http's own lines, about webhook targets among others
 	if *pprofAddr != "" {

@@ -77,6 +77,16 @@ func (p *process) Stop(timeout time.Duration) (time.Duration, error) {
 	}
 }
 
+// Environ is the process's environment as the kernel holds it (Linux's /proc), which an
+// exec within the process replaces.
+func (p *process) Environ() ([]string, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", p.Cmd.Process.Pid))
+	if err != nil {
+		return nil, err
+	}
+	return strings.Split(strings.TrimRight(string(b), "\x00"), "\x00"), nil
+}
+
 // RSS is the process's resident memory in bytes, from /proc (0 when it cannot be read).
 func (p *process) RSS() int64 {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.Cmd.Process.Pid))
