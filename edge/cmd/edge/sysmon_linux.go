@@ -18,7 +18,7 @@ import (
 // gets one "SCHED …" line on stderr at the start and one every 24.9 days (ops/RUNBOOK.md).
 const sysmonSetting = "schedtrace=2147483647"
 
-// keepSysmonAwake re-executes the edge (the same process, its arguments and environment) with
+// keepSysmonAwake re-executes the edge (the same process, binary, arguments and environment) with
 // sysmonSetting added to GODEBUG, which the runtime reads only at its start. It returns
 // without doing anything when GODEBUG already sets schedtrace (the operator's own choice, 0
 // among them, or after the re-execution), and when the execution fails (the edge then serves
@@ -28,9 +28,15 @@ func keepSysmonAwake() {
 	if !again {
 		return
 	}
+	// The binary's own path, not /proc/self/exe, whose name would become the process's
+	// (ps, top and pgrep would show "exe").
+	self, err := os.Executable()
+	if err != nil {
+		return
+	}
 	// The runtime reads the first GODEBUG of the environment: the old one goes.
 	env := slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "GODEBUG=") })
-	_ = syscall.Exec("/proc/self/exe", os.Args, append(env, "GODEBUG="+godebug)) // returns only on failure
+	_ = syscall.Exec(self, os.Args, append(env, "GODEBUG="+godebug)) // returns only on failure
 }
 
 // withSysmonSetting is GODEBUG with sysmonSetting added, and whether that changes it.

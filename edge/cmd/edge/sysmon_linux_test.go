@@ -49,6 +49,10 @@ func TestServingEdgeKeepsSysmonAwake(t *testing.T) {
 		if got := godebugOf(t, p); got != "madvdontneed=1,schedtrace=2147483647" {
 			t.Errorf("GODEBUG of the serving edge: %q", got)
 		}
+		// ps, top and pgrep show the process under its binary's name.
+		if comm, err := p.Comm(); err != nil || comm != "edge" {
+			t.Errorf("the serving edge's name is %q (%v), want edge", comm, err)
+		}
 	})
 	t.Run("the operator's schedtrace", func(t *testing.T) {
 		t.Setenv("GODEBUG", "schedtrace=0")

@@ -87,6 +87,12 @@ func (p *process) Environ() ([]string, error) {
 	return strings.Split(strings.TrimRight(string(b), "\x00"), "\x00"), nil
 }
 
+// Comm is the process's name as ps and pgrep show it (Linux's /proc).
+func (p *process) Comm() (string, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", p.Cmd.Process.Pid))
+	return strings.TrimSpace(string(b)), err
+}
+
 // RSS is the process's resident memory in bytes, from /proc (0 when it cannot be read).
 func (p *process) RSS() int64 {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.Cmd.Process.Pid))
