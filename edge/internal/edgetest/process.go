@@ -77,10 +77,15 @@ func (p *process) Stop(timeout time.Duration) (time.Duration, error) {
 	}
 }
 
+// procFile is one of the process's files in Linux's /proc.
+func (p *process) procFile(name string) ([]byte, error) {
+	return os.ReadFile(fmt.Sprintf("/proc/%d/%s", p.Cmd.Process.Pid, name))
+}
+
 // Environ is the process's environment as the kernel holds it (Linux's /proc), which an
 // exec within the process replaces.
 func (p *process) Environ() ([]string, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", p.Cmd.Process.Pid))
+	b, err := p.procFile("environ")
 	if err != nil {
 		return nil, err
 	}
@@ -89,13 +94,13 @@ func (p *process) Environ() ([]string, error) {
 
 // Comm is the process's name as ps and pgrep show it (Linux's /proc).
 func (p *process) Comm() (string, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", p.Cmd.Process.Pid))
+	b, err := p.procFile("comm")
 	return strings.TrimSpace(string(b)), err
 }
 
 // RSS is the process's resident memory in bytes, from /proc (0 when it cannot be read).
 func (p *process) RSS() int64 {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.Cmd.Process.Pid))
+	b, err := p.procFile("status")
 	if err != nil {
 		return 0
 	}

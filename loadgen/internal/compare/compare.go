@@ -104,11 +104,14 @@ type Result struct {
 }
 
 // Label names the result in tables and sentences: its setup, and its round if any.
-func (r Result) Label() string {
-	if r.Round == 0 {
-		return r.Setup.Name
+func (r Result) Label() string { return label(r.Setup.Name, r.Round) }
+
+// label is a setup's name with its round (0: none), as tables and sentences write it.
+func label(setup string, round int) string {
+	if round == 0 {
+		return setup
 	}
-	return fmt.Sprintf("%s #%d", r.Setup.Name, r.Round)
+	return fmt.Sprintf("%s #%d", setup, round)
 }
 
 // Report is the whole comparison.
@@ -183,22 +186,24 @@ func Compare(ctx context.Context, cfg Config) (*Report, error) {
 		Sites:     cfg.Sites,
 		Generator: SelfPinning(),
 	}
-	for round := range max(cfg.Rounds, 1) {
+	if cfg.Rounds > 1 {
+		rep.Rounds = cfg.Rounds
+	}
+	for i := range max(cfg.Rounds, 1) {
 		order := slices.Clone(setups)
-		if round%2 == 1 {
+		if i%2 == 1 {
 			slices.Reverse(order)
+		}
+		round := 0 // a compare run once has no rounds to name
+		if rep.Rounds > 0 {
+			round = i + 1
 		}
 		for _, s := range order {
 			if ctx.Err() != nil {
 				break
 			}
-			res := Result{Setup: s}
-			if cfg.Rounds > 1 {
-				res.Round = round + 1
-				rep.Rounds = cfg.Rounds
-			}
-			fmt.Fprintf(cfg.Log, "loadgen: compare: setup %s\n", res.Label())
-			res = runSetup(ctx, cfg, s, res.Round)
+			fmt.Fprintf(cfg.Log, "loadgen: compare: setup %s\n", label(s.Name, round))
+			res := runSetup(ctx, cfg, s, round)
 			if res.Skipped {
 				fmt.Fprintf(cfg.Log, "loadgen: compare: SKIPPED %s: %s\n", res.Label(), res.Error)
 			} else if res.Error != "" {

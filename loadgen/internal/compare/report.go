@@ -123,9 +123,17 @@ func summarize(r *Report) []string {
 		out = append(out, inboxCost(byName, round)...)
 	}
 	if r.Rounds > 1 {
-		out = append(out, inboxMedians(r)...)
+		out = append(out, inboxMedians(byName, r.Rounds)...)
 	}
 	return out
+}
+
+// roundPrefix begins a sentence about one round's results ("" when the compare ran once).
+func roundPrefix(round int) string {
+	if round == 0 {
+		return ""
+	}
+	return fmt.Sprintf("round %d: ", round)
 }
 
 // runKey finds a result by its setup and round.
@@ -166,10 +174,7 @@ func oneOverTwo(byName map[runKey]*Result, round int) []string {
 				}
 			}
 		}
-		pre := ""
-		if round > 0 {
-			pre = fmt.Sprintf("round %d: ", round)
-		}
+		pre := roundPrefix(round)
 		if len(better) > 0 {
 			out = append(out, fmt.Sprintf("%s%s is better than %s at %s", pre, pair[1], pair[0], strings.Join(better, "; ")))
 		}
@@ -211,27 +216,19 @@ func inboxCost(byName map[runKey]*Result, round int) []string {
 				100*(us1/us0-1), us1, us0, s1.Latency.P99, s0.Latency.P99))
 		})
 		if len(parts) > 0 {
-			pre := ""
-			if round > 0 {
-				pre = fmt.Sprintf("round %d: ", round)
-			}
-			out = append(out, fmt.Sprintf("%s%d inboxes watching (%s) cost the edge per message: %s", pre, w.Inboxes, w.Name, strings.Join(parts, "; ")))
+			out = append(out, fmt.Sprintf("%s%d inboxes watching (%s) cost the edge per message: %s", roundPrefix(round), w.Inboxes, w.Name, strings.Join(parts, "; ")))
 		}
 	}
 	return out
 }
 
 // inboxMedians is each stair's median over the rounds of what the inboxes cost.
-func inboxMedians(r *Report) []string {
-	byName := map[runKey]*Result{}
-	for i := range r.Results {
-		byName[runKey{r.Results[i].Setup.Name, r.Results[i].Round}] = &r.Results[i]
-	}
+func inboxMedians(byName map[runKey]*Result, rounds int) []string {
 	var out []string
 	for _, w := range InboxSetups {
 		costs := map[float64][]float64{}
 		var rates []float64
-		for round := 1; round <= r.Rounds; round++ {
+		for round := 1; round <= rounds; round++ {
 			inboxStairs(byName, w, round, func(s1, _ stairs.StairReport, us1, us0 float64) {
 				if costs[s1.TargetRate] == nil {
 					rates = append(rates, s1.TargetRate)
@@ -439,11 +436,7 @@ func (r *Report) Markdown(chart string) string {
 		b.WriteString("\n## Edge ÷ peer\n\nEach edge setup's figure divided by the peer's at the same stair (below 1: the edge does better). With a worker, \"+ worker\" adds its CPU to the edge's.\n\n")
 		b.WriteString("| edge setup | peer setup | target/s | µs/msg | µs/msg + worker | p99 | RSS |\n|---|---|---:|---:|---:|---:|---:|\n")
 		for _, q := range r.Ratios {
-			edge, peer := q.Edge, q.Peer
-			if q.Round > 0 {
-				edge, peer = fmt.Sprintf("%s #%d", edge, q.Round), fmt.Sprintf("%s #%d", peer, q.Round)
-			}
-			fmt.Fprintf(&b, "| %s | %s | %.0f | %s | %s | %s | %s |\n", edge, peer, q.Rate,
+			fmt.Fprintf(&b, "| %s | %s | %.0f | %s | %s | %s | %s |\n", label(q.Edge, q.Round), label(q.Peer, q.Round), q.Rate,
 				f(q.CPU, "%.2f"), f(q.WithWorker, "%.2f"), f(q.P99, "%.2f"), f(q.RSS, "%.2f"))
 		}
 	}
