@@ -261,7 +261,7 @@ func openIndexer(dir, dbPath, token string, newest, maxForget int64, log *slog.L
 	}
 	x.seen.Store(x.through)
 	x.applied.Store(x.forgot)
-	src, err := sqlite3.OpenFlags(dbPath, sqlite3.OPEN_READONLY)
+	src, err := openSQLite(dbPath, sqlite3.OPEN_READONLY)
 	if err == nil {
 		err = src.BusyTimeout(5 * time.Second)
 	}
@@ -348,7 +348,7 @@ func (x *indexer) openDB(token string) (err error) {
 	if err != nil {
 		return err
 	}
-	if x.db, err = sqlite3.Open(uri); err != nil {
+	if x.db, err = openSQLite(uri, sqlite3.OPEN_READWRITE|sqlite3.OPEN_CREATE); err != nil {
 		return err
 	}
 	if err := setupConn(x.db); err != nil {

@@ -183,7 +183,7 @@ func Open(dir string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	w, err := sqlite3.Open(uri)
+	w, err := openSQLite(uri, sqlite3.OPEN_READWRITE|sqlite3.OPEN_CREATE)
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", s.path, err)
 	}
@@ -607,7 +607,7 @@ func setupConn(c *sqlite3.Conn) error {
 // OpenConn opens the database file at path outside the store (a backup's copy, a restore's
 // check), ready for every table of its schema: messages_fts needs FTS5 registered.
 func OpenConn(path string, flags sqlite3.OpenFlag) (*sqlite3.Conn, error) {
-	c, err := sqlite3.OpenFlags(path, flags)
+	c, err := openSQLite(path, flags)
 	if err != nil {
 		return nil, err
 	}
@@ -641,7 +641,7 @@ type reader struct {
 // openReader opens a reader of the database at path with the search index at search
 // attached as "search" (searchindex.go).
 func openReader(path, search string) (*reader, error) {
-	c, err := sqlite3.OpenFlags(path, sqlite3.OPEN_READONLY)
+	c, err := openSQLite(path, sqlite3.OPEN_READONLY)
 	if err != nil {
 		return nil, fmt.Errorf("open reader: %w", err)
 	}
