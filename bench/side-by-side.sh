@@ -9,6 +9,8 @@
 #   e.g. bench/side-by-side.sh 10000 /tmp/old/edge bin/edge 4
 #
 # Each binary must be named `edge` (loadgen finds it by name); copy them into two directories.
+# Build both with `make build` (or the Makefile's GOFLAGS): a plain `go build` keeps the
+# translated SQLite's bounds checks, ~5 % of the edge (README "Building").
 # A side's worker (two-process setups) is the `worker` beside its edge, or bin/worker.
 # A_ARGS and B_ARGS (environment) are extra edge arguments of each side, e.g. to A/B a flag
 # with one binary: A_ARGS="-wal-max-pages 4096" B_ARGS="-wal-max-pages 16384". A_ENV and
