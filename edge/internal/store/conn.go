@@ -23,7 +23,8 @@ import (
 const sqliteReserve = 1 << 32
 
 // sqliteHeapLimit keeps each connection's heap where ncruces's reservation kept it: an
-// allocation past it fails with SQLITE_NOMEM (a query's error), not a grown process.
+// allocation past it is SQLITE_NOMEM, which ncruces turns into a panic, as it did at the end
+// of its own reservation.
 const sqliteHeapLimit = 256 << 20
 
 var sqliteMemory = func() context.Context {
@@ -33,9 +34,9 @@ var sqliteMemory = func() context.Context {
 	return sqlite3.WithMaxMemory(context.Background(), sqliteReserve)
 }()
 
-// openSQLite opens a connection of the edge's to name (a path, or a "file:" URI) with flags
-// (OPEN_READONLY, OPEN_READWRITE and OPEN_CREATE; a URI's are its own) in its full
-// reservation and under the heap limit.
+// openSQLite opens a connection of the edge's to name (a path, or a "file:" URI whose query
+// keeps its parameters) as flags say (OPEN_READONLY, OPEN_READWRITE, OPEN_CREATE), in its
+// full reservation and under the heap limit.
 func openSQLite(name string, flags sqlite3.OpenFlag) (*sqlite3.Conn, error) {
 	uri, err := sqliteURI(name, flags)
 	if err != nil {
