@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	"github.com/ncruces/go-sqlite3"
 )
@@ -27,9 +28,26 @@ const sqliteReserve = 1 << 32
 // of its own reservation.
 const sqliteHeapLimit = 256 << 20
 
+// sqliteRoom is the address space the reservations need for the edge's connections (the
+// writer, the checkpointer, the readers, the indexer's two, a backup's) with room to spare.
+const sqliteRoom = 256 << 30
+
+// sqliteReserved reports whether connections get the full reservation: not on a 32-bit
+// build, and not under an address-space limit (ulimit -v, systemd's LimitAS=) that leaves
+// less than sqliteRoom, where a reservation's mmap would fail and ncruces panic at open.
+// Then they keep ncruces's 256 MiB, and the store says so once in its log.
+func sqliteReserved(uintSize int, asLimit uint64) bool {
+	return uintSize >= 64 && asLimit >= sqliteRoom
+}
+
+var (
+	sqliteFull   = sqliteReserved(bits.UintSize, addressSpaceLimit())
+	sqliteWarned sync.Once // the log's word when !sqliteFull, once a process
+)
+
 var sqliteMemory = func() context.Context {
-	if bits.UintSize < 64 {
-		return context.Background() // no room for the reservation: ncruces's default
+	if !sqliteFull {
+		return context.Background()
 	}
 	return sqlite3.WithMaxMemory(context.Background(), sqliteReserve)
 }()

@@ -3,7 +3,7 @@ package store
 import (
 	"bufio"
 	"errors"
-	"math/bits"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -73,8 +73,8 @@ func bigReservations(t *testing.T) int {
 // Each connection reserves SQLite's whole address space (conn.go: what makes the build
 // without bounds checks safe), and its heap stays under the limit all the same.
 func TestConnReservesSQLitesAddressSpace(t *testing.T) {
-	if bits.UintSize < 64 {
-		t.Skip("a 32-bit build keeps ncruces's reservation")
+	if !sqliteFull {
+		t.Skip("a 32-bit build, or an address-space limit (ulimit -v): connections keep ncruces's reservation")
 	}
 	path := filepath.Join(t.TempDir(), "x.db")
 	before := bigReservations(t)
@@ -123,4 +123,27 @@ func TestConnReservesSQLitesAddressSpace(t *testing.T) {
 		stmt.Step()
 		t.Errorf("a 300 MB blob: no panic (%v)", stmt.Err())
 	})
+}
+
+// Under an address-space limit that would not hold the reservations, connections keep
+// ncruces's (a reservation's mmap failing would be ncruces's panic at open).
+func TestSQLiteReservedOnlyWithRoom(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		uintSize int
+		limit    uint64
+		want     bool
+	}{
+		{"64-bit, no limit", 64, math.MaxUint64, true},
+		{"64-bit, a limit with room", 64, 512 << 30, true},
+		{"64-bit, at the room", 64, sqliteRoom, true},
+		{"64-bit, ulimit -v 8 GiB", 64, 8 << 30, false},
+		{"32-bit", 32, math.MaxUint64, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if got := sqliteReserved(c.uintSize, c.limit); got != c.want {
+				t.Errorf("sqliteReserved(%d, %d) = %v, want %v", c.uintSize, c.limit, got, c.want)
+			}
+		})
+	}
 }

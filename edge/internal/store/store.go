@@ -162,6 +162,12 @@ func Open(dir string, opts Options) (*Store, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
+	if !sqliteFull {
+		sqliteWarned.Do(func() {
+			opts.Logger.Warn("SQLite's connections keep ncruces's 256 MiB reservation: the address space is limited (ulimit -v, LimitAS=) below what 4 GiB a connection needs (README \"Building\")",
+				"limit_bytes", addressSpaceLimit())
+		})
+	}
 	if opts.WALPages == 0 {
 		opts.WALPages = 16384 // a longer WAL copies a page rewritten by many commits once: bench/path.md
 	}
