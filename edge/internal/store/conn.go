@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math/bits"
-	"net/url"
-	"path/filepath"
 	"strings"
 	"sync"
 
@@ -41,8 +39,9 @@ func sqliteReserved(uintSize int, asLimit uint64) bool {
 }
 
 var (
-	sqliteFull   = sqliteReserved(bits.UintSize, addressSpaceLimit())
-	sqliteWarned sync.Once // the log's word when !sqliteFull, once a process
+	sqliteASLimit = addressSpaceLimit()
+	sqliteFull    = sqliteReserved(bits.UintSize, sqliteASLimit)
+	sqliteWarned  sync.Once // the log's word when !sqliteFull, once a process
 )
 
 var sqliteMemory = func() context.Context {
@@ -91,9 +90,5 @@ func sqliteURI(name string, flags sqlite3.OpenFlag) (string, error) {
 		}
 		return name + sep + "mode=" + mode, nil
 	}
-	abs, err := filepath.Abs(name)
-	if err != nil {
-		return "", err
-	}
-	return (&url.URL{Scheme: "file", Path: abs, RawQuery: "mode=" + mode}).String(), nil
+	return fileURI(name, "mode="+mode)
 }

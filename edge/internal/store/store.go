@@ -165,7 +165,7 @@ func Open(dir string, opts Options) (*Store, error) {
 	if !sqliteFull {
 		sqliteWarned.Do(func() {
 			opts.Logger.Warn("SQLite's connections keep ncruces's 256 MiB reservation: the address space is limited (ulimit -v, LimitAS=) below what 4 GiB a connection needs (README \"Building\")",
-				"limit_bytes", addressSpaceLimit())
+				"limit_bytes", sqliteASLimit)
 		})
 	}
 	if opts.WALPages == 0 {

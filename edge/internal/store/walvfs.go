@@ -73,12 +73,15 @@ func (v wrapperVFS) OpenFilename(name *vfs.Filename, flags vfs.OpenFlag) (vfs.Fi
 }
 
 // vfsURI is the URI that opens path through the VFS registered as name.
-func vfsURI(path, name string) (string, error) {
+func vfsURI(path, name string) (string, error) { return fileURI(path, "vfs="+name) }
+
+// fileURI is the SQLite URI of path (made absolute, escaped) with query.
+func fileURI(path, query string) (string, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return "", err
 	}
-	return (&url.URL{Scheme: "file", Path: abs, RawQuery: "vfs=" + name}).String(), nil
+	return (&url.URL{Scheme: "file", Path: abs, RawQuery: query}).String(), nil
 }
 
 type frameFile struct {
