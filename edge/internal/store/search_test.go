@@ -615,3 +615,40 @@ func TestSearchIndexForgetsAcrossSmallPasses(t *testing.T) {
 		t.Fatalf("indexer %+v: want no failed pass and nothing behind", st)
 	}
 }
+
+// An idle edge's indexer opens no snapshot on its ticks: once a pass found nothing to read,
+// ticks go by without a pass until the writer commits again, and then the next tick (not a
+// kick: one message is far below indexBatch) indexes what it wrote.
+func TestSearchIndexIdleTicksReadNothing(t *testing.T) {
+	ctx := context.Background()
+	s := openTest(t, t.TempDir(), Options{searchEvery: 5 * time.Millisecond})
+	defer s.Close()
+	site := addSite(t, s)
+	var op *Operator
+	testkit.NoErr(t, s.Write(ctx, func(tx *Tx) (err error) {
+		op, err = tx.AddOperator("ann@example.com", "Ann", "correct horse battery", []string{site.Key})
+		return err
+	}))
+	found := func(word string) int {
+		res, err := s.Search(ctx, op.ID, site.ID, SearchQuery{Text: word + " "})
+		testkit.NoErr(t, err)
+		return len(res.Hits)
+	}
+	submit(t, s, MessageRequest{SiteID: site.ID, TokenHash: []byte("a-visitor"), Author: schema.AuthorVisitor, Text: "an indexed walrus", ClientID: "w"})
+	testkit.NoErr(t, s.IndexNow(ctx))
+	x := s.idx
+	testkit.WaitFor(t, "a pass that finds nothing to read", 3*time.Second, func() bool { return x.idleAt.Load() == x.commits.Load()+1 })
+
+	passes, ticks := x.passes.Load(), x.ticks.Load()
+	testkit.WaitFor(t, "ten more ticks", 3*time.Second, func() bool { return x.ticks.Load() >= ticks+10 })
+	if n := x.passes.Load() - passes; n != 0 {
+		t.Fatalf("%d passes in ten ticks without a commit, want none", n)
+	}
+
+	submit(t, s, MessageRequest{SiteID: site.ID, TokenHash: []byte("a-visitor"), Author: schema.AuthorVisitor, Text: "a fresh narwhal", ClientID: "n"})
+	testkit.WaitFor(t, "a tick to index the narwhal", 3*time.Second, func() bool { return found("narwhal") == 1 })
+	if x.passes.Load() == passes {
+		t.Fatal("the narwhal was found without a pass")
+	}
+	requireIndexAgrees(t, s)
+}

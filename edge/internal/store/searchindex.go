@@ -194,6 +194,12 @@ type indexer struct {
 	chunk int    // indexChunk
 	// truncateOwed: forgets were applied and search.db's WAL not emptied since (run's).
 	truncateOwed bool
+	// commits counts the writer's commits. idleAt is 1 + commits as a pass that found
+	// nothing to read saw it (0 when the last pass did not): until another commit, a tick has
+	// nothing to read. ticks counts the ticks, passes or not (tests).
+	commits, idleAt atomic.Uint64
+	ticks           atomic.Int64
+	every           time.Duration // indexEvery (Options.searchEvery in tests)
 
 	mu      sync.Mutex
 	through int64         // committed in search.db
@@ -215,6 +221,9 @@ func (s *Store) openIndexer(dir string) (*indexer, error) {
 	if x != nil && s.opts.searchChunk > 0 {
 		x.chunk = s.opts.searchChunk
 	}
+	if x != nil && s.opts.searchEvery > 0 {
+		x.every = s.opts.searchEvery
+	}
 	return x, err
 }
 
@@ -235,6 +244,7 @@ func openIndexer(dir, dbPath, token string, newest, maxForget int64, log *slog.L
 		done:   make(chan struct{}),
 		passed: make(chan struct{}),
 		chunk:  indexChunk,
+		every:  indexEvery,
 	}
 	for try := 0; ; try++ {
 		err := x.openDB(token)
@@ -402,13 +412,17 @@ func (x *indexer) close() error {
 // run makes passes until stop is closed (Close then closes its connections).
 func (x *indexer) run() {
 	defer close(x.done)
-	t := time.NewTicker(indexEvery)
+	t := time.NewTicker(x.every)
 	defer t.Stop()
 	for {
 		select {
 		case <-x.stop:
 			return
 		case <-t.C:
+			x.ticks.Add(1)
+			if !x.due() {
+				continue
+			}
 		case <-x.kick:
 		}
 		for {
@@ -444,6 +458,14 @@ func (x *indexer) run() {
 			}
 		}
 	}
+}
+
+// due says whether a tick's pass may find work: not when the last pass found nothing to
+// read, no commit came since and nothing else is owed. An idle edge's ticks would otherwise
+// open a snapshot and prepare three statements twice a second for nothing (a kick, which a
+// commit, a search's suspicion or a waiter sends, always passes).
+func (x *indexer) due() bool {
+	return x.idleAt.Load() != x.commits.Load()+1 || x.truncateOwed || x.db == nil || x.suspected.Load()
 }
 
 // SearchIndexStats is what the indexer did since Open.
@@ -533,6 +555,8 @@ type forgetRow struct {
 // pass brings the index up to one snapshot of the database (more: the snapshot has more
 // rows than a pass takes).
 func (x *indexer) pass() (more bool, err error) {
+	commits := x.commits.Load() // before the snapshot: a commit after it makes the next tick due
+	x.idleAt.Store(0)
 	if x.db == nil {
 		if err := x.rebuild(errors.New("the last rebuild did not finish")); err != nil {
 			return false, err
@@ -573,6 +597,7 @@ func (x *indexer) pass() (more bool, err error) {
 	}
 	if newThrough == through && newForgot == forgot {
 		x.emptyWAL()
+		x.idleAt.Store(commits + 1)
 		return false, nil
 	}
 	if err := x.write(through, forgets, rows, forgetsOnly, newThrough, newForgot); err != nil {

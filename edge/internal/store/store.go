@@ -73,8 +73,9 @@ type Options struct {
 
 	// noSearch runs no indexer: the benchmarks' A/B of the index's cost.
 	noSearch bool
-	// searchChunk replaces indexChunk (tests: passes of a few rows).
+	// searchChunk replaces indexChunk (tests: passes of a few rows), searchEvery indexEvery.
 	searchChunk int
+	searchEvery time.Duration
 }
 
 // Store is the SQLite file with its single writer.

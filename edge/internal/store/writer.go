@@ -473,6 +473,7 @@ func (s *Store) runTx(batch []request, start time.Time, persistWatermark bool) (
 	newest := s.newestMessage()
 	s.newestCommitted.Store(newest)
 	commitCount.Add(1)
+	s.idx.commits.Add(1)
 	if !s.opts.noSearch && newest-s.idx.seen.Load() >= indexBatch {
 		s.idx.wake()
 	}
