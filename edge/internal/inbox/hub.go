@@ -2,6 +2,7 @@ package inbox
 
 import (
 	"encoding/json"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -19,9 +20,11 @@ import (
 // password, a removal or a membership taken away closes the sockets it ends at once instead
 // of leaving them streaming until they drop.
 type Hub struct {
-	n    atomic.Int64 // subscriptions, for the fast path
-	mu   sync.RWMutex
-	subs map[int64]map[*opConn]struct{}
+	n  atomic.Int64 // subscriptions, for the fast path
+	mu sync.RWMutex
+	// subs: a site's sockets, a slice replaced (never changed in place) when one comes or
+	// goes, because the writer walks it for every message and sockets come and go rarely.
+	subs map[int64][]*opConn
 	ops  map[int64]map[*opConn]struct{} // by operator id
 
 	// WatchChanged, if set, hears of each site whose inbox the first operator opened or the
@@ -39,7 +42,7 @@ const (
 
 // NewHub returns an empty hub.
 func NewHub() *Hub {
-	return &Hub{subs: make(map[int64]map[*opConn]struct{}), ops: make(map[int64]map[*opConn]struct{})}
+	return &Hub{subs: make(map[int64][]*opConn), ops: make(map[int64]map[*opConn]struct{})}
 }
 
 // track registers a socket under its operator before its sites and session are read, so a
@@ -126,12 +129,13 @@ func (h *Hub) subscribe(c *opConn, sites []int64) {
 	h.mu.Lock()
 	for _, id := range sites {
 		set := h.subs[id]
-		if set == nil {
-			set = make(map[*opConn]struct{})
-			h.subs[id] = set
+		if slices.Contains(set, c) {
+			continue
+		}
+		if len(set) == 0 {
 			changed = append(changed, id)
 		}
-		set[c] = struct{}{}
+		h.subs[id] = append(slices.Clip(set), c)
 		h.n.Add(1)
 	}
 	h.mu.Unlock()
@@ -142,16 +146,18 @@ func (h *Hub) unsubscribe(c *opConn, sites []int64) {
 	var changed []int64
 	h.mu.Lock()
 	for _, id := range sites {
-		if set := h.subs[id]; set != nil {
-			if _, ok := set[c]; ok {
-				delete(set, c)
-				h.n.Add(-1)
-			}
-			if len(set) == 0 {
-				delete(h.subs, id)
-				changed = append(changed, id)
-			}
+		set := h.subs[id]
+		i := slices.Index(set, c)
+		if i < 0 {
+			continue
 		}
+		h.n.Add(-1)
+		if len(set) == 1 {
+			delete(h.subs, id)
+			changed = append(changed, id)
+			continue
+		}
+		h.subs[id] = slices.Delete(slices.Clone(set), i, i+1)
 	}
 	h.mu.Unlock()
 	h.watchChanged(changed)
@@ -187,7 +193,7 @@ func (h *Hub) sendFrame(siteID int64, build func() []byte) {
 		return
 	}
 	b := build()
-	for c := range set {
+	for _, c := range set {
 		c.push(b)
 	}
 }

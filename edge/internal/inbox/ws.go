@@ -29,11 +29,15 @@ type opConn struct {
 }
 
 func (c *opConn) push(b []byte) {
-	select {
+	select { // one case and a default: a plain non-blocking send, cheaper than a select
 	case c.out <- b:
+		return
+	default:
+	}
+	select {
 	case <-c.gone:
 	default:
-		c.close()
+		c.close() // its queue is full: too slow to keep
 	}
 }
 
