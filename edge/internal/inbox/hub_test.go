@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"runtime"
 	"testing"
+	"time"
 
 	"spookat/edge/internal/frames"
 	"spookat/edge/internal/store"
@@ -71,13 +72,13 @@ func BenchmarkInboxMessageFrame(b *testing.B) {
 
 // BenchmarkHubCommitted: what the writer pays a message with 50 inboxes open, each watching
 // 24 of 1,200 sites (loadgen's one-process+inbox), in commits of 17 messages; each socket's
-// events drained by a goroutine, as its writer would (-cpu 1 counts their wake-ups in).
+// events gathered by a goroutine, as its writer does (-cpu 1 counts their wake-ups in).
 func BenchmarkHubCommitted(b *testing.B) {
 	h := NewHub()
 	const sites, inboxes, commit = 1200, 50, 17
 	var conns []*opConn
 	for i := range inboxes {
-		c := &opConn{out: make(chan []byte, 256), gone: make(chan struct{}), operatorID: int64(i + 1)}
+		c := newOpConn(nil, int64(i+1))
 		ids := make([]int64, 0, sites/inboxes)
 		for s := i; s < sites; s += inboxes {
 			ids = append(ids, int64(s+1))
@@ -85,10 +86,13 @@ func BenchmarkHubCommitted(b *testing.B) {
 		h.track(c)
 		h.subscribe(c, ids)
 		conns = append(conns, c)
-		go func() {
+		go func() { // the socket's writer, gathering busy windows (ws.go), without the write
+			var buf []byte
+			var window *time.Timer
 			for {
 				select {
-				case <-c.out:
+				case b := <-c.out:
+					buf, window, _ = c.collect(buf, b, window, busyWindow)
 				case <-c.gone:
 					return
 				}

@@ -16,8 +16,12 @@ import (
 // opConn is one operator websocket. Events are queued and written by its own goroutine; a
 // socket too slow to keep up is closed, and the inbox reconnects and reloads.
 type opConn struct {
-	ws         *websocket.Conn
-	out        chan []byte
+	ws  *websocket.Conn
+	out chan []byte // events queued for the socket (outboxEvents)
+	// filling: out is a quarter full. A batched socket's writer gathers a window's events
+	// from out once the window ends, not one wake-up per event, and this tells it to take
+	// them sooner, before out fills and the socket counts as too slow.
+	filling    chan struct{}
 	gone       chan struct{}
 	once       sync.Once
 	operatorID int64
@@ -28,9 +32,22 @@ type opConn struct {
 	reason string
 }
 
+func newOpConn(ws *websocket.Conn, operatorID int64) *opConn {
+	return &opConn{ws: ws, out: make(chan []byte, outboxEvents), filling: make(chan struct{}, 1), gone: make(chan struct{}), operatorID: operatorID}
+}
+
+// outboxEvents is how many events wait for one operator socket before it counts as too slow.
+const outboxEvents = 256
+
 func (c *opConn) push(b []byte) {
 	select { // one case and a default: a plain non-blocking send, cheaper than a select
 	case c.out <- b:
+		if len(c.out) >= outboxEvents/4 {
+			select {
+			case c.filling <- struct{}{}:
+			default:
+			}
+		}
 		return
 	default:
 	}
@@ -86,17 +103,33 @@ func (c *opConn) collect(buf, first []byte, window *time.Timer, span time.Durati
 	}
 	defer window.Stop()
 	n := 1
-	for ; n < batchMaxEvents && len(buf) < batchMaxBytes; n++ {
+	for {
 		select {
-		case b := <-c.out:
-			buf = append(append(buf, ','), b...)
 		case <-window.C:
+			buf, n = c.take(buf, n)
 			return append(buf, ']'), window, n
 		case <-c.gone:
 			return append(buf, ']'), window, n
+		case <-c.filling:
+			if buf, n = c.take(buf, n); n >= batchMaxEvents || len(buf) >= batchMaxBytes {
+				return append(buf, ']'), window, n
+			}
 		}
 	}
-	return append(buf, ']'), window, n
+}
+
+// take appends to a batch the events waiting, up to the batch's limits.
+func (c *opConn) take(buf []byte, n int) ([]byte, int) {
+	for n < batchMaxEvents && len(buf) < batchMaxBytes {
+		select {
+		case b := <-c.out:
+			buf = append(append(buf, ','), b...)
+			n++
+		default:
+			return buf, n
+		}
+	}
+	return buf, n
 }
 
 // wsUpgrade refuses a plain request and a cross-site upgrade (the cookie would ride along).
@@ -114,7 +147,8 @@ func (h *Handler) ws() fiber.Handler {
 	return websocket.New(func(ws *websocket.Conn) {
 		defer sockets.CloseNow(ws.NetConn()) // fasthttp keeps hijacked connections open
 		w := ws.Locals("who").(*who)
-		c := &opConn{ws: ws, out: make(chan []byte, 256), gone: make(chan struct{}), operatorID: w.op.ID, session: w.session, token: w.token}
+		c := newOpConn(ws, w.op.ID)
+		c.session, c.token = w.session, w.token
 		h.Hub.track(c)
 		defer h.Hub.untrack(c)
 		// Read again once tracked: a logout or a membership removed between the upgrade's
