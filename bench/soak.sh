@@ -21,7 +21,12 @@ for _ in $(seq 1 100); do
 done
 [ -n "$pid" ] || { echo "no edge for $data"; cat "$dir/loadgen.log"; exit 1; }
 ticks=$(getconf CLK_TCK)
-maddr=$(grep -o 'metrics=[0-9.:]*' "$dir/one-process/edge.log" | head -1 | cut -d= -f2)
+maddr=""
+for _ in $(seq 1 100); do # the store opens (and makes the WAL) before the edge logs its addresses
+  maddr=$(grep -o 'metrics=[0-9.:]*' "$dir/one-process/edge.log" | head -1 | cut -d= -f2)
+  [ -n "$maddr" ] && break
+  sleep 0.2
+done
 idx() { curl -s "http://$maddr/metrics" | awk '/^spookat_search_index_seconds_total/ {print $2}'; }
 cpu() { awk '{print $14 + $15}' "/proc/$pid/stat"; }
 mb() { [ -e "$1" ] && awk -v b="$(stat -c %s "$1")" 'BEGIN {printf "%.1f", b / 1e6}' || echo -; }
