@@ -22,6 +22,8 @@ import (
 	"github.com/ncruces/go-sqlite3"
 	_ "github.com/ncruces/go-sqlite3/driver" // links the SQLite build; no database/sql use
 	"github.com/ncruces/go-sqlite3/ext/fts5"
+	"github.com/ncruces/go-sqlite3/util/vfsutil"
+	"github.com/ncruces/go-sqlite3/vfs"
 
 	"spookat/schema"
 )
@@ -92,6 +94,8 @@ type Store struct {
 
 	readers chan *reader
 	ckpt    *sqlite3.Conn
+	// ckptFile is ckpt's database file (writeback.go); nil where it could not be wrapped.
+	ckptFile *writebackFile
 
 	mu        sync.Mutex
 	queue     []request
@@ -254,7 +258,7 @@ func Open(dir string, opts Options) (*Store, error) {
 		}
 		s.readers <- r
 	}
-	ckptURI, err := checkpointURI(s.path) // its syncs off the P (offp.go)
+	ckptURI, err := writebackURI(s.path) // its syncs cut up (writeback.go)
 	if err != nil {
 		s.closeConns()
 		return nil, err
@@ -266,6 +270,11 @@ func Open(dir string, opts Options) (*Store, error) {
 	if err := s.ckpt.BusyTimeout(time.Second); err != nil {
 		s.closeConns()
 		return nil, err
+	}
+	if f, err := s.ckpt.FileControl("main", sqlite3.FCNTL_FILE_POINTER); err == nil {
+		if f, ok := f.(vfs.File); ok {
+			s.ckptFile, _ = vfsutil.UnwrapFile[*writebackFile](f)
+		}
 	}
 	go s.writeLoop()
 	go s.checkpointLoop()
@@ -548,6 +557,11 @@ func (s *Store) checkpointLoop() {
 		}
 		s.wal.copying.Store(true)
 		start := time.Now()
+		until := start.Add(passYield)
+		if s.ckptFile != nil {
+			s.ckptFile.yieldUntil = until
+		}
+		writeBackFile(s.path+"-wal", until)
 		if nLog, nCkpt, err := s.ckpt.WALCheckpoint("main", sqlite3.CHECKPOINT_PASSIVE); err == nil && nLog >= 0 {
 			s.wal.timerPass.Store(int64(nLog)<<32 | int64(nCkpt))
 		}
