@@ -22,11 +22,7 @@ func TestErasePersonLeavesNoBytes(t *testing.T) {
 	s := openTest(t, dir, Options{})
 	defer s.Close()
 	site := addSite(t, s)
-	var op *Operator
-	testkit.NoErr(t, s.Write(ctx, func(tx *Tx) (err error) {
-		op, err = tx.AddOperator("ann@example.com", "Ann", "correct horse battery", []string{site.Key})
-		return err
-	}))
+	op := addAnn(t, s, site)
 	const secret, kept = "Quagmirezebra 4711 is my card number", "Keepsakeotter tells another story"
 	n := 0
 	say := func(visitor, text string) MessageResult {

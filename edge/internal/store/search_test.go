@@ -287,13 +287,7 @@ func TestSearchPages(t *testing.T) {
 	defer s.Close()
 	ctx := context.Background()
 	site := addSite(t, s)
-	var op *Operator
-	if err := s.Write(ctx, func(tx *Tx) (err error) {
-		op, err = tx.AddOperator("ann@example.com", "Ann", "correct horse battery", []string{site.Key})
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
+	op := addAnn(t, s, site)
 	for i := range 25 {
 		for j := range 1 + i%3 {
 			submit(t, s, MessageRequest{SiteID: site.ID, TokenHash: []byte(fmt.Sprintf("%032d", i)), Author: schema.AuthorVisitor,
@@ -439,11 +433,7 @@ func searchStore(t *testing.T) (*Store, *Site, *Operator) {
 	s := openTest(t, t.TempDir(), Options{})
 	t.Cleanup(func() { s.Close() })
 	site := addSite(t, s)
-	var op *Operator
-	testkit.NoErr(t, s.Write(context.Background(), func(tx *Tx) (err error) {
-		op, err = tx.AddOperator("ann@example.com", "Ann", "correct horse battery", []string{site.Key})
-		return err
-	}))
+	op := addAnn(t, s, site)
 	return s, site, op
 }
 
@@ -453,10 +443,7 @@ func indexedWalruses(t *testing.T) (dir string, site *Site, op *Operator) {
 	dir = t.TempDir()
 	s := openTest(t, dir, Options{})
 	site = addSite(t, s)
-	testkit.NoErr(t, s.Write(context.Background(), func(tx *Tx) (err error) {
-		op, err = tx.AddOperator("ann@example.com", "Ann", "correct horse battery", []string{site.Key})
-		return err
-	}))
+	op = addAnn(t, s, site)
 	for i := range 30 {
 		submit(t, s, MessageRequest{SiteID: site.ID, TokenHash: []byte(fmt.Sprintf("%032d", i%5)), Author: schema.AuthorVisitor,
 			Text: fmt.Sprintf("walrus number %d", i), ClientID: fmt.Sprint("w", i)})
@@ -624,11 +611,7 @@ func TestSearchIndexIdleTicksReadNothing(t *testing.T) {
 	s := openTest(t, t.TempDir(), Options{searchEvery: 5 * time.Millisecond})
 	defer s.Close()
 	site := addSite(t, s)
-	var op *Operator
-	testkit.NoErr(t, s.Write(ctx, func(tx *Tx) (err error) {
-		op, err = tx.AddOperator("ann@example.com", "Ann", "correct horse battery", []string{site.Key})
-		return err
-	}))
+	op := addAnn(t, s, site)
 	found := func(word string) int {
 		res, err := s.Search(ctx, op.ID, site.ID, SearchQuery{Text: word + " "})
 		testkit.NoErr(t, err)
@@ -651,4 +634,15 @@ func TestSearchIndexIdleTicksReadNothing(t *testing.T) {
 		t.Fatal("the narwhal was found without a pass")
 	}
 	requireIndexAgrees(t, s)
+}
+
+// addAnn adds Ann, an operator and a member of site.
+func addAnn(t *testing.T, s *Store, site *Site) *Operator {
+	t.Helper()
+	var op *Operator
+	testkit.NoErr(t, s.Write(context.Background(), func(tx *Tx) (err error) {
+		op, err = tx.AddOperator("ann@example.com", "Ann", "correct horse battery", []string{site.Key})
+		return err
+	}))
+	return op
 }
