@@ -51,11 +51,7 @@ func (c *opConn) push(b []byte) {
 		return
 	default:
 	}
-	select {
-	case <-c.gone:
-	default:
-		c.close() // its queue is full: too slow to keep
-	}
+	c.close() // its queue is full: too slow to keep (a socket already gone stays as it was: once)
 }
 
 func (c *opConn) close() { c.closeWith(fws.CloseGoingAway, "") }
