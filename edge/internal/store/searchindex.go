@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -194,6 +193,7 @@ type indexer struct {
 	chunk int    // indexChunk
 	// truncateOwed: forgets were applied and search.db's WAL not emptied since (run's).
 	truncateOwed bool
+	buf          passBuf // run's
 	// commits counts the writer's commits. idleAt is 1 + commits as a pass that found
 	// nothing to read saw it (0 when the last pass did not): until another commit, a tick has
 	// nothing to read. ticks counts the ticks, passes or not (tests).
@@ -542,14 +542,51 @@ func (x *indexer) waitFor(ctx context.Context, ok func(through, forgot int64) bo
 	}
 }
 
+// A pass's rows hold what the index holds of their message (appendIndexed) as a span of the
+// pass's text, copied there from SQLite's memory as they are read: once the buffers have
+// grown, a pass allocates nothing a row (a string a row, its indexed copy and their boxing
+// were a third of the edge's allocations under load; bench/path.md).
 type indexRow struct {
-	id, site int64
-	text     string
+	id       int64
+	from, to int // passBuf.text[from:to]
 }
 
 type forgetRow struct {
-	seq, message, site int64
-	text               string
+	seq, message int64
+	from, to     int
+}
+
+// passBuf is what a pass read, kept from one pass to the next.
+type passBuf struct {
+	rows    []indexRow
+	forgets []forgetRow
+	text    []byte
+}
+
+// passKeep bounds the text a pass's buffer keeps for the next: a catch-up over long messages
+// grows it further, and then lets it go.
+const passKeep = 1 << 20
+
+func (b *passBuf) reset() {
+	b.rows, b.forgets = b.rows[:0], b.forgets[:0]
+	if cap(b.text) > passKeep {
+		b.text = nil
+	}
+	b.text = b.text[:0]
+}
+
+// addRow appends a message to index.
+func (b *passBuf) addRow(id, site int64, text []byte) {
+	from := len(b.text)
+	b.text = appendIndexed(b.text, site, text)
+	b.rows = append(b.rows, indexRow{id, from, len(b.text)})
+}
+
+// addForget appends a message to forget.
+func (b *passBuf) addForget(seq, message, site int64, text []byte) {
+	from := len(b.text)
+	b.text = appendIndexed(b.text, site, text)
+	b.forgets = append(b.forgets, forgetRow{seq, message, from, len(b.text)})
 }
 
 // pass brings the index up to one snapshot of the database (more: the snapshot has more
@@ -572,10 +609,13 @@ func (x *indexer) pass() (more bool, err error) {
 	through, forgot := x.through, x.forgot
 	x.mu.Unlock()
 
-	forgets, rows, newest, err := x.read(through, forgot)
+	b := &x.buf
+	b.reset()
+	newest, err := x.read(b, through, forgot)
 	if err != nil {
 		return false, err
 	}
+	forgets, rows := b.forgets, b.rows
 	// A pass that could not take every forget in sight indexes nothing. Then a forget in
 	// sight was not in sight of the last pass that indexed rows: its message was deleted
 	// after that pass's snapshot, so that pass (or an earlier one) read it if its id is at
@@ -600,7 +640,7 @@ func (x *indexer) pass() (more bool, err error) {
 		x.idleAt.Store(commits + 1)
 		return false, nil
 	}
-	if err := x.write(through, forgets, rows, forgetsOnly, newThrough, newForgot); err != nil {
+	if err := x.write(b, through, forgetsOnly, newThrough, newForgot); err != nil {
 		return false, ofIndex(err)
 	}
 	// The forgotten words' old pages are in the file or the WAL until a checkpoint copies
@@ -625,11 +665,11 @@ func (x *indexer) emptyWAL() {
 	}
 }
 
-// read takes, in one snapshot of the database, the forgets above forgot, the indexable
-// messages above through and the newest message id.
-func (x *indexer) read(through, forgot int64) (forgets []forgetRow, rows []indexRow, newest int64, err error) {
+// read takes into b, in one snapshot of the database, the forgets above forgot and the
+// indexable messages above through, and returns the newest message id.
+func (x *indexer) read(b *passBuf, through, forgot int64) (newest int64, err error) {
 	if err := x.src.Exec(`BEGIN`); err != nil {
-		return nil, nil, 0, err
+		return 0, err
 	}
 	defer func() {
 		if e := x.src.Exec(`COMMIT`); err == nil {
@@ -638,36 +678,36 @@ func (x *indexer) read(through, forgot int64) (forgets []forgetRow, rows []index
 	}()
 	st, _, err := x.src.Prepare(`SELECT seq, message, site, text FROM search_forget WHERE seq > ? ORDER BY seq LIMIT ?`)
 	if err != nil {
-		return nil, nil, 0, err
+		return 0, err
 	}
 	err = eachRow(st, []any{forgot, x.chunk}, func() error {
 		yieldNow()
-		forgets = append(forgets, forgetRow{st.ColumnInt64(0), st.ColumnInt64(1), st.ColumnInt64(2), st.ColumnText(3)})
+		b.addForget(st.ColumnInt64(0), st.ColumnInt64(1), st.ColumnInt64(2), st.ColumnRawText(3))
 		return nil
 	})
 	st.Close()
-	if err != nil || len(forgets) == x.chunk {
-		return forgets, nil, 0, err
+	if err != nil || len(b.forgets) == x.chunk {
+		return 0, err
 	}
 	st, _, err = x.src.Prepare(`SELECT id, site, text FROM message_search WHERE id > ? ORDER BY id LIMIT ?`)
 	if err != nil {
-		return nil, nil, 0, err
+		return 0, err
 	}
 	err = eachRow(st, []any{through, x.chunk}, func() error {
 		yieldNow()
-		rows = append(rows, indexRow{st.ColumnInt64(0), st.ColumnInt64(1), st.ColumnText(2)})
+		b.addRow(st.ColumnInt64(0), st.ColumnInt64(1), st.ColumnRawText(2))
 		return nil
 	})
 	st.Close()
 	if err != nil {
-		return nil, nil, 0, err
+		return 0, err
 	}
 	_, err = queryConn(x.src, `SELECT coalesce(max(id), 0) FROM messages`, nil, &newest)
-	return forgets, rows, newest, err
+	return newest, err
 }
 
 // write applies a pass in one transaction of search.db.
-func (x *indexer) write(through int64, forgets []forgetRow, rows []indexRow, forgetsOnly bool, newThrough, newForgot int64) (err error) {
+func (x *indexer) write(b *passBuf, through int64, forgetsOnly bool, newThrough, newForgot int64) (err error) {
 	if err := x.db.Exec(`BEGIN IMMEDIATE`); err != nil {
 		return err
 	}
@@ -676,31 +716,20 @@ func (x *indexer) write(through int64, forgets []forgetRow, rows []indexRow, for
 			_ = x.db.Exec(`ROLLBACK`)
 		}
 	}()
-	err = execEach(x.db, `INSERT INTO messages_fts (messages_fts, rowid, text) VALUES ('delete', ?, ?)`, func(run func(...any) error) error {
-		for _, f := range forgets {
-			yieldNow()
-			// Only what a pass indexed: 'delete' with values the index does not hold for
-			// that row would damage it.
-			if f.message <= through {
-				if err := run(f.message, indexedText(f.site, f.text)); err != nil {
-					return err
-				}
-			}
-		}
-		return nil
+	text := string(b.text) // one copy a pass, where binding each span would copy each
+	err = x.insertDocs(`INSERT INTO messages_fts (messages_fts, rowid, text) VALUES ('delete', ?, ?)`, len(b.forgets), func(i int) (int64, string, bool) {
+		// Only what a pass indexed: 'delete' with values the index does not hold for that
+		// row would damage it.
+		f := b.forgets[i]
+		return f.message, text[f.from:f.to], f.message <= through
 	})
 	if err != nil {
 		return err
 	}
 	if !forgetsOnly {
-		err = execEach(x.db, `INSERT INTO messages_fts (rowid, text) VALUES (?, ?)`, func(run func(...any) error) error {
-			for _, r := range rows {
-				yieldNow()
-				if err := run(r.id, indexedText(r.site, r.text)); err != nil {
-					return err
-				}
-			}
-			return nil
+		err = x.insertDocs(`INSERT INTO messages_fts (rowid, text) VALUES (?, ?)`, len(b.rows), func(i int) (int64, string, bool) {
+			r := b.rows[i]
+			return r.id, text[r.from:r.to], true
 		})
 		if err != nil {
 			return err
@@ -712,20 +741,48 @@ func (x *indexer) write(through int64, forgets []forgetRow, rows []indexRow, for
 	return x.db.Exec(`COMMIT`)
 }
 
+// insertDocs runs sql, an INSERT of a rowid and a text, for each of n documents that doc
+// says to (ok), binding them without boxing them.
+func (x *indexer) insertDocs(sql string, n int, doc func(i int) (rowid int64, text string, ok bool)) (err error) {
+	st, _, err := x.db.Prepare(sql)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if e := st.Close(); err == nil {
+			err = e
+		}
+	}()
+	for i := range n {
+		yieldNow()
+		rowid, text, ok := doc(i)
+		if !ok {
+			continue
+		}
+		if err := errors.Join(st.BindInt64(1, rowid), st.BindText(2, text)); err != nil {
+			return err
+		}
+		if err := st.Exec(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // siteTerm is the word the index holds for a site in each of its messages: one token to
 // the tokenizer, and not a word people write. A message whose text has it anyway is a
 // match to walk past, not a wrong hit: a search's rows are checked against their site.
-func siteTerm(site int64) string { return "0site" + strconv.FormatInt(site, 10) }
+func siteTerm(site int64) string { return string(appendSiteTerm(nil, site)) }
 
-// indexedText is what the index holds of a message (and is given again to forget it): the
-// site's term and the text without its stop words.
-func indexedText(site int64, text string) string {
-	var b strings.Builder
-	b.Grow(len(text) + 16)
-	b.WriteString(siteTerm(site))
-	b.WriteByte(' ')
-	writeIndexable(&b, text)
-	return b.String()
+func appendSiteTerm(dst []byte, site int64) []byte {
+	return strconv.AppendInt(append(dst, "0site"...), site, 10)
+}
+
+// appendIndexed appends what the index holds of a message (and is given again to forget it):
+// the site's term and the text without its stop words.
+func appendIndexed[T string | []byte](dst []byte, site int64, text T) []byte {
+	dst = append(appendSiteTerm(dst, site), ' ')
+	return appendIndexable(dst, text)
 }
 
 // execEach prepares sql on c and hands each a function that runs it with arguments.

@@ -1,7 +1,5 @@
 package store
 
-import "strings"
-
 // English words too common to be worth a list in the search index. Each is in most chats'
 // messages, so its list would hold most of a site's messages, and the index spent more on
 // writing and merging these lists than on all the others (bench/path.md, thirteenth
@@ -41,11 +39,11 @@ func isStopWord(w string) bool {
 	return ok
 }
 
-// writeIndexable writes text to b without its stop words. A stop word is left out only
-// where the tokenizer (unicode61) would make it a token of its own: a run of ASCII letters
-// with an ASCII separator, or nothing, on each side ("I'm" loses its "I", "a1" and "à" stay).
+// appendIndexable appends text without its stop words. A stop word is left out only where
+// the tokenizer (unicode61) would make it a token of its own: a run of ASCII letters with an
+// ASCII separator, or nothing, on each side ("I'm" loses its "I", "a1" and "à" stay).
 // Everything else, separators included, is copied as it is.
-func writeIndexable(b *strings.Builder, text string) {
+func appendIndexable[T string | []byte](dst []byte, text T) []byte {
 	copied := 0
 	for i := 0; i < len(text); {
 		if !asciiLetter(text[i]) {
@@ -62,13 +60,13 @@ func writeIndexable(b *strings.Builder, text string) {
 				low[k-i] = text[k] | 0x20 // an ASCII letter's lower case
 			}
 			if _, ok := stopWords[string(low[:j-i])]; ok {
-				b.WriteString(text[copied:i])
+				dst = append(dst, text[copied:i]...)
 				copied = j
 			}
 		}
 		i = j
 	}
-	b.WriteString(text[copied:])
+	return append(dst, text[copied:]...)
 }
 
 func asciiLetter(c byte) bool { return c|0x20 >= 'a' && c|0x20 <= 'z' }

@@ -32,7 +32,7 @@ func TestIndexedTextLeavesOutStopWords(t *testing.T) {
 	} {
 		t.Run(tc.text, func(t *testing.T) {
 			testkit.NoErr(t, c.Exec(`INSERT INTO f (f) VALUES ('delete-all')`))
-			testkit.NoErr(t, execConn(c, `INSERT INTO f (rowid, text) VALUES (1, ?)`, indexedText(7, tc.text)))
+			testkit.NoErr(t, execConn(c, `INSERT INTO f (rowid, text) VALUES (1, ?)`, string(appendIndexed(nil, 7, tc.text))))
 			st, _, err := c.Prepare(`SELECT term FROM v ORDER BY term`)
 			testkit.NoErr(t, err)
 			var got []string
