@@ -23,10 +23,14 @@ done
 ticks=$(getconf CLK_TCK)
 maddr=""
 for _ in $(seq 1 100); do # the store opens (and makes the WAL) before the edge logs its addresses
-  maddr=$(grep -o 'metrics=[0-9.:]*' "$dir/one-process/edge.log" | head -1 | cut -d= -f2)
+  maddr=$(grep -o 'metrics=[0-9.:]*' "$dir/one-process/edge.log" 2>/dev/null | head -1 | cut -d= -f2)
   [ -n "$maddr" ] && break
   sleep 0.2
 done
+# The seeding runs an edge on the same data first: the serving one is the newest once it has
+# logged its addresses.
+pid=$(pgrep -n -f -- "-data[= ]$data" || true)
+[ -n "$pid" ] && [ -n "$maddr" ] || { echo "no serving edge for $data"; cat "$dir/loadgen.log"; exit 1; }
 idx() { curl -s "http://$maddr/metrics" | awk '/^spookat_search_index_seconds_total/ {print $2}'; }
 cpu() { awk '{print $14 + $15}' "/proc/$pid/stat"; }
 mb() { [ -e "$1" ] && awk -v b="$(stat -c %s "$1")" 'BEGIN {printf "%.1f", b / 1e6}' || echo -; }

@@ -11,7 +11,8 @@ import (
 
 // CommitListener hears each commit's messages, in id order, on the writer's goroutine right
 // after the commit (before Flush returns): the visitors' and operators' hubs, presence, the
-// results' origins and the job publisher are the edge's. It must not block.
+// results' origins and the job publisher are the edge's. It must not block, and must not keep
+// msgs past the call (the writer reuses the slice for the next commit): it copies what it keeps.
 type CommitListener interface {
 	Committed(msgs []Committed)
 }

@@ -97,6 +97,11 @@ type Store struct {
 	// ckptFile is ckpt's database file (writeback.go); nil where it could not be wrapped.
 	ckptFile *writebackFile
 
+	// committedBuf, convs and convAt are runTx's, kept from one commit to the next.
+	committedBuf []Committed
+	convs        []convUpdate
+	convAt       map[int64]int
+
 	mu        sync.Mutex
 	queue     []request
 	spare     []request
@@ -183,6 +188,7 @@ func Open(dir string, opts Options) (*Store, error) {
 		done:      make(chan struct{}),
 		ckptDone:  make(chan struct{}),
 		ckptKick:  make(chan struct{}, 1),
+		convAt:    map[int64]int{},
 		ckptTrunc: make(chan chan error),
 	}
 	s.watermark.Store(-1)

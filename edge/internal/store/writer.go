@@ -237,6 +237,7 @@ func (s *Store) commit(batch []request, persistWatermark bool) {
 	committed, err := s.runTx(batch, start, persistWatermark)
 	if err == nil {
 		s.finish(batch, committed)
+		s.keepCommitted(committed)
 		if cb := s.stats.OnCommitLatency; cb != nil {
 			cb(time.Since(start))
 		}
@@ -252,7 +253,21 @@ func (s *Store) commit(batch []request, persistWatermark bool) {
 			s.fail(one, err)
 		} else {
 			s.finish(one, committed)
+			s.keepCommitted(committed)
 		}
+	}
+}
+
+// keepCommittedMax bounds the records the writer keeps for the next commit: a burst's batch
+// grows the slice further, and then lets it go.
+const keepCommittedMax = 1024
+
+// keepCommitted keeps a commit's records' slice for the next commit, which would otherwise
+// allocate a few hundred bytes a message; the listeners have copied what they keep.
+func (s *Store) keepCommitted(committed []Committed) {
+	clear(committed) // no text, file or socket kept alive by the slice
+	if cap(committed) <= keepCommittedMax {
+		s.committedBuf = committed[:0]
 	}
 }
 
@@ -310,7 +325,7 @@ func (s *Store) finish(batch []request, committed []Committed) {
 // convUpdate collects, per conversation, what a batch changed, so each conversation row is
 // updated once per commit however many of its messages the batch holds.
 type convUpdate struct {
-	first, last int64
+	id, first, last int64
 	// reopen is the index in committed of the first visitor message since the batch began
 	// or since its last status change for the conversation, while that message's reopening
 	// is still to run (in the conversation's update at the end); -1 when there is none.
@@ -361,9 +376,23 @@ func (s *Store) runTx(batch []request, start time.Time, persistWatermark bool) (
 		}
 	}
 	if msgs > 0 {
-		committed = make([]Committed, 0, msgs) // sized once: a batch's records are a few hundred bytes each
+		committed = s.committedBuf[:0]
+		s.committedBuf = nil // until keepCommitted: a listener's panic must not leave it shared
+		if cap(committed) < msgs {
+			committed = make([]Committed, 0, msgs) // sized once: a batch's records are a few hundred bytes each
+		}
 	}
-	convs := make(map[int64]*convUpdate)
+	// The batch's conversations, in the order it first wrote to each (kept from commit to
+	// commit: the writer's).
+	convs, convAt := s.convs[:0], s.convAt
+	clear(convAt)
+	defer func() { clear(convs); s.convs = convs[:0] }()
+	conv := func(id int64) *convUpdate {
+		if i, ok := convAt[id]; ok {
+			return &convs[i]
+		}
+		return nil
+	}
 	for i := range batch {
 		r := &batch[i]
 		if r.fn != nil {
@@ -384,7 +413,7 @@ func (s *Store) runTx(batch []request, start time.Time, persistWatermark bool) (
 		if r.msg == nil {
 			continue // answered by an earlier, failed attempt
 		}
-		if u := convs[r.msg.ConversationID]; u != nil && r.msg.Kind.Status() != "" {
+		if u := conv(r.msg.ConversationID); u != nil && r.msg.Kind.Status() != "" {
 			// A status change after the visitor's message: the visitor reopened it first,
 			// then this change stands, until the visitor's next message.
 			if u.reopen >= 0 {
@@ -410,10 +439,11 @@ func (s *Store) runTx(batch []request, start time.Time, persistWatermark bool) (
 			committed = append(committed, c)
 			continue
 		}
-		u := convs[c.ConversationID]
+		u := conv(c.ConversationID)
 		if u == nil {
-			u = &convUpdate{first: c.MessageID, reopen: -1}
-			convs[c.ConversationID] = u
+			convAt[c.ConversationID] = len(convs)
+			convs = append(convs, convUpdate{id: c.ConversationID, first: c.MessageID, reopen: -1})
+			u = &convs[len(convs)-1]
 		}
 		u.last = c.MessageID
 		if c.Author == schema.AuthorVisitor && u.reopen < 0 {
@@ -421,7 +451,8 @@ func (s *Store) runTx(batch []request, start time.Time, persistWatermark bool) (
 		}
 		committed = append(committed, c)
 	}
-	for id, u := range convs {
+	for i := range convs {
+		u, id := &convs[i], convs[i].id
 		if u.reopen < 0 {
 			if err := tx.exec(convSet+` WHERE id = ?1`, id, u.last, now, u.first); err != nil {
 				return nil, err
