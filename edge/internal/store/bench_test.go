@@ -31,8 +31,8 @@ func BenchmarkSubmitMessage(b *testing.B) {
 	b.Run("replies", func(b *testing.B) { benchSubmit(b, Options{}, 4) })
 	// The search index's cost on the visitor's path: the same run without it (A/B).
 	b.Run("nosearch", func(b *testing.B) { benchSubmit(b, Options{noSearch: true}, 0) })
-	// A longer WAL between the writer's own checkpoints, and so rarer timer checkpoints (a
-	// quarter of it): the checkpoint's cost against the WAL's length (bench/path.md).
+	// A longer WAL between the writer's own checkpoints, and so rarer timer checkpoints (at
+	// each half of it): the checkpoint's cost against the WAL's length (bench/path.md).
 	for _, pages := range []int{8192, 16384, 32768} {
 		b.Run(fmt.Sprintf("walpages=%d", pages), func(b *testing.B) { benchSubmit(b, Options{WALPages: pages}, 0) })
 	}

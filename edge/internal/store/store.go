@@ -540,7 +540,7 @@ func (s *Store) TruncateWAL(ctx context.Context) error {
 }
 
 // checkpointLoop copies the WAL back into the database from its own connection, every
-// CheckpointEvery and whenever the WAL grew by another quarter of WALPages. PASSIVE never
+// CheckpointEvery and whenever the WAL grew by another half of WALPages. PASSIVE never
 // waits for the writer or readers, so a commit is never stalled by it.
 func (s *Store) checkpointLoop() {
 	defer close(s.ckptDone)
