@@ -603,6 +603,40 @@ func TestSearchIndexForgetsAcrossSmallPasses(t *testing.T) {
 	}
 }
 
+// A pass's rows and forgets are spans of one text, each what the index holds of its
+// message; the buffers serve the next pass, but not the peak of a catch-up over long messages.
+func TestPassBufSpansAndBound(t *testing.T) {
+	var b passBuf
+	b.addRow(1, 7, []byte("the order"))
+	b.addForget(3, 2, 8, []byte("A refund, please"))
+	b.addRow(4, 7, []byte("Où est-il?"))
+	text := func(from, to int) string { return string(b.text[from:to]) }
+	for _, c := range []struct{ got, want string }{
+		{text(b.rows[0].from, b.rows[0].to), "0site7  order"},
+		{text(b.forgets[0].from, b.forgets[0].to), "0site8  refund, please"},
+		{text(b.rows[1].from, b.rows[1].to), "0site7 Où est-il?"},
+	} {
+		if c.got != c.want {
+			t.Errorf("span %q, want %q", c.got, c.want)
+		}
+	}
+	if b.forgets[0].seq != 3 || b.forgets[0].message != 2 || b.rows[1].id != 4 {
+		t.Fatalf("rows %+v, forgets %+v", b.rows, b.forgets)
+	}
+	b.reset()
+	if len(b.rows)+len(b.forgets)+len(b.text) != 0 || cap(b.text) == 0 {
+		t.Fatalf("after a small pass: %d rows, %d forgets, text %d of %d; want empty, its room kept", len(b.rows), len(b.forgets), len(b.text), cap(b.text))
+	}
+	long := []byte(strings.Repeat("word ", 800))
+	for i := range 300 {
+		b.addRow(int64(i), 1, long)
+	}
+	b.reset()
+	if cap(b.text) != 0 {
+		t.Fatalf("after a catch-up of %d rows of %d bytes the pass keeps %d bytes of text; want none", 300, len(long), cap(b.text))
+	}
+}
+
 // An idle edge's indexer opens no snapshot on its ticks: once a pass found nothing to read,
 // ticks go by without a pass until the writer commits again, and then the next tick (not a
 // kick: one message is far below indexBatch) indexes what it wrote.
