@@ -66,22 +66,7 @@ type heldFrame struct {
 }
 
 func newConn(ws *fws.Conn) *conn {
-	c := &conn{nc: ws.NetConn(), gone: make(chan struct{}), room: make(chan struct{}, 1)}
-	if u, ok := c.nc.(interface{ UnsafeConn() net.Conn }); ok {
-		if sc, ok := u.UnsafeConn().(syscall.Conn); ok {
-			if raw, err := sc.SyscallConn(); err == nil {
-				c.raw = raw
-				c.writeFn = func(fd uintptr) {
-					for {
-						c.wn, c.werr = rawWrite(int(fd), c.wbuf)
-						if c.werr != syscall.EINTR {
-							return
-						}
-					}
-				}
-			}
-		}
-	}
+	c := newNetConn(ws.NetConn())
 	// The library would answer on its own, cutting into a frame under way.
 	ws.SetPingHandler(func(data string) error {
 		c.enqueue(opPong, []byte(data))
@@ -95,6 +80,31 @@ func newConn(ws *fws.Conn) *conn {
 		c.queueClose(msg)
 		return nil
 	})
+	return c
+}
+
+// newNetConn is the writing side of the socket nc: its raw descriptor too when it has one
+// (fasthttp's hijacked connection, or a net.Conn that is a syscall.Conn itself).
+func newNetConn(nc net.Conn) *conn {
+	c := &conn{nc: nc, gone: make(chan struct{}), room: make(chan struct{}, 1)}
+	sc, ok := nc.(syscall.Conn)
+	if u, unsafe := nc.(interface{ UnsafeConn() net.Conn }); unsafe {
+		sc, ok = u.UnsafeConn().(syscall.Conn)
+	}
+	if !ok {
+		return c
+	}
+	if raw, err := sc.SyscallConn(); err == nil {
+		c.raw = raw
+		c.writeFn = func(fd uintptr) {
+			for {
+				c.wn, c.werr = rawWrite(int(fd), c.wbuf)
+				if c.werr != syscall.EINTR {
+					return
+				}
+			}
+		}
+	}
 	return c
 }
 
