@@ -165,10 +165,7 @@ func Settle(ctx context.Context, log *slog.Logger, what string, fn func(ctx cont
 		if err == nil {
 			return nil
 		}
-		transient := errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) ||
-			errors.Is(err, nats.ErrNoResponders) || errors.Is(err, jetstream.ErrJetStreamNotEnabled) ||
-			errors.Is(err, jetstream.ErrNoStreamResponse)
-		if !transient || ctx.Err() != nil || time.Now().After(deadline) {
+		if !notYet(err) || ctx.Err() != nil || time.Now().After(deadline) {
 			return fmt.Errorf("%s: %w", what, err)
 		}
 		if !warned {
@@ -181,6 +178,15 @@ func Settle(ctx context.Context, log *slog.Logger, what string, fn func(ctx cont
 		case <-time.After(time.Second):
 		}
 	}
+}
+
+// notYet reports whether err is JetStream's "not yet" while a cluster forms. A node that has
+// just started answers "JetStream not enabled for account" (10039) until the account's
+// JetStream is up: an edge started with its cluster exited on it (TestClusterLosesANodeUnderLoad).
+func notYet(err error) bool {
+	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) ||
+		errors.Is(err, nats.ErrNoResponders) || errors.Is(err, jetstream.ErrJetStreamNotEnabled) ||
+		errors.Is(err, jetstream.ErrJetStreamNotEnabledForAccount) || errors.Is(err, jetstream.ErrNoStreamResponse)
 }
 
 // loopback reports whether host only listens on this machine.
