@@ -316,9 +316,12 @@ func (c *conn) SyscallConn() (syscall.RawConn, error) {
 // CloseNow closes a connection the HTTP server handed over to a handler (a websocket) at
 // once. fasthttp's hijacked connection ignores Close until the handler returns, so a socket
 // the edge gives up on (a reader too slow to keep) would stay open, its reader still reading.
-func CloseNow(c net.Conn) error {
+func CloseNow(c net.Conn) error { return Underlying(c).Close() }
+
+// Underlying is the connection under fasthttp's hijacked one (c itself for any other).
+func Underlying(c net.Conn) net.Conn {
 	if u, ok := c.(interface{ UnsafeConn() net.Conn }); ok {
-		c = u.UnsafeConn()
+		return u.UnsafeConn()
 	}
-	return c.Close()
+	return c
 }

@@ -577,16 +577,21 @@ func (b *passBuf) reset() {
 
 // addRow appends a message to index.
 func (b *passBuf) addRow(id, site int64, text []byte) {
-	from := len(b.text)
-	b.text = appendIndexed(b.text, site, text)
-	b.rows = append(b.rows, indexRow{id, from, len(b.text)})
+	from, to := b.addText(site, text)
+	b.rows = append(b.rows, indexRow{id, from, to})
 }
 
 // addForget appends a message to forget.
 func (b *passBuf) addForget(seq, message, site int64, text []byte) {
-	from := len(b.text)
+	from, to := b.addText(site, text)
+	b.forgets = append(b.forgets, forgetRow{seq, message, from, to})
+}
+
+// addText appends what the index holds of a message to the pass's text and says where it is.
+func (b *passBuf) addText(site int64, text []byte) (from, to int) {
+	from = len(b.text)
 	b.text = appendIndexed(b.text, site, text)
-	b.forgets = append(b.forgets, forgetRow{seq, message, from, len(b.text)})
+	return from, len(b.text)
 }
 
 // pass brings the index up to one snapshot of the database (more: the snapshot has more
@@ -743,30 +748,23 @@ func (x *indexer) write(b *passBuf, through int64, forgetsOnly bool, newThrough,
 
 // insertDocs runs sql, an INSERT of a rowid and a text, for each of n documents that doc
 // says to (ok), binding them without boxing them.
-func (x *indexer) insertDocs(sql string, n int, doc func(i int) (rowid int64, text string, ok bool)) (err error) {
-	st, _, err := x.db.Prepare(sql)
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if e := st.Close(); err == nil {
-			err = e
+func (x *indexer) insertDocs(sql string, n int, doc func(i int) (rowid int64, text string, ok bool)) error {
+	return withStmt(x.db, sql, func(st *sqlite3.Stmt) error {
+		for i := range n {
+			yieldNow()
+			rowid, text, ok := doc(i)
+			if !ok {
+				continue
+			}
+			if err := errors.Join(st.BindInt64(1, rowid), st.BindText(2, text)); err != nil {
+				return err
+			}
+			if err := st.Exec(); err != nil {
+				return err
+			}
 		}
-	}()
-	for i := range n {
-		yieldNow()
-		rowid, text, ok := doc(i)
-		if !ok {
-			continue
-		}
-		if err := errors.Join(st.BindInt64(1, rowid), st.BindText(2, text)); err != nil {
-			return err
-		}
-		if err := st.Exec(); err != nil {
-			return err
-		}
-	}
-	return nil
+		return nil
+	})
 }
 
 // siteTerm is the word the index holds for a site in each of its messages: one token to
@@ -785,8 +783,8 @@ func appendIndexed[T string | []byte](dst []byte, site int64, text T) []byte {
 	return appendIndexable(dst, text)
 }
 
-// execEach prepares sql on c and hands each a function that runs it with arguments.
-func execEach(c *sqlite3.Conn, sql string, each func(run func(...any) error) error) (err error) {
+// withStmt prepares sql on c, hands the statement to fn and finishes it.
+func withStmt(c *sqlite3.Conn, sql string, fn func(st *sqlite3.Stmt) error) (err error) {
 	st, _, err := c.Prepare(sql)
 	if err != nil {
 		return err
@@ -796,27 +794,22 @@ func execEach(c *sqlite3.Conn, sql string, each func(run func(...any) error) err
 			err = e
 		}
 	}()
-	return each(func(args ...any) error { return execStmt(st, args...) })
+	return fn(st)
 }
 
 // execConn prepares sql on c, runs it once with args and finishes it.
 func execConn(c *sqlite3.Conn, sql string, args ...any) error {
-	return execEach(c, sql, func(run func(...any) error) error { return run(args...) })
+	return withStmt(c, sql, func(st *sqlite3.Stmt) error { return execStmt(st, args...) })
 }
 
 // queryConn prepares sql on c, scans its first row into dest (found: there was one) and
 // finishes it.
 func queryConn(c *sqlite3.Conn, sql string, args []any, dest ...any) (found bool, err error) {
-	st, _, err := c.Prepare(sql)
-	if err != nil {
-		return false, err
-	}
-	defer func() {
-		if e := st.Close(); err == nil {
-			err = e
-		}
-	}()
-	return queryRow(st, args, dest...)
+	err = withStmt(c, sql, func(st *sqlite3.Stmt) (err error) {
+		found, err = queryRow(st, args, dest...)
+		return err
+	})
+	return found, err
 }
 
 // execStmt runs a statement that returns no rows.

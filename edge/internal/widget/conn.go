@@ -83,14 +83,10 @@ func newConn(ws *fws.Conn) *conn {
 	return c
 }
 
-// newNetConn is the writing side of the socket nc: its raw descriptor too when it has one
-// (fasthttp's hijacked connection, or a net.Conn that is a syscall.Conn itself).
+// newNetConn is the writing side of the socket nc: its raw descriptor too when it has one.
 func newNetConn(nc net.Conn) *conn {
 	c := &conn{nc: nc, gone: make(chan struct{}), room: make(chan struct{}, 1)}
-	sc, ok := nc.(syscall.Conn)
-	if u, unsafe := nc.(interface{ UnsafeConn() net.Conn }); unsafe {
-		sc, ok = u.UnsafeConn().(syscall.Conn)
-	}
+	sc, ok := sockets.Underlying(nc).(syscall.Conn)
 	if !ok {
 		return c
 	}
