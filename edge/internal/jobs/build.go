@@ -21,7 +21,12 @@ type Env struct {
 // Build builds the jobs of one committed message: a pure function of the row (with the facts
 // the writer read in its transaction, see store.Committed) and env. A message without targets
 // has none.
-func Build(c *store.Committed, env Env) []schema.Job {
+func Build(c *store.Committed, env Env) []schema.Job { return build(c, env, nil) }
+
+// build is Build, with env's links (InboxURL, FileURL) filled by links once the message is
+// known to have a job: most messages have none (their site has no targets), and a link is a
+// string built for each message that has one.
+func build(c *store.Committed, env Env, links func(conversationID int64, file *schema.File) (inboxURL, fileURL string)) []schema.Job {
 	if c.Kind == schema.KindTranscript {
 		return transcriptJob(c)
 	}
@@ -48,6 +53,9 @@ func Build(c *store.Committed, env Env) []schema.Job {
 	targets = slices.DeleteFunc(targets, func(t string) bool { return slices.Contains(c.Done, t) })
 	if len(targets) == 0 {
 		return nil
+	}
+	if links != nil {
+		env.InboxURL, env.FileURL = links(c.ConversationID, c.File)
 	}
 	var file *schema.File
 	if c.File != nil && env.FileURL != "" {

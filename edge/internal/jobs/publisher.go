@@ -411,13 +411,18 @@ func (p *Publisher) jobs(c *store.Committed) []schema.Job {
 	if c.Author == schema.AuthorOperator && p.cfg.VisitorHere != nil {
 		env.VisitorHere = p.cfg.VisitorHere(c.ConversationID)
 	}
+	return build(c, env, p.links)
+}
+
+// links are the links of a message that has jobs (build).
+func (p *Publisher) links(conversationID int64, file *schema.File) (inboxURL, fileURL string) {
 	if p.cfg.InboxURL != nil {
-		env.InboxURL = p.cfg.InboxURL(c.ConversationID)
+		inboxURL = p.cfg.InboxURL(conversationID)
 	}
-	if c.File != nil && p.cfg.Files != nil {
-		env.FileURL = p.cfg.Files.Link(p.cfg.PublicURL, c.File.ID, time.Now().Add(files.LinkTTL))
+	if file != nil && p.cfg.Files != nil {
+		fileURL = p.cfg.Files.Link(p.cfg.PublicURL, file.ID, time.Now().Add(files.LinkTTL))
 	}
-	return Build(c, env)
+	return inboxURL, fileURL
 }
 
 // add puts a message's jobs in the open window, closing the window first where a persisted
@@ -427,8 +432,12 @@ func (p *Publisher) add(c *store.Committed, now time.Time) {
 		p.sealReplayed()
 	}
 	p.encoded, p.lines = p.encoded[:0], p.lines[:0]
-	partition := schema.JobPartition(c.SiteID, c.ConversationID)
-	for _, job := range p.jobs(c) {
+	jobs := p.jobs(c)
+	partition := 0
+	if len(jobs) > 0 {
+		partition = schema.JobPartition(c.SiteID, c.ConversationID)
+	}
+	for _, job := range jobs {
 		start := len(p.encoded)
 		p.encoded = schema.AppendJob(p.encoded, &job)
 		p.lines = append(p.lines, encodedJob{part{job.Lane, partition}, start, len(p.encoded)})
