@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"runtime"
 	"time"
@@ -454,20 +455,20 @@ func (s *Store) runTx(batch []request, start time.Time, persistWatermark bool) (
 	for i := range convs {
 		u, id := &convs[i], convs[i].id
 		if u.reopen < 0 {
-			if err := tx.exec(convSet+` WHERE id = ?1`, id, u.last, now, u.first); err != nil {
+			if err := tx.setConv(convSet+` WHERE id = ?1`, id, u.last, now, u.first); err != nil {
 				return nil, err
 			}
 			continue
 		}
 		// Most conversations a visitor writes to are open: the usual update finds that out,
 		// and only a closed one takes a second statement to reopen it.
-		if err := tx.exec(convSet+` WHERE id = ?1 AND status = 'open'`, id, u.last, now, u.first); err != nil {
+		if err := tx.setConv(convSet+` WHERE id = ?1 AND status = 'open'`, id, u.last, now, u.first); err != nil {
 			return nil, err
 		}
 		if tx.c.Changes() == 1 {
 			continue
 		}
-		if err := tx.exec(convSet+`, status = 'open', snoozed_until = 0 WHERE id = ?1`, id, u.last, now, u.first); err != nil {
+		if err := tx.setConv(convSet+`, status = 'open', snoozed_until = 0 WHERE id = ?1`, id, u.last, now, u.first); err != nil {
 			return nil, err
 		}
 		if c := &committed[u.reopen]; tx.c.Changes() == 1 {
@@ -566,6 +567,21 @@ func (tx *Tx) exec(sql string, args ...any) error {
 		return err
 	}
 	err = st.Exec()
+	st.ClearBindings()
+	return err
+}
+
+// setConv runs one of the convSet updates, its four values bound by type: tx.exec's ...any
+// would box each of them, a conversation a commit.
+func (tx *Tx) setConv(sql string, id, last, now, first int64) error {
+	st, err := tx.stmts.get(sql)
+	if err != nil {
+		return err
+	}
+	err = errors.Join(st.BindInt64(1, id), st.BindInt64(2, last), st.BindInt64(3, now), st.BindInt64(4, first))
+	if err == nil {
+		err = st.Exec()
+	}
 	st.ClearBindings()
 	return err
 }
