@@ -2,7 +2,6 @@ package edgetest
 
 import (
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -15,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"spookat/schema"
+	"spookat/schema/freeport"
 )
 
 // Bin returns the path of a built binary from $SPOOKAT_BIN (set by `make test`). Without it
@@ -32,15 +32,15 @@ func Bin(t testing.TB, name string) string {
 	return path
 }
 
-// FreePort returns a loopback address with a port free right now.
+// FreePort returns a loopback address with a port free right now (freeport.Addr: away from
+// the ports other tests' connections are given).
 func FreePort(t testing.TB) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := freeport.Addr()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
-	return ln.Addr().String()
+	return addr
 }
 
 // NoBrakes are the edge flags that lift every brake, for tests that load the edge on

@@ -15,26 +15,25 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"spookat/schema/freeport"
 )
 
-// FreePort returns a TCP port on 127.0.0.1 nobody listens on right now.
+// FreePort returns a TCP port on 127.0.0.1 nobody listens on right now (freeport.Addr).
 func FreePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := freeport.Addr()
 	if err != nil {
 		return 0, err
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	_, p, err := net.SplitHostPort(addr)
+	if err != nil {
+		return 0, err
+	}
+	return strconv.Atoi(p)
 }
 
 // FreeAddr is FreePort as "127.0.0.1:port".
-func FreeAddr() (string, error) {
-	p, err := FreePort()
-	if err != nil {
-		return "", err
-	}
-	return "127.0.0.1:" + strconv.Itoa(p), nil
-}
+func FreeAddr() (string, error) { return freeport.Addr() }
 
 // Proc is a started process.
 type Proc struct {
