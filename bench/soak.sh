@@ -27,9 +27,9 @@ for _ in $(seq 1 100); do # the store opens (and makes the WAL) before the edge 
   [ -n "$maddr" ] && break
   sleep 0.2
 done
-# The seeding runs an edge on the same data first: the serving one is the newest once it has
-# logged its addresses.
-pid=$(pgrep -n -f -- "-data[= ]$data" || true)
+# Other edges run on the same data (the seeding, admin commands): the serving one is the one
+# given a listen address.
+pid=$(pgrep -n -f -- "edge -addr .*-data[= ]$data" || true)
 [ -n "$pid" ] && [ -n "$maddr" ] || { echo "no serving edge for $data"; cat "$dir/loadgen.log"; exit 1; }
 idx() { curl -s "http://$maddr/metrics" | awk '/^spookat_search_index_seconds_total/ {print $2}'; }
 cpu() { awk '{print $14 + $15}' "/proc/$pid/stat"; }
