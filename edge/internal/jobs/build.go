@@ -23,10 +23,14 @@ type Env struct {
 // has none.
 func Build(c *store.Committed, env Env) []schema.Job { return build(c, env, nil) }
 
-// build is Build, with env's links (InboxURL, FileURL) filled by links once the message is
+// linker makes a message's links: its conversation in the web inbox, its attachment's signed
+// link ("" when it has none).
+type linker func(conversationID int64, file *schema.File) (inboxURL, fileURL string)
+
+// build is Build, with env's links (InboxURL, FileURL) made by links once the message is
 // known to have a job: most messages have none (their site has no targets), and a link is a
 // string built for each message that has one.
-func build(c *store.Committed, env Env, links func(conversationID int64, file *schema.File) (inboxURL, fileURL string)) []schema.Job {
+func build(c *store.Committed, env Env, links linker) []schema.Job {
 	if c.Kind == schema.KindTranscript {
 		return transcriptJob(c)
 	}
