@@ -238,7 +238,6 @@ func (s *Store) commit(batch []request, persistWatermark bool) {
 	committed, err := s.runTx(batch, start, persistWatermark)
 	if err == nil {
 		s.finish(batch, committed)
-		s.keepCommitted(committed)
 		if cb := s.stats.OnCommitLatency; cb != nil {
 			cb(time.Since(start))
 		}
@@ -254,7 +253,6 @@ func (s *Store) commit(batch []request, persistWatermark bool) {
 			s.fail(one, err)
 		} else {
 			s.finish(one, committed)
-			s.keepCommitted(committed)
 		}
 	}
 }
@@ -264,10 +262,11 @@ func (s *Store) commit(batch []request, persistWatermark bool) {
 const keepCommittedMax = 1024
 
 // keepCommitted keeps a commit's records' slice for the next commit, which would otherwise
-// allocate a few hundred bytes a message; the listeners have copied what they keep.
+// allocate a few hundred bytes a message; the listeners have copied what they keep. A commit
+// without messages took no slice, and leaves the kept one where it is.
 func (s *Store) keepCommitted(committed []Committed) {
 	clear(committed) // no text, file or socket kept alive by the slice
-	if cap(committed) <= keepCommittedMax {
+	if c := cap(committed); c > 0 && c <= keepCommittedMax {
 		s.committedBuf = committed[:0]
 	}
 }
@@ -321,6 +320,7 @@ func (s *Store) finish(batch []request, committed []Committed) {
 	if cb := s.stats.OnBatch; cb != nil {
 		cb(len(batch))
 	}
+	s.keepCommitted(committed)
 }
 
 // convUpdate collects, per conversation, what a batch changed, so each conversation row is
@@ -453,22 +453,22 @@ func (s *Store) runTx(batch []request, start time.Time, persistWatermark bool) (
 		committed = append(committed, c)
 	}
 	for i := range convs {
-		u, id := &convs[i], convs[i].id
+		u := &convs[i]
 		if u.reopen < 0 {
-			if err := tx.setConv(convSet+` WHERE id = ?1`, id, u.last, now, u.first); err != nil {
+			if err := tx.setConv(convSet+` WHERE id = ?1`, u.id, u.last, now, u.first); err != nil {
 				return nil, err
 			}
 			continue
 		}
 		// Most conversations a visitor writes to are open: the usual update finds that out,
 		// and only a closed one takes a second statement to reopen it.
-		if err := tx.setConv(convSet+` WHERE id = ?1 AND status = 'open'`, id, u.last, now, u.first); err != nil {
+		if err := tx.setConv(convSet+` WHERE id = ?1 AND status = 'open'`, u.id, u.last, now, u.first); err != nil {
 			return nil, err
 		}
 		if tx.c.Changes() == 1 {
 			continue
 		}
-		if err := tx.setConv(convSet+`, status = 'open', snoozed_until = 0 WHERE id = ?1`, id, u.last, now, u.first); err != nil {
+		if err := tx.setConv(convSet+`, status = 'open', snoozed_until = 0 WHERE id = ?1`, u.id, u.last, now, u.first); err != nil {
 			return nil, err
 		}
 		if c := &committed[u.reopen]; tx.c.Changes() == 1 {
