@@ -295,7 +295,7 @@ func BenchmarkSearchIndexPass(b *testing.B) {
 						buf.reset()
 						for _, d := range docs {
 							id++
-							buf.addRow(id, d.site, d.text)
+							addRow(&buf, id, d.site, d.text)
 						}
 						if err := x.write(&buf, id-int64(size), false, id, 0); err != nil {
 							b.Fatal(err)

@@ -568,10 +568,23 @@ func TestSearchIndexFollows(t *testing.T) {
 // The forget rule holds whatever the passes' sizes and timing: messages written and purged
 // while the indexer runs in passes of three rows (some passes only forgetting, some reading
 // rows retention deletes right after) leave the index holding exactly the messages.
+// With passes of three rows the writer's feed overflows and most passes read the database;
+// with passes of a thousand most take the feed, and every pass that forgets reads it.
 func TestSearchIndexForgetsAcrossSmallPasses(t *testing.T) {
+	for _, chunk := range []int{3, 1000} {
+		t.Run(fmt.Sprint("chunk=", chunk), func(t *testing.T) {
+			s := openTest(t, t.TempDir(), Options{searchChunk: chunk})
+			defer s.Close()
+			forgetAcrossPasses(t, s)
+			if fed := s.idx.fedPasses.Load(); chunk > 100 && fed == 0 {
+				t.Fatalf("no pass of %d took the feed", s.idx.passes.Load())
+			}
+		})
+	}
+}
+
+func forgetAcrossPasses(t *testing.T, s *Store) {
 	ctx := context.Background()
-	s := openTest(t, t.TempDir(), Options{searchChunk: 3})
-	defer s.Close()
 	site := addSite(t, s)
 	testkit.NoErr(t, s.Write(ctx, func(tx *Tx) error { _, err := tx.SetRetention(site.Key, 1); return err }))
 	rng := rand.New(rand.NewPCG(35, 11))
@@ -603,13 +616,47 @@ func TestSearchIndexForgetsAcrossSmallPasses(t *testing.T) {
 	}
 }
 
+// The newest message, purged before any pass took it from the writer's feed, is not indexed
+// by a later pass that takes the feed: the pass that applied its forget dropped the feed.
+func TestSearchIndexForgetsAMessageStillInTheFeed(t *testing.T) {
+	ctx := context.Background()
+	s := openTest(t, t.TempDir(), Options{searchEvery: time.Hour}) // passes only when asked
+	defer s.Close()
+	site := addSite(t, s)
+	testkit.NoErr(t, s.Write(ctx, func(tx *Tx) error { _, err := tx.SetRetention(site.Key, 1); return err }))
+	visitor := func(name, text string) MessageResult {
+		return submit(t, s, MessageRequest{SiteID: site.ID, TokenHash: []byte(name), Author: schema.AuthorVisitor, Text: text, ClientID: name})
+	}
+	visitor("kept", "a kept walrus")
+	testkit.NoErr(t, s.IndexNow(ctx))
+	gone := visitor("gone", "a purged narwhal") // in the feed, not yet indexed
+	testkit.NoErr(t, s.Write(ctx, func(tx *Tx) error {
+		return tx.exec(`UPDATE conversations SET updated_at = 0 WHERE id = ?`, gone.ConversationID)
+	}))
+	if p, err := s.PurgeExpired(ctx, time.Now(), 0, 100); err != nil || p.Messages != 1 {
+		t.Fatalf("purged %+v, %v; want the narwhal", p, err)
+	}
+	testkit.NoErr(t, s.IndexNow(ctx)) // applies the narwhal's forget: not indexed, nothing to do
+	fed := s.idx.fedPasses.Load()
+	visitor("later", "a later dugong")
+	requireIndexAgrees(t, s)
+	if s.idx.fedPasses.Load() != fed {
+		t.Fatal("the pass after the forget took the feed")
+	}
+	visitor("last", "the last beluga")
+	requireIndexAgrees(t, s)
+	if s.idx.fedPasses.Load() == fed {
+		t.Fatal("no pass took the feed once the index was through what it had dropped")
+	}
+}
+
 // A pass's rows and forgets are spans of one text, each what the index holds of its
 // message; the buffers serve the next pass, but not the peak of a catch-up over long messages.
 func TestPassBufSpansAndBound(t *testing.T) {
 	var b passBuf
-	b.addRow(1, 7, []byte("the order"))
+	addRow(&b, 1, 7, []byte("the order"))
 	b.addForget(3, 2, 8, []byte("A refund, please"))
-	b.addRow(4, 7, []byte("Où est-il?"))
+	addRow(&b, 4, 7, []byte("Où est-il?"))
 	text := func(from, to int) string { return string(b.text[from:to]) }
 	for _, c := range []struct{ got, want string }{
 		{text(b.rows[0].from, b.rows[0].to), "0site7  order"},
@@ -629,7 +676,7 @@ func TestPassBufSpansAndBound(t *testing.T) {
 	}
 	long := []byte(strings.Repeat("word ", 800))
 	for i := range 300 {
-		b.addRow(int64(i), 1, long)
+		addRow(&b, int64(i), 1, long)
 	}
 	b.reset()
 	if cap(b.text) != 0 {

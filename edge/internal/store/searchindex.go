@@ -27,9 +27,10 @@ import (
 // transaction that touched the index, so one pass over a thousand messages costs a third of
 // what a few dozen a commit did: bench/issue34.md): on a half-second tick, or sooner when the
 // writer has committed indexBatch messages it has not seen. Each pass reads one snapshot of
-// the database (the new messages, and what retention and erasures deleted since: the
-// search_forget rows) and writes the index and its watermarks in one transaction of
-// search.db, so a crash leaves nothing half indexed. search.db is derived: it is built again
+// the database (what retention and erasures deleted since: the search_forget rows; and the
+// new messages, which most passes take from the writer's feed in memory instead: feed) and
+// writes the index and its watermarks in one transaction of search.db, so a crash leaves
+// nothing half indexed. search.db is derived: it is built again
 // from the messages when it is missing or does not belong to the database.
 
 // SearchFileName is the search index's file in the data directory.
@@ -194,6 +195,12 @@ type indexer struct {
 	// truncateOwed: forgets were applied and search.db's WAL not emptied since (run's).
 	truncateOwed bool
 	buf          passBuf // run's
+	// feed is the writer's committed messages; fed is the rows the last pass took from it,
+	// handed back to it emptied by the next.
+	feed feed
+	fed  []feedRow
+	// fedPasses counts the passes that took their rows from the feed (tests).
+	fedPasses atomic.Int64
 	// commits counts the writer's commits. idleAt is 1 + commits as a pass that found
 	// nothing to read saw it (0 when the last pass did not): until another commit, a tick has
 	// nothing to read. ticks counts the ticks, passes or not (tests).
@@ -223,6 +230,9 @@ func (s *Store) openIndexer(dir string) (*indexer, error) {
 	}
 	if x != nil && s.opts.searchEvery > 0 {
 		x.every = s.opts.searchEvery
+	}
+	if x != nil {
+		x.feed.max = x.chunk
 	}
 	return x, err
 }
@@ -271,6 +281,7 @@ func openIndexer(dir, dbPath, token string, newest, maxForget int64, log *slog.L
 	}
 	x.seen.Store(x.through)
 	x.applied.Store(x.forgot)
+	x.feed.base, x.feed.upto = newest, newest
 	src, err := openSQLite(dbPath, sqlite3.OPEN_READONLY)
 	if err == nil {
 		err = src.BusyTimeout(5 * time.Second)
@@ -576,19 +587,19 @@ func (b *passBuf) reset() {
 }
 
 // addRow appends a message to index.
-func (b *passBuf) addRow(id, site int64, text []byte) {
-	from, to := b.addText(site, text)
+func addRow[T string | []byte](b *passBuf, id, site int64, text T) {
+	from, to := addText(b, site, text)
 	b.rows = append(b.rows, indexRow{id, from, to})
 }
 
 // addForget appends a message to forget.
 func (b *passBuf) addForget(seq, message, site int64, text []byte) {
-	from, to := b.addText(site, text)
+	from, to := addText(b, site, text)
 	b.forgets = append(b.forgets, forgetRow{seq, message, from, to})
 }
 
 // addText appends what the index holds of a message to the pass's text and says where it is.
-func (b *passBuf) addText(site int64, text []byte) (from, to int) {
+func addText[T string | []byte](b *passBuf, site int64, text T) (from, to int) {
 	from = len(b.text)
 	b.text = appendIndexed(b.text, site, text)
 	return from, len(b.text)
@@ -691,8 +702,24 @@ func (x *indexer) read(b *passBuf, through, forgot int64) (newest int64, err err
 		return nil
 	})
 	st.Close()
-	if err != nil || len(b.forgets) == x.chunk {
+	if err != nil {
 		return 0, err
+	}
+	if len(b.forgets) > 0 { // the feed may hold their messages: this pass reads the database
+		x.feed.drop()
+		if len(b.forgets) == x.chunk {
+			return 0, nil
+		}
+	} else if rows, newest, ok := x.feed.take(through, x.fed); ok {
+		for _, r := range rows {
+			if r.id > through {
+				yieldNow()
+				addRow(b, r.id, r.site, r.text)
+			}
+		}
+		x.fed = rows
+		x.fedPasses.Add(1)
+		return newest, nil
 	}
 	st, _, err = x.src.Prepare(`SELECT id, site, text FROM message_search WHERE id > ? ORDER BY id LIMIT ?`)
 	if err != nil {
@@ -700,7 +727,7 @@ func (x *indexer) read(b *passBuf, through, forgot int64) (newest int64, err err
 	}
 	err = eachRow(st, []any{through, x.chunk}, func() error {
 		yieldNow()
-		b.addRow(st.ColumnInt64(0), st.ColumnInt64(1), st.ColumnRawText(2))
+		addRow(b, st.ColumnInt64(0), st.ColumnInt64(1), st.ColumnRawText(2))
 		return nil
 	})
 	st.Close()

@@ -340,6 +340,7 @@ const convSet = `UPDATE conversations SET last_message_id = ?2, updated_at = ?3,
 func (s *Store) runTx(batch []request, start time.Time, persistWatermark bool) (committed []Committed, err error) {
 	now := start.UnixMilli()
 	tx := &Tx{c: s.w, stmts: &s.wstmts, now: now, ids: &s.ids}
+	firstID := s.ids.nextMsg // the ids from it to newestMessage are this commit's messages
 	msgs, newConvs, durable := 0, 0, false
 	for i := range batch {
 		durable = durable || batch[i].durable
@@ -505,6 +506,9 @@ func (s *Store) runTx(batch []request, start time.Time, persistWatermark bool) (
 	newest := s.newestMessage()
 	s.newestCommitted.Store(newest)
 	commitCount.Add(1)
+	if !s.opts.noSearch && newest >= firstID {
+		s.idx.feed.add(committed, firstID, newest)
+	}
 	s.idx.commits.Add(1)
 	if !s.opts.noSearch && newest-s.idx.seen.Load() >= indexBatch {
 		s.idx.wake()
