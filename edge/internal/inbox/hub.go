@@ -174,27 +174,31 @@ func (h *Hub) watchChanged(sites []int64) {
 
 // send queues an event, encoded by encoding/json, to the site's sockets.
 func (h *Hub) send(siteID int64, ev any) {
-	h.sendFrame(siteID, func() []byte {
+	h.sendFrame(siteID, func(dst []byte) []byte {
 		b, _ := json.Marshal(ev) // the events are plain structs: it cannot fail
-		return b
+		return append(dst, b...)
 	})
 }
 
-// sendFrame queues the frame build makes (only when someone watches the site) to the site's
-// sockets.
-func (h *Hub) sendFrame(siteID int64, build func() []byte) {
+// sendFrame queues the event encode appends to its argument (only when someone watches the
+// site) to the site's sockets: encoded in the socket's queue when one watches, once for all
+// when more do.
+func (h *Hub) sendFrame(siteID int64, encode func(dst []byte) []byte) {
 	if h.n.Load() == 0 {
 		return
 	}
 	h.mu.RLock()
 	defer h.mu.RUnlock()
 	set := h.subs[siteID]
-	if len(set) == 0 {
-		return
-	}
-	b := build()
-	for _, c := range set {
-		c.push(b)
+	switch len(set) {
+	case 0:
+	case 1:
+		set[0].queue(encode)
+	default:
+		b := encode(nil)
+		for _, c := range set {
+			c.push(b)
+		}
 	}
 }
 
@@ -312,8 +316,8 @@ func (h *Hub) Committed(msgs []store.Committed) {
 	}
 	for i := range msgs {
 		c := &msgs[i]
-		h.sendFrame(c.SiteID, func() []byte {
-			return frames.InboxMessage(make([]byte, 0, 160+len(c.Text)), c.SiteID, c.ConversationID, c.First, &frames.OperatorMessage{
+		h.sendFrame(c.SiteID, func(dst []byte) []byte {
+			return frames.InboxMessage(dst, c.SiteID, c.ConversationID, c.First, &frames.OperatorMessage{
 				ID: c.MessageID, Author: c.Author, Name: c.Name, Text: c.Text, Internal: c.Internal, CreatedAt: c.CreatedAt,
 				File: operatorFile(c.File), Kind: c.Kind, Reopened: c.Reopened})
 		})

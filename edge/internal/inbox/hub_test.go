@@ -5,7 +5,6 @@ import (
 	"reflect"
 	"runtime"
 	"testing"
-	"time"
 
 	"spookat/edge/internal/frames"
 	"spookat/edge/internal/store"
@@ -86,13 +85,12 @@ func BenchmarkHubCommitted(b *testing.B) {
 		h.track(c)
 		h.subscribe(c, ids)
 		conns = append(conns, c)
-		go func() { // the socket's writer, gathering busy windows (ws.go), without the write
-			var buf []byte
-			var window *time.Timer
+		go func() { // the socket's writer, gathering its windows (ws.go), without the write
+			out := newOpWriter(c, true)
 			for {
 				select {
-				case b := <-c.out:
-					buf, window, _ = c.collect(buf, b, window, busyWindow)
+				case <-c.ready:
+					out.gather()
 				case <-c.gone:
 					return
 				}

@@ -15,12 +15,23 @@ import (
 
 // opConn is one operator websocket. Events are queued and written by its own goroutine; a
 // socket too slow to keep up is closed, and the inbox reconnects and reloads.
+//
+// The queue is one buffer: the hub encodes each event straight into it, already as the
+// next element of a JSON array, and the writer swaps it for its spare and writes it. Under
+// load that is no allocation, no channel send and no copy an event (a channel of frames was
+// ~2 % of the edge with 50 busy inboxes: bench/path.md), and one wake-up a batch.
 type opConn struct {
-	ws  *websocket.Conn
-	out chan []byte // events queued for the socket (outboxEvents)
-	// filling: out is a quarter full. A batched socket's writer gathers a window's events
-	// from out once the window ends, not one wake-up per event, and this tells it to take
-	// them sooner, before out fills and the socket counts as too slow.
+	ws *websocket.Conn
+
+	mu sync.Mutex
+	// queued is "[" and the events waiting, separated by commas: with a "]" it is a batch's
+	// frame. ends[i] is where event i ends in it (the next starts a comma later).
+	queued []byte
+	ends   []int
+	// ready: the first event of a batch was queued. filling: outboxEvents/4 wait; a batched
+	// socket's writer takes them before its window ends, before the queue fills and the
+	// socket counts as too slow.
+	ready      chan struct{}
 	filling    chan struct{}
 	gone       chan struct{}
 	once       sync.Once
@@ -33,25 +44,55 @@ type opConn struct {
 }
 
 func newOpConn(ws *websocket.Conn, operatorID int64) *opConn {
-	return &opConn{ws: ws, out: make(chan []byte, outboxEvents), filling: make(chan struct{}, 1), gone: make(chan struct{}), operatorID: operatorID}
+	return &opConn{ws: ws, ready: make(chan struct{}, 1), filling: make(chan struct{}, 1), gone: make(chan struct{}), operatorID: operatorID}
 }
 
 // outboxEvents is how many events wait for one operator socket before it counts as too slow.
 const outboxEvents = 256
 
-func (c *opConn) push(b []byte) {
-	select { // one case and a default: a plain non-blocking send, cheaper than a select
-	case c.out <- b:
-		if len(c.out) >= outboxEvents/4 {
-			select {
-			case c.filling <- struct{}{}:
-			default:
-			}
-		}
+// push queues an event.
+func (c *opConn) push(b []byte) { c.queue(func(dst []byte) []byte { return append(dst, b...) }) }
+
+// queue queues the event encode appends to its argument.
+func (c *opConn) queue(encode func(dst []byte) []byte) {
+	c.mu.Lock()
+	n := len(c.ends)
+	if n == outboxEvents {
+		c.mu.Unlock()
+		c.close() // its queue is full: too slow to keep (a socket already gone stays as it was: once)
 		return
+	}
+	if n == 0 {
+		c.queued = append(c.queued[:0], '[')
+	} else {
+		c.queued = append(c.queued, ',')
+	}
+	c.queued = encode(c.queued)
+	c.ends = append(c.ends, len(c.queued))
+	c.mu.Unlock()
+	switch {
+	case n == 0:
+		signal(c.ready)
+	case n+1 >= outboxEvents/4:
+		signal(c.filling)
+	}
+}
+
+// signal sends on a channel of one without waiting: one waiting signal says it all.
+func signal(ch chan struct{}) {
+	select {
+	case ch <- struct{}{}:
 	default:
 	}
-	c.close() // its queue is full: too slow to keep (a socket already gone stays as it was: once)
+}
+
+// take swaps the queue for buf and ends (emptied), and returns it.
+func (c *opConn) take(buf []byte, ends []int) ([]byte, []int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	buf, c.queued = c.queued, buf[:0]
+	ends, c.ends = c.ends, ends[:0]
+	return buf, ends
 }
 
 func (c *opConn) close() { c.closeWith(fws.CloseGoingAway, "") }
@@ -69,11 +110,9 @@ func (c *opConn) closeWith(code int, reason string) {
 // window up to busyWindow, because each window costs a socket write and nobody reads a list
 // that moves that fast in 25 ms steps. It halves back once the rate falls under half of that.
 const (
-	batchWindow    = 25 * time.Millisecond
-	busyWindow     = 100 * time.Millisecond
-	busyRate       = 40 // events a second
-	batchMaxEvents = 256
-	batchMaxBytes  = 256 << 10
+	batchWindow = 25 * time.Millisecond
+	busyWindow  = 100 * time.Millisecond
+	busyRate    = 40 // events a second
 )
 
 // nextWindow is the window after a batch of n events gathered in span: the rate is of the
@@ -88,44 +127,62 @@ func nextWindow(span time.Duration, n int) time.Duration {
 	return span
 }
 
-// collect makes a JSON array of first and the events that follow it within span (at most
-// batchMaxEvents or batchMaxBytes), in buf, and says how many events it holds.
-func (c *opConn) collect(buf, first []byte, window *time.Timer, span time.Duration) ([]byte, *time.Timer, int) {
-	buf = append(append(buf[:0], '['), first...)
-	if window == nil {
-		window = time.NewTimer(span)
-	} else {
-		window.Reset(span)
-	}
-	defer window.Stop()
-	n := 1
-	for {
-		select {
-		case <-window.C:
-			buf, n = c.take(buf, n)
-			return append(buf, ']'), window, n
-		case <-c.gone:
-			return append(buf, ']'), window, n
-		case <-c.filling:
-			if buf, n = c.take(buf, n); n >= batchMaxEvents || len(buf) >= batchMaxBytes {
-				return append(buf, ']'), window, n
-			}
-		}
-	}
+// opWriter is a socket's writer between batches.
+type opWriter struct {
+	c      *opConn
+	batch  bool // events go out as JSON arrays, a window's at a time
+	buf    []byte
+	ends   []int
+	window *time.Timer
+	span   time.Duration
+	last   time.Time // the last batch's end
 }
 
-// take appends to a batch the events waiting, up to the batch's limits.
-func (c *opConn) take(buf []byte, n int) ([]byte, int) {
-	for n < batchMaxEvents && len(buf) < batchMaxBytes {
-		select {
-		case b := <-c.out:
-			buf = append(append(buf, ','), b...)
-			n++
-		default:
-			return buf, n
+func newOpWriter(c *opConn, batch bool) *opWriter {
+	return &opWriter{c: c, batch: batch, span: batchWindow}
+}
+
+// gather takes the events queued, once ready said the first was: a batched socket's after
+// its window (or sooner, when the queue fills or the socket goes). It says how many.
+func (w *opWriter) gather() int {
+	if w.batch {
+		if time.Since(w.last) > busyWindow { // quiet since the last batch
+			w.span = batchWindow
 		}
+		if w.window == nil {
+			w.window = time.NewTimer(w.span)
+		} else {
+			w.window.Reset(w.span)
+		}
+		select {
+		case <-w.window.C:
+		case <-w.c.filling:
+		case <-w.c.gone:
+		}
+		w.window.Stop()
 	}
-	return buf, n
+	w.buf, w.ends = w.c.take(w.buf, w.ends)
+	n := len(w.ends)
+	if w.batch && n > 0 {
+		w.span, w.last = nextWindow(w.span, n), time.Now()
+	}
+	return n
+}
+
+// frames calls write with what gather took: one JSON array, or each event on its own.
+func (w *opWriter) frames(write func(frame []byte) error) error {
+	if w.batch {
+		w.buf = append(w.buf, ']')
+		return write(w.buf)
+	}
+	from := 1
+	for _, end := range w.ends {
+		if err := write(w.buf[from:end]); err != nil {
+			return err
+		}
+		from = end + 1
+	}
+	return nil
 }
 
 // wsUpgrade refuses a plain request and a cross-site upgrade (the cookie would ride along).
@@ -183,10 +240,7 @@ func (h *Handler) ws() fiber.Handler {
 		// ?batch=1 (the inbox page asks for it): events that come within a window of each
 		// other go out as one frame, a JSON array, so a busy inbox costs the edge one socket
 		// write per window instead of one per message.
-		batch := ws.Query("batch") == "1"
-		var buf []byte
-		var window *time.Timer
-		span, last := batchWindow, time.Time{}
+		out := newOpWriter(c, ws.Query("batch") == "1")
 		ping := time.NewTicker(30 * time.Second)
 		defer ping.Stop()
 		_ = ws.WriteMessage(fws.TextMessage, []byte(`{"type":"ready"}`))
@@ -197,18 +251,12 @@ func (h *Handler) ws() fiber.Handler {
 				_ = sockets.CloseNow(ws.NetConn())
 				<-readDone
 				return
-			case b := <-c.out:
-				if batch {
-					if time.Since(last) > busyWindow { // quiet since the last frame
-						span = batchWindow
-					}
-					var n int
-					buf, window, n = c.collect(buf, b, window, span)
-					span, last = nextWindow(span, n), time.Now()
-					b = buf
+			case <-c.ready:
+				if out.gather() == 0 {
+					continue
 				}
 				_ = ws.SetWriteDeadline(time.Now().Add(10 * time.Second))
-				if err := ws.WriteMessage(fws.TextMessage, b); err != nil {
+				if err := out.frames(func(b []byte) error { return ws.WriteMessage(fws.TextMessage, b) }); err != nil {
 					c.close()
 				}
 			case <-ping.C:
