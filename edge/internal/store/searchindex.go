@@ -30,8 +30,8 @@ import (
 // the database (what retention and erasures deleted since: the search_forget rows; and the
 // new messages, which most passes take from the writer's feed in memory instead: feed) and
 // writes the index and its watermarks in one transaction of search.db, so a crash leaves
-// nothing half indexed. search.db is derived: it is built again
-// from the messages when it is missing or does not belong to the database.
+// nothing half indexed. search.db is derived: it is built again from the messages when it is
+// missing or does not belong to the database.
 
 // SearchFileName is the search index's file in the data directory.
 const SearchFileName = "search.db"
