@@ -173,11 +173,14 @@ func (h *Hub) watchChanged(sites []int64) {
 }
 
 // send queues an event, encoded by encoding/json, to the site's sockets.
-func (h *Hub) send(siteID int64, ev any) {
-	h.sendFrame(siteID, func(dst []byte) []byte {
+func (h *Hub) send(siteID int64, ev any) { h.sendFrame(siteID, jsonEvent(ev)) }
+
+// jsonEvent appends ev encoded by encoding/json.
+func jsonEvent(ev any) func(dst []byte) []byte {
+	return func(dst []byte) []byte {
 		b, _ := json.Marshal(ev) // the events are plain structs: it cannot fail
 		return append(dst, b...)
-	})
+	}
 }
 
 // sendFrame queues the event encode appends to its argument (only when someone watches the
@@ -189,6 +192,11 @@ func (h *Hub) sendFrame(siteID int64, encode func(dst []byte) []byte) {
 	}
 	h.mu.RLock()
 	defer h.mu.RUnlock()
+	h.sendLocked(siteID, encode)
+}
+
+// sendLocked is sendFrame's, h.mu read-locked.
+func (h *Hub) sendLocked(siteID int64, encode func(dst []byte) []byte) {
 	set := h.subs[siteID]
 	switch len(set) {
 	case 0:
@@ -309,26 +317,29 @@ func operatorFile(f *schema.File) *schema.File {
 	return &c
 }
 
-// Committed is the inbox's store.CommitListener: each message to its site's operators.
+// Committed is the inbox's store.CommitListener: each message to its site's operators
+// (the hub read-locked once a commit, not once a message).
 func (h *Hub) Committed(msgs []store.Committed) {
 	if h.n.Load() == 0 {
 		return
 	}
+	h.mu.RLock()
+	defer h.mu.RUnlock()
 	for i := range msgs {
 		c := &msgs[i]
-		h.sendFrame(c.SiteID, func(dst []byte) []byte {
+		h.sendLocked(c.SiteID, func(dst []byte) []byte {
 			return frames.InboxMessage(dst, c.SiteID, c.ConversationID, c.First, &frames.OperatorMessage{
 				ID: c.MessageID, Author: c.Author, Name: c.Name, Text: c.Text, Internal: c.Internal, CreatedAt: c.CreatedAt,
 				File: operatorFile(c.File), Kind: c.Kind, Reopened: c.Reopened})
 		})
 		switch st := c.Kind.Status(); {
 		case st != "":
-			h.send(c.SiteID, conversationEvent{Type: "conversation", SiteID: c.SiteID, ConversationID: c.ConversationID, Status: st,
-				SnoozedUntil: c.SnoozeUntil})
+			h.sendLocked(c.SiteID, jsonEvent(conversationEvent{Type: "conversation", SiteID: c.SiteID, ConversationID: c.ConversationID, Status: st,
+				SnoozedUntil: c.SnoozeUntil}))
 		case c.Reopened:
-			h.send(c.SiteID, conversationEvent{Type: "conversation", SiteID: c.SiteID, ConversationID: c.ConversationID, Status: schema.ConvOpen})
+			h.sendLocked(c.SiteID, jsonEvent(conversationEvent{Type: "conversation", SiteID: c.SiteID, ConversationID: c.ConversationID, Status: schema.ConvOpen}))
 		case c.Kind == schema.KindAssigned:
-			h.send(c.SiteID, assignedEvent{Type: "assigned", SiteID: c.SiteID, ConversationID: c.ConversationID, AssigneeID: c.AssigneeID})
+			h.sendLocked(c.SiteID, jsonEvent(assignedEvent{Type: "assigned", SiteID: c.SiteID, ConversationID: c.ConversationID, AssigneeID: c.AssigneeID}))
 		}
 	}
 }
