@@ -22,27 +22,22 @@ const below = 10000
 func Addr() (string, error) {
 	if lo := ephemeralStart(); lo > below {
 		for range 64 {
-			if addr, ok := try(below + rand.IntN(lo-below)); ok {
+			if addr, err := listen(below + rand.IntN(lo-below)); err == nil {
 				return addr, nil
 			}
 		}
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	return listen(0) // any port the kernel gives
+}
+
+// listen listens on port of 127.0.0.1 for a moment and returns its address: free now.
+func listen(port int) (string, error) {
+	ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
 	if err != nil {
 		return "", err
 	}
 	defer ln.Close()
 	return ln.Addr().String(), nil
-}
-
-// try listens on port for a moment: free now.
-func try(port int) (string, bool) {
-	ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
-	if err != nil {
-		return "", false
-	}
-	defer ln.Close()
-	return ln.Addr().String(), true
 }
 
 // ephemeralStart is the first port of the kernel's range for outgoing connections (Linux's
