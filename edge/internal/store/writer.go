@@ -506,6 +506,8 @@ func (s *Store) runTx(batch []request, start time.Time, persistWatermark bool) (
 	newest := s.newestMessage()
 	s.newestCommitted.Store(newest)
 	commitCount.Add(1)
+	// The feed before the count: a pass reads the count before it takes the feed, so a
+	// commit it missed is one it sees counted and the next tick is due (indexer.due).
 	if !s.opts.noSearch && newest >= firstID {
 		s.idx.feed.add(committed, firstID, newest)
 	}
