@@ -17,9 +17,9 @@ import (
 // socket too slow to keep up is closed, and the inbox reconnects and reloads.
 //
 // The queue is one buffer: the hub encodes each event straight into it, already as the
-// next element of a JSON array, and the writer swaps it for its spare and writes it. Under
-// load that is no allocation, no channel send and no copy an event (a channel of frames was
-// ~2 % of the edge with 50 busy inboxes: bench/path.md), and one wake-up a batch.
+// next element of a JSON array, and the writer swaps it for its spare and writes it: no
+// allocation, channel send or copy an event, where a channel of frames had all three
+// (bench/path.md), and one wake-up a batch.
 type opConn struct {
 	ws *websocket.Conn
 

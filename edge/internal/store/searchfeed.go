@@ -3,8 +3,8 @@ package store
 import "sync"
 
 // feed hands the indexer the messages the writer committed, from memory: a pass that takes
-// them does not read them back from the database through message_search (its join and its
-// three statements were a quarter of the index's cost; bench/path.md, twenty-first session).
+// them does not read them back from the database through message_search, a join a row and
+// three statements a pass (bench/path.md, twenty-first session).
 //
 // The feed holds every indexable message committed with an id above base, in commit order
 // (ids only grow from one commit to the next). A pass may take them instead of reading the
